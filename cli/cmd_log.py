@@ -1,0 +1,177 @@
+"""Commands over the log itself: record, verify, audit, backup."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from cli import hooks
+from cli.config import get_home
+from cli.output import emit_json, emit_json_pretty, human_bytes
+from eventlog import EventLogError, LogMissing
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, default=True, hidden=True)
+@click.pass_context
+def record(ctx: click.Context, as_json: bool) -> None:
+    """Append broker facts, one JSON object a line on stdin.
+
+    The whole input is validated first: if any line is bad, nothing is appended, every
+    bad line is reported (line number and reason) and the exit code is 2. Otherwise all
+    facts are appended in one batch and {"appended","duplicates","head"} is printed.
+    """
+    from cli.facts import parse_lines
+
+    home = get_home(ctx)
+    data = sys.stdin.buffer.read()
+    events, errors = parse_lines(data)
+    if errors:
+        for err in errors:
+            click.echo(f"line {err['line']}: {err['error']}", err=True)
+        click.echo(f"{len(errors)} bad line(s); nothing appended", err=True)
+        ctx.exit(2)
+    try:
+        log = home.log()
+        result = log.append(events)
+    except EventLogError as exc:
+        raise click.ClickException(str(exc)) from exc
+    emit_json({"appended": result.appended, "duplicates": result.duplicates, "head": result.head})
+    if result.appended:
+        hooks.after_append(home)
+
+
+@click.command()
+@click.option("--log", "log_path", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Verify a copy of a log (a backup directory) instead of the home's log.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def verify(ctx: click.Context, log_path: str | None, as_json: bool) -> None:
+    """Re-hash every record and check gaps, chain, key index and LMDB structure.
+
+    Exit 0 when sound, 1 when anything is wrong (the first bad seq is named).
+    """
+    from pathlib import Path
+
+    from eventlog.verify import verify_isolated
+
+    home = get_home(ctx)
+    extras: list[dict[str, Any]] = []
+    try:
+        if log_path is not None:
+            report = verify_isolated(Path(log_path))
+        else:
+            if not home.has_log():
+                raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+            log = home.log(readonly=True)
+            report = verify_isolated(home.log_dir, live=log)
+            if report.ok:
+                extras = hooks.verify_extras(home, log)
+    except (EventLogError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    ok = report.ok and all(e.get("ok", False) for e in extras)
+    if as_json:
+        out = report.to_dict()
+        out["ok"] = ok
+        out["checks"] = extras
+        emit_json(out)
+    else:
+        if report.ok:
+            click.echo(
+                f"ok: {report.records} records, {human_bytes(report.bytes)}, head "
+                f"{report.head_seq} {report.head_hash[:16]}…, structure {report.structural}"
+            )
+        else:
+            where = f"record {report.first_bad_seq}: " if report.first_bad_seq else ""
+            click.echo(f"BAD: {where}{report.reason}", err=True)
+            for p in report.problems[1:]:
+                click.echo(f"  also: {p}", err=True)
+        for e in extras:
+            status = "ok" if e.get("ok") else "DRIFT"
+            click.echo(f"{e.get('name')}: {status} {e.get('detail', '')}".rstrip())
+    ctx.exit(0 if ok else 1)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def audit(ctx: click.Context, as_json: bool) -> None:
+    """Events by type and day, capture times, head, size, duplicates and writers."""
+    from eventlog.audit import audit as run_audit
+
+    home = get_home(ctx)
+    try:
+        log = home.log(readonly=True)
+    except LogMissing:
+        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)") from None
+    report = run_audit(log)
+    report["home"] = str(home.root)
+    report.update(hooks.audit_sections(home, log))
+    if as_json:
+        emit_json_pretty(report)
+        return
+    _print_audit(report)
+
+
+def _print_audit(r: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"[bold]agentlog audit[/bold]  home {r['home']}")
+    con.print(
+        f"events {r['events']}  ·  log {human_bytes(r['log_bytes'])}  ·  duplicates skipped "
+        f"{r['duplicates_skipped']}  ·  head {r['head']['seq']} {r['head']['hash'][:16]}…"
+    )
+    con.print(f"first capture {r['first_capture']}  ·  last capture {r['last_capture']}")
+    t = Table(title="events by type")
+    t.add_column("type")
+    t.add_column("count", justify="right")
+    for tag, n in r["by_tag"].items():
+        t.add_row(tag, str(n))
+    con.print(t)
+    days = list(r["by_day"].items())
+    if days:
+        d = Table(title="events by day (last 14)")
+        d.add_column("day")
+        d.add_column("count", justify="right")
+        for day, n in days[-14:]:
+            d.add_row(day, str(n))
+        con.print(d)
+    w = Table(title="writers")
+    for col in ("seq", "at", "host", "pid", "version", "command"):
+        w.add_column(col)
+    for wr in r["writers"][-20:]:
+        w.add_row(str(wr["seq"]), str(wr["at"]), wr["host"], str(wr["pid"]), wr["version"],
+                  wr["command"])
+    con.print(w)
+    for key, value in r.items():
+        if key in {"home", "events", "log_bytes", "duplicates_skipped", "head", "first_capture",
+                   "last_capture", "by_tag", "by_day", "writers"}:
+            continue
+        con.print(f"[bold]{key}[/bold]")
+        con.print_json(data=value)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@click.pass_context
+def backup(ctx: click.Context, as_json: bool) -> None:
+    """Write a consistent compacted copy to <home>/backups/<timestamp>/, verified."""
+    from eventlog.backup import backup as run_backup
+
+    home = get_home(ctx)
+    try:
+        log = home.log()
+        manifest = run_backup(log, home.backups_dir)
+    except EventLogError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json(manifest)
+    else:
+        click.echo(
+            f"backup {manifest['path']}: head {manifest['head_seq']} "
+            f"{manifest['head_hash'][:16]}…, {human_bytes(manifest['bytes'])}, verified"
+        )

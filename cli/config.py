@@ -1,0 +1,89 @@
+"""The agentlog home: where it is, what is inside, and its config.json.
+
+Resolution: `--home DIR`, else env AGENTLOG_HOME, else the platform data dir.
+Only `cli` reads the environment and config files; libraries get paths passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from eventlog import EventLog, open_log
+
+
+@dataclass
+class Home:
+    root: Path
+    command: str = "agentlog"
+    _config: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def history_db(self) -> Path:
+        return self.root / "history.db"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.root / "archive"
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.root / "backups"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+    def has_log(self) -> bool:
+        return (self.log_dir / "data.mdb").exists()
+
+    def log(self, *, readonly: bool = False) -> EventLog:
+        """The process-wide log of this home (created on first write)."""
+        if not readonly:
+            self.root.mkdir(parents=True, exist_ok=True)
+        return open_log(self.log_dir, readonly=readonly, command=self.command)
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{path}: expected a JSON object")
+    return data
+
+
+def resolve_home(option: str | None) -> Home:
+    if option:
+        return Home(Path(option).expanduser().absolute())
+    env = os.environ.get("AGENTLOG_HOME")
+    if env:
+        return Home(Path(env).expanduser().absolute())
+    import platformdirs
+
+    return Home(Path(platformdirs.user_data_dir("agentlog", appauthor=False)))
+
+
+def get_home(ctx: click.Context) -> Home:
+    home = ctx.find_object(Home)
+    if home is None:
+        raise click.ClickException("internal error: no home resolved")
+    return home

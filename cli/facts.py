@@ -1,0 +1,220 @@
+"""Validation of broker facts given to `agentlog record` (JSON Lines), with pydantic.
+
+Each line is one fact. The whole input is validated before anything is appended; every
+bad line is reported with its number and reason. Fields not named here are kept in the
+event's `extra`. Times are ISO-8601 with a timezone, or epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+
+from eventlog.events import (
+    AliasBound,
+    AnswerGiven,
+    DecisionRevised,
+    Event,
+    MessageSent,
+    QuestionAsked,
+    RunStarted,
+)
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+MAX_KEY_BYTES = 400
+
+
+def parse_time(value: Any) -> int:
+    """Epoch milliseconds from epoch ms (int or decimal string) or ISO-8601 with timezone."""
+    if isinstance(value, bool):
+        raise ValueError("expected epoch milliseconds or ISO-8601 with timezone")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("epoch milliseconds must be >= 0")
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, str):
+        s = value.strip()
+        if s.isdigit():
+            return int(s)
+        try:
+            parsed = dt.datetime.fromisoformat(s.replace("Z", "+00:00") if s.endswith("Z") else s)
+        except ValueError:
+            raise ValueError(f"not ISO-8601 or epoch milliseconds: {value!r}") from None
+        if parsed.tzinfo is None:
+            raise ValueError(f"ISO-8601 time needs a timezone: {value!r}")
+        return int(parsed.timestamp() * 1000)
+    raise ValueError("expected epoch milliseconds or ISO-8601 with timezone")
+
+
+Time = Annotated[int, BeforeValidator(parse_time)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    def extras(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class MessageFact(_Fact):
+    type: Literal["message"]
+    id: NonEmpty
+    from_: NonEmpty = Field(alias="from")
+    to: list[str]
+    kind: Literal["message", "approval", "progress", "report"]
+    body: str
+    at: Time
+    project: str | None = None
+    session: str | None = None
+    job: str | None = None
+    thread: str | None = None
+
+
+class QuestionFact(_Fact):
+    type: Literal["question"]
+    id: NonEmpty
+    from_: NonEmpty = Field(alias="from")
+    body: str
+    at: Time
+    project: str | None = None
+
+
+class AnswerFact(_Fact):
+    type: Literal["answer"]
+    question: NonEmpty
+    body: str
+    by: NonEmpty
+    at: Time
+
+
+class DecisionFact(_Fact):
+    type: Literal["decision"]
+    topic: NonEmpty
+    revision: Annotated[int, Field(ge=0)]
+    body: str
+    author: NonEmpty
+    at: Time
+
+
+class RunFact(_Fact):
+    type: Literal["run"]
+    job: NonEmpty
+    run: NonEmpty
+    started_at: Time
+    agent: str | None = None
+    session: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AliasFact(_Fact):
+    type: Literal["alias"]
+    alias: NonEmpty
+    session: NonEmpty
+    agent: NonEmpty
+    at: Time
+
+
+Fact = Annotated[
+    MessageFact | QuestionFact | AnswerFact | DecisionFact | RunFact | AliasFact,
+    Field(discriminator="type"),
+]
+_adapter: TypeAdapter[Any] = TypeAdapter(Fact)
+
+
+def _key(*parts: str) -> bytes:
+    raw = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_KEY_BYTES:
+        return raw
+    return parts[0].encode() + b"#" + hashlib.sha256(raw).hexdigest().encode()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def to_event(fact: Any) -> tuple[bytes, Event]:
+    """The idempotency key and event of a validated fact."""
+    x = fact.extras()
+    if isinstance(fact, MessageFact):
+        return _key("message", fact.id), MessageSent(
+            id=fact.id, sender=fact.from_, to=fact.to, kind=fact.kind, body=fact.body,
+            at=fact.at, project=fact.project, session=fact.session, job=fact.job,
+            thread=fact.thread, extra=x,
+        )
+    if isinstance(fact, QuestionFact):
+        return _key("question", fact.id), QuestionAsked(
+            id=fact.id, sender=fact.from_, body=fact.body, at=fact.at, project=fact.project,
+            extra=x,
+        )
+    if isinstance(fact, AnswerFact):
+        return _key("answer", fact.question, fact.by, _sha(fact.body)), AnswerGiven(
+            question=fact.question, body=fact.body, by=fact.by, at=fact.at, extra=x
+        )
+    if isinstance(fact, DecisionFact):
+        return _key("decision", fact.topic, str(fact.revision)), DecisionRevised(
+            topic=fact.topic, revision=fact.revision, body=fact.body, author=fact.author,
+            at=fact.at, extra=x,
+        )
+    if isinstance(fact, RunFact):
+        return _key("run", fact.run), RunStarted(
+            job=fact.job, run=fact.run, started_at=fact.started_at, agent=fact.agent,
+            session=fact.session, metadata=fact.metadata, extra=x,
+        )
+    assert isinstance(fact, AliasFact)
+    return _key("alias", fact.alias, fact.session), AliasBound(
+        alias=fact.alias, session=fact.session, agent=fact.agent, at=fact.at, extra=x
+    )
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).endswith("Fact"))
+        loc = loc.replace("from_", "from")
+        parts.append(f"{loc or 'line'}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_lines(data: bytes) -> tuple[list[tuple[bytes, Event]], list[dict[str, Any]]]:
+    """Validate JSON Lines: (events, errors). Blank lines are ignored."""
+    events: list[tuple[bytes, Event]] = []
+    errors: list[dict[str, Any]] = []
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE_BYTES:
+            errors.append({"line": lineno, "error": f"{len(line)} bytes exceeds the "
+                           f"{MAX_LINE_BYTES // (1024 * 1024)} MiB limit of one fact"})
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append({"line": lineno, "error": f"invalid UTF-8 at byte {exc.start}"})
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append({"line": lineno, "error": f"invalid JSON: {exc.msg} at column {exc.colno}"})
+            continue
+        if not isinstance(obj, dict):
+            errors.append({"line": lineno, "error": "expected a JSON object"})
+            continue
+        if obj.get("type") not in ("message", "question", "answer", "decision", "run", "alias"):
+            errors.append({"line": lineno, "error": f"unknown or missing type {obj.get('type')!r}"
+                           " (message, question, answer, decision, run, alias)"})
+            continue
+        try:
+            fact = _adapter.validate_python(obj)
+            events.append(to_event(fact))
+        except ValidationError as exc:
+            errors.append({"line": lineno, "error": _describe(exc)})
+        except UnicodeEncodeError as exc:
+            errors.append({"line": lineno, "error": f"invalid text: {exc.reason}"})
+    return events, errors

@@ -1,0 +1,79 @@
+"""What the log holds: counts by tag and day, capture times, head, size, writers.
+
+A pure scan of the log in bounded read transactions; only writer events are fully
+decoded, everything else is counted from its tag.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from typing import Any
+
+import msgspec
+
+from eventlog import codec
+from eventlog.events import WriterStarted
+from eventlog.store import EventLog
+
+
+class _TagOnly(msgspec.Struct):
+    type: str = "?"
+
+
+_tag_dec = msgspec.msgpack.Decoder(_TagOnly)
+_writer_dec = msgspec.msgpack.Decoder(WriterStarted)
+
+
+def iso_ms(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
+
+
+def audit(log: EventLog) -> dict[str, Any]:
+    by_tag: Counter[str] = Counter()
+    by_day: Counter[str] = Counter()
+    writers: list[dict[str, Any]] = []
+    first = last = None
+    count = 0
+    for raw in log.iter_raw(1, 5000):
+        _, _, stored = codec.unpack_value(raw.value)
+        env = codec.decode_envelope(stored)
+        try:
+            tag = _tag_dec.decode(env.event).type
+        except msgspec.DecodeError:
+            tag = "?"
+        by_tag[tag] += 1
+        day = dt.datetime.fromtimestamp(env.at / 1000, tz=dt.UTC).date().isoformat()
+        by_day[day] += 1
+        first = env.at if first is None else first
+        last = env.at
+        count += 1
+        if tag == "writer.started":
+            try:
+                w = _writer_dec.decode(env.event)
+                writers.append(
+                    {
+                        "seq": raw.seq,
+                        "host": w.host,
+                        "pid": w.pid,
+                        "version": w.version,
+                        "command": w.command,
+                        "at": iso_ms(w.at),
+                    }
+                )
+            except msgspec.DecodeError:
+                pass
+    head = log.head()
+    return {
+        "events": count,
+        "by_tag": dict(sorted(by_tag.items())),
+        "by_day": dict(sorted(by_day.items())),
+        "first_capture": iso_ms(first),
+        "last_capture": iso_ms(last),
+        "head": {"seq": head.seq, "hash": head.hex},
+        "log_bytes": log.size_bytes(),
+        "duplicates_skipped": log.duplicates(),
+        "writers": writers,
+    }

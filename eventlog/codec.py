@@ -1,0 +1,70 @@
+"""Record layout and event encoding.
+
+An LMDB value in the `events` database is
+
+    format (1 byte, = 1) || chain hash (32 bytes) || stored bytes
+
+and the stored bytes are the MessagePack encoding of `Envelope`: capture time (UTC ms),
+idempotency key, and the event's own MessagePack (whose map carries the tag in "type").
+The chain hash covers the stored bytes exactly (see `chain`).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from eventlog.events import Event, UnknownEvent
+
+FORMAT = 1
+HEADER = 33
+
+
+class Envelope(msgspec.Struct, frozen=True):
+    at: int
+    key: bytes
+    event: msgspec.Raw
+
+
+class _TagOnly(msgspec.Struct):
+    type: str = ""
+
+
+_enc = msgspec.msgpack.Encoder()
+_env_dec = msgspec.msgpack.Decoder(Envelope)
+_event_dec = msgspec.msgpack.Decoder(Event)
+_tag_dec = msgspec.msgpack.Decoder(_TagOnly)
+
+
+def encode_event(event: Event) -> bytes:
+    return _enc.encode(event)
+
+
+def encode_stored(at: int, key: bytes, event_bytes: bytes) -> bytes:
+    """The stored bytes of a record."""
+    return _enc.encode(Envelope(at=at, key=key, event=msgspec.Raw(event_bytes)))
+
+
+def decode_envelope(stored: bytes | memoryview) -> Envelope:
+    return _env_dec.decode(stored)
+
+
+def decode_event(raw: bytes | memoryview) -> Event | UnknownEvent:
+    """Decode an event; an unknown tag (or a shape this version rejects) stays opaque."""
+    try:
+        return _event_dec.decode(raw)
+    except msgspec.ValidationError:
+        try:
+            tag = _tag_dec.decode(raw).type
+        except msgspec.DecodeError:
+            tag = ""
+        return UnknownEvent(tag=tag or "?", raw=bytes(raw))
+
+
+def pack_value(chain_hash: bytes, stored: bytes) -> bytes:
+    return bytes([FORMAT]) + chain_hash + stored
+
+
+def unpack_value(value: bytes | memoryview) -> tuple[int, bytes, memoryview]:
+    """(format, chain hash, stored bytes) of an LMDB value."""
+    mv = memoryview(value)
+    return mv[0], bytes(mv[1:HEADER]), mv[HEADER:]

@@ -1,0 +1,267 @@
+"""Event types: the wire contract of the log.
+
+Every event is a frozen msgspec Struct in one tagged union, encoded as MessagePack.
+Tag strings are pinned and never renamed. New fields get defaults; a breaking change
+gets a new tag. An event whose tag this version does not know decodes as
+`UnknownEvent` (its bytes kept) rather than stopping a replay.
+
+Events hold facts as captured, not interpretations: parsing belongs to projections.
+Times are UTC epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class _Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, omit_defaults=True):
+    """Base of every event type."""
+
+
+# --- bookkeeping -------------------------------------------------------------------
+
+
+class WriterStarted(_Event, tag="writer.started"):
+    """A process began writing to the log (one per writing process, for `audit`)."""
+
+    host: str
+    pid: int
+    version: str
+    command: str
+    at: int
+
+
+# --- broker facts ------------------------------------------------------------------
+
+
+class MessageSent(_Event, tag="message.sent"):
+    """A broker message. `kind` is one of message, approval, progress, report."""
+
+    id: str
+    sender: str
+    to: list[str]
+    kind: str
+    body: str
+    at: int
+    project: str | None = None
+    session: str | None = None
+    job: str | None = None
+    thread: str | None = None
+    extra: dict[str, Any] = {}
+
+
+class QuestionAsked(_Event, tag="question.asked"):
+    """An owner question."""
+
+    id: str
+    sender: str
+    body: str
+    at: int
+    project: str | None = None
+    extra: dict[str, Any] = {}
+
+
+class AnswerGiven(_Event, tag="answer.given"):
+    """The exact answer to an owner question."""
+
+    question: str
+    body: str
+    by: str
+    at: int
+    extra: dict[str, Any] = {}
+
+
+class DecisionRevised(_Event, tag="decision.revised"):
+    """One revision of a recorded decision (every revision is kept)."""
+
+    topic: str
+    revision: int
+    body: str
+    author: str
+    at: int
+    extra: dict[str, Any] = {}
+
+
+class RunStarted(_Event, tag="run.started"):
+    """A delegated run began; `metadata` is the broker's snapshot of it."""
+
+    job: str
+    run: str
+    started_at: int
+    agent: str | None = None
+    session: str | None = None
+    metadata: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+
+
+class AliasBound(_Event, tag="alias.bound"):
+    """A peer identity was bound to a CLI session."""
+
+    alias: str
+    session: str
+    agent: str
+    at: int
+    extra: dict[str, Any] = {}
+
+
+# --- capture of agent files ----------------------------------------------------------
+
+
+class SourceSeen(_Event, tag="source.seen"):
+    """A source file or database was discovered.
+
+    `source` is a stable id: "<agent>:<root-id>:<relative path>". `root` is the absolute
+    root directory as configured; `path` is relative to it (POSIX separators).
+    `layout` names the reader's classification (e.g. "claude.session", "codex.rollout").
+    """
+
+    source: str
+    agent: str
+    root: str
+    path: str
+    layout: str
+    at: int
+
+
+class SourceRewound(_Event, tag="source.rewound"):
+    """An append-only source shrank or its captured prefix changed: a new generation."""
+
+    source: str
+    generation: int
+    reason: str
+    old_size: int
+    new_size: int
+    at: int
+
+
+class ChunkCaptured(_Event, tag="chunk.captured"):
+    """Exact bytes [offset, offset+size) of generation `generation` of an append-only file.
+
+    `data` holds the bytes, compressed when `codec` is "zstd" (raw when ""). `size` is the
+    uncompressed length. Chunks end on a line boundary except when a single line is longer
+    than one read (then consecutive chunks continue it).
+    """
+
+    source: str
+    generation: int
+    offset: int
+    size: int
+    data: bytes
+    codec: str = ""
+    at: int = 0
+
+
+class FileSnapshotted(_Event, tag="file.snapshotted"):
+    """The whole content of a rewritten file (opencode JSON, meta.json, run metadata)."""
+
+    source: str
+    blake3: str
+    size: int
+    data: bytes
+    codec: str = ""
+    mtime_ms: int = 0
+    at: int = 0
+
+
+class RowSnapshotted(_Event, tag="row.snapshotted"):
+    """One row of an agent's SQLite table (opencode.db), captured by `time_updated`."""
+
+    source: str
+    table: str
+    row_id: str
+    time_updated: int
+    data: bytes
+    codec: str = ""
+    at: int = 0
+
+
+# --- archive, import, export -------------------------------------------------------------
+
+
+class TurnsImported(_Event, tag="turns.imported"):
+    """Turns of one session imported from an export envelope (one event per session).
+
+    `turns` are the envelope's turn objects, kept as given.
+    """
+
+    project: str
+    session: str
+    turns: list[dict[str, Any]]
+    file_sha256: str
+    at: int
+
+
+class SessionArchived(_Event, tag="session.archived"):
+    """A session's envelope was written to the archive; it leaves the hot projections."""
+
+    project: str
+    session: str
+    path: str
+    sha256: str
+    turns: int
+    newest_at: int
+    at: int
+
+
+class OperationRecorded(_Event, tag="operation.recorded"):
+    """An operation worth auditing: export, import (applied or dry run), archive tick."""
+
+    op: str
+    at: int
+    details: dict[str, Any] = {}
+
+
+Event = (
+    WriterStarted
+    | MessageSent
+    | QuestionAsked
+    | AnswerGiven
+    | DecisionRevised
+    | RunStarted
+    | AliasBound
+    | SourceSeen
+    | SourceRewound
+    | ChunkCaptured
+    | FileSnapshotted
+    | RowSnapshotted
+    | TurnsImported
+    | SessionArchived
+    | OperationRecorded
+)
+
+
+class UnknownEvent(msgspec.Struct, frozen=True):
+    """An event whose tag this version does not know; `raw` is its exact MessagePack."""
+
+    tag: str
+    raw: bytes
+
+
+ALL_EVENT_TYPES: tuple[type[_Event], ...] = (
+    WriterStarted,
+    MessageSent,
+    QuestionAsked,
+    AnswerGiven,
+    DecisionRevised,
+    RunStarted,
+    AliasBound,
+    SourceSeen,
+    SourceRewound,
+    ChunkCaptured,
+    FileSnapshotted,
+    RowSnapshotted,
+    TurnsImported,
+    SessionArchived,
+    OperationRecorded,
+)
+
+
+def tag_of(event: Event | UnknownEvent) -> str:
+    """The pinned tag string of an event."""
+    if isinstance(event, UnknownEvent):
+        return event.tag
+    tag = type(event).__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

@@ -1,0 +1,455 @@
+"""The LMDB event store: append-only, gapless, hash-chained, idempotent.
+
+Promises (see docs/ARCHITECTURE.md, invariants 1-3):
+- seqs start at 1 with no gaps; keys are 8-byte big-endian and written with MDB_APPEND
+  (a `False` from put is treated as corruption, never ignored);
+- one LMDB write transaction per batch: a batch commits whole or not at all, together
+  with any capture state (cursors) passed alongside it;
+- an event whose idempotency key is already present adds nothing and is counted;
+- one writer at a time across processes (an advisory flock, waited for with a timeout);
+- durable sync, no writemap; the map doubles on MapFullError up to a cap;
+- reads happen in short read transactions of bounded size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from eventlog import chain, codec
+from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing, WriterBusy
+from eventlog.events import Event, UnknownEvent, WriterStarted
+
+VERSION = "0.1.0"
+DEFAULT_MAP_SIZE = 1 << 30
+DEFAULT_MAX_MAP_SIZE = 1 << 40
+READ_BATCH = 1000
+
+_DBS = (b"events", b"keys", b"state", b"meta")
+_registry: dict[str, EventLog] = {}
+_registry_lock = threading.Lock()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    seq: int
+    hash: bytes
+
+    @property
+    def hex(self) -> str:
+        return self.hash.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    appended: int
+    duplicates: int
+    head: int
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    seq: int
+    at: int
+    key: bytes
+    hash: bytes
+    size: int
+    event: Event | UnknownEvent
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    seq: int
+    value: bytes
+
+
+class EventLog:
+    """An open event log in `path` (a directory holding data.mdb and lock.mdb)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        lock_timeout: float = 30.0,
+        command: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        self.max_map_size = max_map_size
+        self.lock_timeout = lock_timeout
+        self.command = command if command is not None else " ".join(sys.argv[:2])
+        if not (self.path / "data.mdb").exists():
+            if readonly or not create:
+                raise LogMissing(f"no event log at {self.path}")
+            self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_path = self.path / "writer.lock"
+        existing = (self.path / "data.mdb").stat().st_size if (self.path / "data.mdb").exists() else 0
+        self.env = lmdb.open(
+            str(self.path),
+            map_size=max(map_size, existing),
+            max_dbs=len(_DBS) + 2,
+            max_readers=1024,
+            sync=True,
+            metasync=True,
+            writemap=False,
+            readonly=readonly,
+            max_spare_txns=0,
+            create=not readonly,
+        )
+        self.env.reader_check()
+        self._dbs: dict[bytes, Any] = {}
+        if readonly:
+            for name in _DBS:
+                try:
+                    self._dbs[name] = self.env.open_db(name, create=False)
+                except lmdb.NotFoundError:
+                    self._dbs[name] = None
+        else:
+            for name in _DBS:
+                self._dbs[name] = self.env.open_db(name)
+        self._wrote_writer = False
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        self._thread_lock = threading.RLock()
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        with _registry_lock:
+            for k, v in list(_registry.items()):
+                if v is self:
+                    del _registry[k]
+        self._close_env()
+
+    def _close_env(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        self.env.close()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writer lock --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the cross-process writer lock (reentrant within this process)."""
+        with self._thread_lock:
+            if self._lock_depth == 0:
+                self._acquire(self.lock_timeout if timeout is None else timeout)
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0 and self._lock_fd is not None:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _acquire(self, timeout: float) -> None:
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WriterBusy(
+                        f"another agentlog process is writing to {self.path} "
+                        f"(waited {timeout:.0f} s for {self._lock_path})"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    # --- append -----------------------------------------------------------------------
+
+    def append(
+        self,
+        items: Sequence[tuple[bytes, Event]],
+        *,
+        state: Mapping[bytes, bytes | None] | None = None,
+        at: int | None = None,
+    ) -> AppendResult:
+        """Append `(idempotency key, event)` pairs in one transaction.
+
+        `state` entries (capture cursors) are written (or deleted, for None) in the same
+        transaction. Keys already in the log, or repeated within the batch, are skipped
+        and counted as duplicates.
+        """
+        if self.readonly:
+            raise EventLogError("log opened read-only")
+        for key, _ in items:
+            if not key or len(key) > 480:
+                raise EventLogError(f"idempotency key must be 1..480 bytes, got {len(key)}")
+        encoded = [(k, codec.encode_event(e)) for k, e in items]
+        stamp = now_ms() if at is None else at
+        with self.exclusive():
+            for attempt in range(64):
+                try:
+                    return self._append_txn(encoded, state or {}, stamp)
+                except lmdb.MapFullError:
+                    self._grow()
+                except lmdb.MapResizedError:
+                    self.env.set_mapsize(0)
+                except lmdb.Error as exc:
+                    if "Input/output error" in str(exc) or "No space" in str(exc):
+                        raise LogFull(f"cannot commit to {self.path}: {exc} (disk full?)") from exc
+                    raise
+            raise LogFull(f"could not grow {self.path} enough for this batch (attempt {attempt})")
+
+    def _grow(self) -> None:
+        current = int(self.env.info()["map_size"])
+        if current >= self.max_map_size:
+            raise LogFull(
+                f"event log {self.path} is full: map size {current} bytes reached its cap "
+                f"{self.max_map_size}"
+            )
+        self.env.set_mapsize(min(current * 2, self.max_map_size))
+
+    def _append_txn(
+        self, encoded: list[tuple[bytes, bytes]], state: Mapping[bytes, bytes | None], at: int
+    ) -> AppendResult:
+        events_db, keys_db = self._dbs[b"events"], self._dbs[b"keys"]
+        with self.env.begin(write=True) as txn:
+            head = self._head_in(txn)
+            seq, prev = head.seq, head.hash
+            seen: set[bytes] = set()
+            fresh: list[tuple[bytes, bytes]] = []
+            for key, ev in encoded:
+                if key in seen or txn.get(key, db=keys_db) is not None:
+                    continue
+                seen.add(key)
+                fresh.append((key, ev))
+            duplicates = len(encoded) - len(fresh)
+            writer_added = bool(fresh) and not self._wrote_writer
+            if writer_added:
+                fresh.insert(0, self._writer_event(at))
+            seqs: list[int] = []
+            cur = txn.cursor(db=events_db)
+            for key, ev in fresh:
+                seq += 1
+                stored = codec.encode_stored(at, key, ev)
+                prev = chain.link(prev, seq, stored)
+                skey = chain.seq_key(seq)
+                if not cur.put(skey, codec.pack_value(prev, stored), append=True):
+                    raise CorruptRecord(seq, "append refused: key out of order")
+                if not txn.put(key, skey, db=keys_db, overwrite=False):
+                    raise CorruptRecord(seq, "idempotency key already indexed")
+                seqs.append(seq)
+            for skey_, sval in state.items():
+                if sval is None:
+                    txn.delete(skey_, db=self._dbs[b"state"])
+                else:
+                    txn.put(skey_, sval, db=self._dbs[b"state"])
+            if duplicates:
+                meta = self._dbs[b"meta"]
+                old = txn.get(b"duplicates", db=meta)
+                total = (int(old) if old else 0) + duplicates
+                txn.put(b"duplicates", str(total).encode(), db=meta)
+        if writer_added:
+            self._wrote_writer = True
+        writer_extra = 1 if writer_added else 0
+        return AppendResult(
+            appended=len(seqs) - writer_extra,
+            duplicates=duplicates,
+            head=seq,
+            seqs=tuple(seqs[writer_extra:]),
+        )
+
+    def _writer_event(self, at: int) -> tuple[bytes, bytes]:
+        host, pid = socket.gethostname(), os.getpid()
+        key = f"writer:{host}:{pid}:{time.time_ns()}".encode()
+        ev = WriterStarted(host=host, pid=pid, version=VERSION, command=self.command, at=at)
+        return key, codec.encode_event(ev)
+
+    # --- reads ------------------------------------------------------------------------
+
+    def _head_in(self, txn: Any) -> Head:
+        db = self._dbs[b"events"]
+        if db is None:
+            return Head(0, chain.GENESIS)
+        cur = txn.cursor(db=db)
+        if not cur.last():
+            return Head(0, chain.GENESIS)
+        _, h, _ = codec.unpack_value(cur.value())
+        return Head(chain.key_seq(cur.key()), h)
+
+    def _begin(self) -> Any:
+        try:
+            return self.env.begin()
+        except lmdb.MapResizedError:
+            self.env.set_mapsize(0)
+            return self.env.begin()
+
+    def head(self) -> Head:
+        with self._begin() as txn:
+            return self._head_in(txn)
+
+    def has_key(self, key: bytes) -> bool:
+        if self._dbs[b"keys"] is None:
+            return False
+        with self._begin() as txn:
+            return txn.get(key, db=self._dbs[b"keys"]) is not None
+
+    def seq_of_key(self, key: bytes) -> int | None:
+        if self._dbs[b"keys"] is None:
+            return None
+        with self._begin() as txn:
+            v = txn.get(key, db=self._dbs[b"keys"])
+            return None if v is None else chain.key_seq(v)
+
+    def read_raw(self, from_seq: int = 1, limit: int = READ_BATCH) -> list[RawRecord]:
+        """At most `limit` records from `from_seq`, as exact LMDB values."""
+        out: list[RawRecord] = []
+        if self._dbs[b"events"] is None:
+            return out
+        with self._begin() as txn:
+            cur = txn.cursor(db=self._dbs[b"events"])
+            if not cur.set_range(chain.seq_key(max(from_seq, 1))):
+                return out
+            for k, v in cur:
+                out.append(RawRecord(chain.key_seq(k), bytes(v)))
+                if len(out) >= limit:
+                    break
+        return out
+
+    def read(self, from_seq: int = 1, limit: int = READ_BATCH) -> list[StoredEvent]:
+        """At most `limit` decoded events from `from_seq` (one short read transaction)."""
+        return [decode_record(r) for r in self.read_raw(from_seq, limit)]
+
+    def iter_events(self, from_seq: int = 1, batch: int = READ_BATCH) -> Iterator[StoredEvent]:
+        """Every event from `from_seq` to the head, in bounded read transactions."""
+        for raw in self.iter_raw(from_seq, batch):
+            yield decode_record(raw)
+
+    def iter_raw(self, from_seq: int = 1, batch: int = READ_BATCH) -> Iterator[RawRecord]:
+        seq = from_seq
+        while True:
+            chunk = self.read_raw(seq, batch)
+            if not chunk:
+                return
+            yield from chunk
+            seq = chunk[-1].seq + 1
+
+    def get(self, seq: int) -> StoredEvent | None:
+        got = self.read_raw(seq, 1)
+        if not got or got[0].seq != seq:
+            return None
+        return decode_record(got[0])
+
+    def get_state(self, key: bytes) -> bytes | None:
+        if self._dbs[b"state"] is None:
+            return None
+        with self._begin() as txn:
+            v = txn.get(key, db=self._dbs[b"state"])
+            return None if v is None else bytes(v)
+
+    def iter_state(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Capture state entries whose key starts with `prefix` (one read transaction)."""
+        if self._dbs[b"state"] is None:
+            return
+        with self._begin() as txn:
+            cur = txn.cursor(db=self._dbs[b"state"])
+            if not cur.set_range(prefix):
+                return
+            for k, v in cur:
+                if not bytes(k).startswith(prefix):
+                    break
+                yield bytes(k), bytes(v)
+
+    def duplicates(self) -> int:
+        if self._dbs[b"meta"] is None:
+            return 0
+        with self._begin() as txn:
+            v = txn.get(b"duplicates", db=self._dbs[b"meta"])
+            return int(v) if v else 0
+
+    def key_count(self) -> int:
+        if self._dbs[b"keys"] is None:
+            return 0
+        with self._begin() as txn:
+            return int(txn.stat(self._dbs[b"keys"])["entries"])
+
+    def iter_keys(self, batch: int = 10_000) -> Iterator[tuple[bytes, int]]:
+        """(idempotency key, seq) of the key index, in bounded read transactions."""
+        if self._dbs[b"keys"] is None:
+            return
+        after: bytes | None = None
+        while True:
+            rows: list[tuple[bytes, int]] = []
+            with self._begin() as txn:
+                cur = txn.cursor(db=self._dbs[b"keys"])
+                ok = cur.set_range(after) if after is not None else cur.first()
+                if ok and after is not None and bytes(cur.key()) == after:
+                    ok = cur.next()
+                while ok and len(rows) < batch:
+                    rows.append((bytes(cur.key()), chain.key_seq(cur.value())))
+                    ok = cur.next()
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.path.glob("*.mdb"))
+
+    def copy_to(self, dest: Path, *, compact: bool = True) -> None:
+        """A consistent snapshot of the environment into the directory `dest`."""
+        dest.mkdir(parents=True, exist_ok=True)
+        self.env.copy(str(dest), compact=compact)
+
+
+def decode_record(raw: RawRecord) -> StoredEvent:
+    fmt, h, stored = codec.unpack_value(raw.value)
+    if fmt != codec.FORMAT:
+        raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
+    env = codec.decode_envelope(stored)
+    return StoredEvent(
+        seq=raw.seq,
+        at=env.at,
+        key=env.key,
+        hash=h,
+        size=len(stored),
+        event=codec.decode_event(env.event),
+    )
+
+
+def open_log(path: Path, **kwargs: Any) -> EventLog:
+    """The process-wide EventLog of `path` (LMDB forbids opening one env twice)."""
+    real = os.path.realpath(path)
+    with _registry_lock:
+        log = _registry.get(real)
+        if log is not None and (log.readonly and not kwargs.get("readonly", False)):
+            log._close_env()
+            log = None
+        if log is None:
+            log = EventLog(Path(path), **kwargs)
+            _registry[real] = log
+        return log
+
