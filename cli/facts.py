@@ -201,7 +201,8 @@ def parse_lines(data: bytes) -> tuple[list[tuple[bytes, Event]], list[dict[str, 
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            errors.append({"line": lineno, "error": f"invalid JSON: {exc.msg} at column {exc.colno}"})
+            msg = f"invalid JSON: {exc.msg} at column {exc.colno}"
+            errors.append({"line": lineno, "error": msg})
             continue
         if not isinstance(obj, dict):
             errors.append({"line": lineno, "error": "expected a JSON object"})

@@ -23,7 +23,7 @@ class _Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, omit_d
 # --- bookkeeping -------------------------------------------------------------------
 
 
-class WriterStarted(_Event, tag="writer.started"):
+class WriterStarted(_Event, tag="writer.started", frozen=True):
     """A process began writing to the log (one per writing process, for `audit`)."""
 
     host: str
@@ -36,7 +36,7 @@ class WriterStarted(_Event, tag="writer.started"):
 # --- broker facts ------------------------------------------------------------------
 
 
-class MessageSent(_Event, tag="message.sent"):
+class MessageSent(_Event, tag="message.sent", frozen=True):
     """A broker message. `kind` is one of message, approval, progress, report."""
 
     id: str
@@ -52,7 +52,7 @@ class MessageSent(_Event, tag="message.sent"):
     extra: dict[str, Any] = {}
 
 
-class QuestionAsked(_Event, tag="question.asked"):
+class QuestionAsked(_Event, tag="question.asked", frozen=True):
     """An owner question."""
 
     id: str
@@ -63,7 +63,7 @@ class QuestionAsked(_Event, tag="question.asked"):
     extra: dict[str, Any] = {}
 
 
-class AnswerGiven(_Event, tag="answer.given"):
+class AnswerGiven(_Event, tag="answer.given", frozen=True):
     """The exact answer to an owner question."""
 
     question: str
@@ -73,7 +73,7 @@ class AnswerGiven(_Event, tag="answer.given"):
     extra: dict[str, Any] = {}
 
 
-class DecisionRevised(_Event, tag="decision.revised"):
+class DecisionRevised(_Event, tag="decision.revised", frozen=True):
     """One revision of a recorded decision (every revision is kept)."""
 
     topic: str
@@ -84,7 +84,7 @@ class DecisionRevised(_Event, tag="decision.revised"):
     extra: dict[str, Any] = {}
 
 
-class RunStarted(_Event, tag="run.started"):
+class RunStarted(_Event, tag="run.started", frozen=True):
     """A delegated run began; `metadata` is the broker's snapshot of it."""
 
     job: str
@@ -96,7 +96,7 @@ class RunStarted(_Event, tag="run.started"):
     extra: dict[str, Any] = {}
 
 
-class AliasBound(_Event, tag="alias.bound"):
+class AliasBound(_Event, tag="alias.bound", frozen=True):
     """A peer identity was bound to a CLI session."""
 
     alias: str
@@ -109,7 +109,7 @@ class AliasBound(_Event, tag="alias.bound"):
 # --- capture of agent files ----------------------------------------------------------
 
 
-class SourceSeen(_Event, tag="source.seen"):
+class SourceSeen(_Event, tag="source.seen", frozen=True):
     """A source file or database was discovered.
 
     `source` is a stable id: "<agent>:<root-id>:<relative path>". `root` is the absolute
@@ -125,7 +125,7 @@ class SourceSeen(_Event, tag="source.seen"):
     at: int
 
 
-class SourceRewound(_Event, tag="source.rewound"):
+class SourceRewound(_Event, tag="source.rewound", frozen=True):
     """An append-only source shrank or its captured prefix changed: a new generation."""
 
     source: str
@@ -136,7 +136,7 @@ class SourceRewound(_Event, tag="source.rewound"):
     at: int
 
 
-class ChunkCaptured(_Event, tag="chunk.captured"):
+class ChunkCaptured(_Event, tag="chunk.captured", frozen=True):
     """Exact bytes [offset, offset+size) of generation `generation` of an append-only file.
 
     `data` holds the bytes, compressed when `codec` is "zstd" (raw when ""). `size` is the
@@ -153,7 +153,7 @@ class ChunkCaptured(_Event, tag="chunk.captured"):
     at: int = 0
 
 
-class FileSnapshotted(_Event, tag="file.snapshotted"):
+class FileSnapshotted(_Event, tag="file.snapshotted", frozen=True):
     """The whole content of a rewritten file (opencode JSON, meta.json, run metadata)."""
 
     source: str
@@ -165,7 +165,7 @@ class FileSnapshotted(_Event, tag="file.snapshotted"):
     at: int = 0
 
 
-class RowSnapshotted(_Event, tag="row.snapshotted"):
+class RowSnapshotted(_Event, tag="row.snapshotted", frozen=True):
     """One row of an agent's SQLite table (opencode.db), captured by `time_updated`."""
 
     source: str
@@ -180,7 +180,7 @@ class RowSnapshotted(_Event, tag="row.snapshotted"):
 # --- archive, import, export -------------------------------------------------------------
 
 
-class TurnsImported(_Event, tag="turns.imported"):
+class TurnsImported(_Event, tag="turns.imported", frozen=True):
     """Turns of one session imported from an export envelope (one event per session).
 
     `turns` are the envelope's turn objects, kept as given.
@@ -193,7 +193,7 @@ class TurnsImported(_Event, tag="turns.imported"):
     at: int
 
 
-class SessionArchived(_Event, tag="session.archived"):
+class SessionArchived(_Event, tag="session.archived", frozen=True):
     """A session's envelope was written to the archive; it leaves the hot projections."""
 
     project: str
@@ -205,7 +205,7 @@ class SessionArchived(_Event, tag="session.archived"):
     at: int
 
 
-class OperationRecorded(_Event, tag="operation.recorded"):
+class OperationRecorded(_Event, tag="operation.recorded", frozen=True):
     """An operation worth auditing: export, import (applied or dry run), archive tick."""
 
     op: str

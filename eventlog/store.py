@@ -103,7 +103,8 @@ class EventLog:
                 raise LogMissing(f"no event log at {self.path}")
             self.path.mkdir(parents=True, exist_ok=True)
         self._lock_path = self.path / "writer.lock"
-        existing = (self.path / "data.mdb").stat().st_size if (self.path / "data.mdb").exists() else 0
+        data_file = self.path / "data.mdb"
+        existing = data_file.stat().st_size if data_file.exists() else 0
         self.env = lmdb.open(
             str(self.path),
             map_size=max(map_size, existing),
@@ -210,7 +211,7 @@ class EventLog:
         encoded = [(k, codec.encode_event(e)) for k, e in items]
         stamp = now_ms() if at is None else at
         with self.exclusive():
-            for attempt in range(64):
+            for _ in range(64):
                 try:
                     return self._append_txn(encoded, state or {}, stamp)
                 except lmdb.MapFullError:
@@ -221,7 +222,7 @@ class EventLog:
                     if "Input/output error" in str(exc) or "No space" in str(exc):
                         raise LogFull(f"cannot commit to {self.path}: {exc} (disk full?)") from exc
                     raise
-            raise LogFull(f"could not grow {self.path} enough for this batch (attempt {attempt})")
+            raise LogFull(f"could not grow {self.path} enough for this batch")
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])

@@ -1,0 +1,87 @@
+"""What the pure parsers produce, and the parse API the projections call.
+
+Parsers are pure functions of captured bytes plus a small JSON-serialisable `state` dict
+that the caller persists between calls (so a Codex rollout's `session_meta`, read in the
+first chunk, still names the session of lines read days later). The caller keeps one state
+dict per `state_scope(source)`; sources that share a scope share knowledge (opencode's
+parts need their message's role).
+
+Contract (implemented in `readers.parse`):
+
+    state_scope(source: SourceInfo) -> str
+    parse_line(source, state, line: bytes, offset: int, generation: int) -> ParseResult
+        one complete JSONL/log line (without its trailing newline) that starts at byte
+        `offset` of generation `generation`; lines longer than MAX_LINE are never passed
+        (the caller counts them as oversized; the raw log keeps them)
+    parse_snapshot(source, state, data: bytes) -> ParseResult
+        the whole content of a rewritten file (opencode JSON, meta.json, run metadata)
+    parse_row(source, state, table: str, row_id: str, data: bytes) -> ParseResult
+        one opencode.db row, as captured (JSON object of its columns)
+
+No parser raises on bad input: undecodable or unknown content is counted in
+`ParseResult.unknown` (record type -> count) and otherwise skipped.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+MAX_LINE = 8 * 1024 * 1024
+
+AGENTS = ("claude", "codex", "opencode", "other")
+ROLES = ("user", "assistant", "tool_use", "tool_result", "thinking", "system")
+
+
+class SourceInfo(msgspec.Struct, frozen=True):
+    """A captured source as announced by its `SourceSeen` event."""
+
+    source: str
+    agent: str
+    root: str
+    path: str
+    layout: str
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One searchable turn of a transcript.
+
+    `uid` is stable across copies of the same record (Claude's uuid; a content hash where
+    the format has no id), so records repeated by resume/fork are indexed once. When a
+    rewritten source yields a record with a known uid, it replaces the older one.
+    `cursor` locates the record in its source: "<generation>:<byte offset>" for JSONL,
+    the part/message id for opencode.
+    """
+
+    uid: str
+    agent: str
+    session: str | None
+    role: str
+    text: str
+    cursor: str
+    at: int | None = None
+    project: str | None = None
+    subagent: str | None = None
+    subagent_name: str | None = None
+    tool: str | None = None
+    tool_input: str | None = None
+    title: str | None = None
+    message: str | None = None
+
+
+class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
+    """A title (summary, opencode session title) learned for a session."""
+
+    agent: str
+    session: str
+    title: str
+    project: str | None = None
+
+
+class ParseResult(msgspec.Struct, kw_only=True):
+    records: list[Record] = msgspec.field(default_factory=list)
+    titles: list[SessionTitle] = msgspec.field(default_factory=list)
+    unknown: dict[str, int] = msgspec.field(default_factory=dict)
+    skipped: int = 0
+
+    def count_unknown(self, kind: str) -> None:
+        self.unknown[kind] = self.unknown.get(kind, 0) + 1
