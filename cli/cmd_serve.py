@@ -1,0 +1,31 @@
+"""`agentlog serve`: the HTTP API and the dashboard page on loopback."""
+
+from __future__ import annotations
+
+import click
+
+from cli.config import get_home
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback only unless --allow-remote).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0,
+              help="Port to listen on (default: a free port).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a non-loopback --host (anyone who can reach it still needs the token).")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, allow_remote: bool) -> None:
+    """Serve the HTTP API and the dashboard until interrupted.
+
+    Prints one line: the URL with a fresh token. Opening it sets a session cookie and drops
+    the token from the address bar. The URL, port, pid and token are also written to
+    <home>/server.json (mode 0600) while the server runs.
+    """
+    from cli.web.server import ServeError
+    from cli.web.server import serve as run
+
+    try:
+        run(get_home(ctx), host=host, port=port, allow_remote=allow_remote)
+    except ServeError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,259 @@
+"""The MCP stdio server: `search_history` and `get_conversation` over the query API.
+
+Promises:
+- The advertised input schemas are written by hand and fully inlined: no `$ref`, no
+  `anyOf`, no `null` types, so Claude Code, Codex and opencode all accept them.
+- Every result carries the same object twice: as `structuredContent` and as JSON text,
+  for clients that read only one of them.
+- A bad argument, an unknown id or an internal failure is a tool error (`isError`), never
+  a crash of the server. Transcript text is never logged.
+- Start-up does no index work; the MCP SDK is imported only when this module is.
+- Nothing is printed to stdout: it is the protocol channel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from cli.config import Home
+from cli.main import VERSION
+from cli.web import calls
+
+log = logging.getLogger("agentlog.mcp")
+
+_READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+_TEXT = {"type": "string"}
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1000,
+            "description": "Words to find (literal words and numbers, all must match; "
+            "no query operators).",
+        },
+        "filters": {
+            "type": "object",
+            "description": "Optional filters; omit any you do not need.",
+            "properties": {
+                "project": {**_TEXT, "description": "Canonical project path."},
+                "session": {**_TEXT, "description": "Exact CLI session id or peer identity."},
+                "job": {**_TEXT, "description": "Exact job name."},
+                "agent": {"type": "string", "enum": list(calls.AGENTS)},
+                "kind": {"type": "string", "enum": list(calls.KINDS)},
+                "since": {
+                    "type": ["string", "integer"],
+                    "description": "Epoch milliseconds or ISO-8601 with timezone (inclusive).",
+                },
+                "until": {
+                    "type": ["string", "integer"],
+                    "description": "Epoch milliseconds or ISO-8601 with timezone (inclusive).",
+                },
+            },
+            "additionalProperties": False,
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 50,
+            "default": 10,
+            "description": "Number of hits (1..50).",
+        },
+        "answer": {
+            "type": "boolean",
+            "default": False,
+            "description": "Also answer the query from the top hits with a cheap model "
+            "(spends model tokens).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+CONVERSATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "A hit's `conversation` id (or a session id).",
+        },
+        "after": {
+            "type": "string",
+            "description": "The `next` cursor of the previous page; omit for the first page.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 20,
+            "description": "Items per page.",
+        },
+    },
+    "required": ["id"],
+    "additionalProperties": False,
+}
+
+TOOLS = [
+    types.Tool(
+        name="search_history",
+        title="Search agent history",
+        description=(
+            "Search the local history of AI coding agents (Claude Code, Codex, opencode "
+            "transcripts, broker messages, decisions, run logs). Returns ranked hits with "
+            "short plain-text snippets; pass a hit's `conversation` to get_conversation for "
+            "context. Only reads the local index."
+        ),
+        input_schema=SEARCH_SCHEMA,
+        annotations=_READ_ONLY,
+    ),
+    types.Tool(
+        name="get_conversation",
+        title="Read a conversation",
+        description=(
+            "Page through a retained conversation: returns {id, items, next}; call again "
+            "with after=next until next is null."
+        ),
+        input_schema=CONVERSATION_SCHEMA,
+        annotations=_READ_ONLY,
+    ),
+]
+
+
+class ArgumentProblem(calls.BadArgument):
+    """The tool arguments do not have the advertised shape."""
+
+
+def _check_keys(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise ArgumentProblem(f"{where}unknown argument {key!r}")
+
+
+def _integer(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentProblem(f"{name}: expected an integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ArgumentProblem(f"{name}: expected an integer")
+        return int(value)
+    return value
+
+
+def search_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Check `search_history` arguments for shape; values are the query API's to judge."""
+    _check_keys(args, ("query", "filters", "limit", "answer"), "")
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise ArgumentProblem("query: expected a string")
+    filters = args.get("filters")
+    if filters is not None:
+        if not isinstance(filters, dict):
+            raise ArgumentProblem("filters: expected an object")
+        _check_keys(filters, calls.FILTER_KEYS, "filters: ")
+        for key, value in filters.items():
+            if value is None:
+                continue
+            if key in ("since", "until"):
+                if isinstance(value, bool) or not isinstance(value, int | float | str):
+                    raise ArgumentProblem(f"filters.{key}: expected epoch ms or ISO-8601")
+            elif not isinstance(value, str):
+                raise ArgumentProblem(f"filters.{key}: expected a string")
+    answer = args.get("answer", False)
+    if answer is None:
+        answer = False
+    if not isinstance(answer, bool):
+        raise ArgumentProblem("answer: expected true or false")
+    return {
+        "query": query,
+        "filters": filters,
+        "limit": _integer(args.get("limit"), "limit"),
+        "answer": answer,
+    }
+
+
+def conversation_args(args: dict[str, Any]) -> dict[str, Any]:
+    _check_keys(args, ("id", "after", "limit"), "")
+    cid = args.get("id")
+    if not isinstance(cid, str) or not cid:
+        raise ArgumentProblem("id: expected a non-empty string")
+    after = args.get("after")
+    if after is not None and not isinstance(after, str):
+        raise ArgumentProblem("after: expected a string")
+    return {"conversation_id": cid, "after": after, "limit": _integer(args.get("limit"), "limit")}
+
+
+def call_tool(home: Home, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one tool call; raises CallError for anything the caller should be told."""
+    if name == "search_history":
+        return calls.search(home, **search_args(args))
+    if name == "get_conversation":
+        return calls.conversation(home, **conversation_args(args))
+    raise ArgumentProblem(f"unknown tool {name!r}")
+
+
+def _result(obj: dict[str, Any]) -> types.CallToolResult:
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=obj
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def build_server(home: Home) -> Server[Any]:
+    async def on_list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = params.arguments or {}
+        try:
+            return _result(call_tool(home, params.name, dict(args)))
+        except calls.CallError as exc:
+            return _error(str(exc))
+        except Exception as exc:  # a tool failure must not end the session
+            log.warning("tool %s failed: %s", params.name, type(exc).__name__)
+            return _error(f"internal error in {params.name}: {type(exc).__name__}")
+
+    return Server(
+        "agentlog",
+        version=VERSION,
+        instructions=(
+            "Search the user's past AI coding agent sessions with search_history; "
+            "read more context with get_conversation."
+        ),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def serve_stdio(home: Home) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe."""
+    logging.basicConfig(level=logging.WARNING, format="agentlog mcp: %(message)s")
+    server = build_server(home)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)

@@ -1,0 +1,161 @@
+"""The calls both front ends make: MCP tools and HTTP routes go through here.
+
+Promises:
+- Thin: arguments are checked for shape (types, known names); values are checked by
+  `projections.query`, whose `QueryError` names the parameter. No SQL here.
+- One response shape: `search` returns exactly what `projections.query.search` returns,
+  plus `answer` when asked, so MCP and HTTP answer alike.
+- The answer step runs only when asked, and only through `cli.answers` when that module
+  exists; otherwise `answer.error` says so while hits and sources are kept.
+- Light to import: `projections.query` is imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from cli.config import Home
+
+AGENTS = ("claude", "codex", "opencode", "other")
+KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
+FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until")
+ANSWER_SOURCES = 8
+
+
+class CallError(Exception):
+    """A front-end call failed in a way the caller should see (bad argument, unknown id)."""
+
+    status = 400
+
+
+class BadArgument(CallError):
+    """An argument has the wrong name, shape or value."""
+
+
+class Missing(CallError):
+    """The id, topic or run names nothing in the index."""
+
+    status = 404
+
+
+class Busy(CallError):
+    """history.db is being rebuilt by another process; try again shortly."""
+
+    status = 503
+
+
+def _query() -> Any:
+    return importlib.import_module("projections.query")
+
+
+def _errors() -> Any:
+    return importlib.import_module("projections.errors")
+
+
+def _engine(home: Home) -> str | None:
+    search_cfg = home.config.get("search")
+    if isinstance(search_cfg, dict):
+        engine = search_cfg.get("engine")
+        if isinstance(engine, str) and engine:
+            return engine
+    return None
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a query function, turning its errors into CallErrors."""
+    errors = _errors()
+    try:
+        return fn(*args, **kwargs)
+    except errors.NotFound as exc:
+        raise Missing(str(exc)) from None
+    except errors.ProjectionBusy as exc:
+        raise Busy(f"history.db is busy: {exc}") from None
+    except errors.QueryError as exc:
+        raise BadArgument(str(exc)) from None
+
+
+def search(
+    home: Home,
+    query: str,
+    filters: dict[str, Any] | None = None,
+    limit: Any = None,
+    answer: bool = False,
+) -> dict[str, Any]:
+    """Search the history; with `answer`, add an answer grounded in the top hits."""
+    if not isinstance(query, str):
+        raise BadArgument("query: expected a string")
+    clean = {k: v for k, v in (filters or {}).items() if v is not None}
+    result: dict[str, Any] = _call(
+        _query().search, home.history_db, query, clean or None, limit, engine=_engine(home)
+    )
+    if answer:
+        result["answer"] = make_answer(home, query, list(result.get("hits", [])))
+    return result
+
+
+def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer object of the seed, from `cli.answers` when it is installed."""
+    if importlib.util.find_spec("cli.answers") is not None:
+        answers = importlib.import_module("cli.answers")
+        produced: dict[str, Any] = answers.answer(home, query, hits)
+        return produced
+    sources = [{"id": h.get("id"), "link": h.get("sourceLink")} for h in hits[:ANSWER_SOURCES]]
+    return {
+        "text": "",
+        "agent": None,
+        "model": None,
+        "sources": sources,
+        "error": "answers are not available",
+    }
+
+
+def document(home: Home, hit_id: str) -> dict[str, Any]:
+    """The bounded source document of a hit id."""
+    doc = _call(_query().get_document, home.history_db, hit_id)
+    if doc is None:
+        raise Missing(f"no document {hit_id!r}")
+    result: dict[str, Any] = doc
+    return result
+
+
+def conversation(
+    home: Home, conversation_id: str, after: str | None = None, limit: Any = None
+) -> dict[str, Any]:
+    """One page of a conversation: {id, items, next}."""
+    kwargs: dict[str, Any] = {"after": after or None}
+    if limit is not None:
+        kwargs["limit"] = limit
+    result: dict[str, Any] = _call(
+        _query().get_conversation, home.history_db, conversation_id, **kwargs
+    )
+    return result
+
+
+def decision_history(home: Home, topic: str) -> dict[str, Any]:
+    """Every revision of a decision topic."""
+    found = _call(_query().decision_history, home.history_db, topic)
+    if found is None:
+        raise Missing(f"no decision {topic!r}")
+    result: dict[str, Any] = found
+    return result
+
+
+def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
+    """A bounded window of a run log from a byte offset."""
+    found = _call(_query().run_log, home.history_db, basename, from_offset)
+    if found is None:
+        raise Missing(f"no run {basename!r}")
+    result: dict[str, Any] = found
+    return result
+
+
+def coverage(home: Home) -> dict[str, Any]:
+    """What is captured and how fresh, from the query API when it offers it."""
+    query = _query()
+    fn = getattr(query, "coverage", None)
+    if fn is None:
+        return {}
+    result: dict[str, Any] = _call(fn, home.history_db)
+    return result

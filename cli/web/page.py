@@ -1,0 +1,41 @@
+"""The dashboard page and its three static files, from a fixed table.
+
+Promise: only the files named in `FILES` are ever served; a request for any other name is
+404, so no path from a URL reaches the file system.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+STATIC = Path(__file__).resolve().parent / "static"
+FILES: dict[str, str] = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+
+
+def _file(name: str) -> Response:
+    media = FILES.get(name)
+    if media is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    return Response((STATIC / name).read_bytes(), media_type=media)
+
+
+def index(request: Request) -> Response:
+    return _file("index.html")
+
+
+def static(request: Request) -> Response:
+    return _file(request.path_params["name"])
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/", index, methods=["GET"]),
+    Route("/static/{name}", static, methods=["GET"]),
+]

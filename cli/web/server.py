@@ -1,0 +1,113 @@
+"""Running the dashboard server: bind, announce, record server.json, clean up.
+
+Promises:
+- Binds loopback unless `allow_remote` is given; a non-loopback host without it is refused
+  before anything is bound.
+- A fresh token per run (`secrets.token_urlsafe(32)`); the session cookie value is a
+  separate random id, so the token itself never sits in a cookie jar.
+- Prints exactly one line (the URL with the token) to stdout, writes `<home>/server.json`
+  with mode 0600 ({url, port, pid, token}) and removes it on exit, if it is still ours.
+- No access log: query strings hold search words and the token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from cli.config import Home
+from cli.web.guard import loopback_hosts
+
+
+class ServeError(Exception):
+    """The server cannot start as asked."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def write_server_json(path: Path, info: dict[str, Any]) -> None:
+    tmp = path.with_name(f".server.json.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(info, fh)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def remove_server_json(path: Path, pid: int) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == pid:
+            path.unlink()
+
+
+def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM)."""
+    import uvicorn
+
+    from cli.web.app import create_app
+
+    if not is_loopback(host) and not allow_remote:
+        raise ServeError(
+            f"refusing to listen on non-loopback host {host!r}: the history is private "
+            "(pass --allow-remote to do it anyway)"
+        )
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    token = secrets.token_urlsafe(32)
+    allowed = loopback_hosts(port)
+    any_host = False
+    if not is_loopback(host):
+        allowed.add(f"{url_host(host)}:{port}")
+        any_host = host in ("0.0.0.0", "::")
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else url_host(host)
+    if shown == "localhost":
+        shown = "127.0.0.1"
+    url = f"http://{shown}:{port}/"
+    app = create_app(home, token=token, session=secrets.token_urlsafe(32), port=port,
+                     allowed_hosts=allowed, any_host=any_host)
+    home.root.mkdir(parents=True, exist_ok=True)
+    info_path = home.root / "server.json"
+    pid = os.getpid()
+    write_server_json(info_path, {"url": url, "port": port, "pid": pid, "token": token})
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            server_header=False)
+    server = uvicorn.Server(config)
+    try:
+        sys.stdout.write(f"{url}?token={token}\n")
+        sys.stdout.flush()
+        server.run(sockets=[sock])
+    finally:
+        remove_server_json(info_path, pid)
+        sock.close()

@@ -1,0 +1,378 @@
+// agentlog dashboard. No build step, no inline script (the CSP forbids it).
+// Safety rule: every piece of history is put in the page with textContent; the only
+// markup created from data is <mark> elements made with createElement for query matches.
+// Links from the API are followed only when they are local paths ("/..." but not "//").
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const FILTERS = ["project", "session", "job", "agent", "kind", "since", "until", "limit"];
+let selected = -1;
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function isLocal(link) {
+  return typeof link === "string" && link.startsWith("/") && !link.startsWith("//")
+    && !link.startsWith("/\\");
+}
+
+function fmtTime(ms) {
+  if (typeof ms !== "number") return "";
+  const d = new Date(ms);
+  return isNaN(d.getTime()) ? "" : d.toISOString().replace("T", " ").slice(0, 19) + "Z";
+}
+
+function status(text, isError) {
+  const s = $("#status");
+  s.textContent = text || "";
+  s.className = isError ? "error" : "";
+}
+
+async function api(path) {
+  const resp = await fetch(path, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  let body = null;
+  try { body = await resp.json(); } catch (e) { body = null; }
+  if (!resp.ok) {
+    const msg = body && typeof body.error === "string" ? body.error : resp.status + " " + resp.statusText;
+    throw new Error(msg);
+  }
+  return body;
+}
+
+// --- highlighting -------------------------------------------------------------------
+function queryTerms(q) {
+  const words = (q || "").match(/[\p{L}\p{N}]+/gu) || [];
+  return [...new Set(words.map((w) => w.toLowerCase()))].slice(0, 32);
+}
+
+function escapeRegExp(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+
+// Append `text` to `parent`, wrapping matches of `terms` in <mark> elements.
+function appendHighlighted(parent, text, terms) {
+  text = String(text ?? "");
+  if (!terms.length) { parent.appendChild(document.createTextNode(text)); return; }
+  const re = new RegExp(terms.sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "giu");
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+    parent.appendChild(el("mark", null, m[0]));
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+}
+
+// --- coverage -------------------------------------------------------------------------
+function describeCoverage(cov) {
+  if (!cov || typeof cov !== "object") return "";
+  if (typeof cov.summary === "string") return cov.summary;
+  const parts = [];
+  for (const [key, val] of Object.entries(cov)) {
+    if (val === null || val === undefined) continue;
+    if (typeof val === "object") {
+      const inner = Object.entries(val)
+        .filter(([, v]) => typeof v === "number" || typeof v === "string")
+        .map(([k, v]) => k + " " + (k.endsWith("at") || k.startsWith("last") ? fmtTime(v) || v : v));
+      if (inner.length) parts.push(key + ": " + inner.slice(0, 4).join(", "));
+    } else {
+      parts.push(key + " " + ((key.endsWith("at") || key.startsWith("last")) && typeof val === "number" ? fmtTime(val) : val));
+    }
+  }
+  return parts.join(" · ");
+}
+
+function showCoverage(cov, engine) {
+  const text = describeCoverage(cov);
+  $("#coverage").textContent = (engine ? "engine " + engine + (text ? " · " : "") : "") + text;
+}
+
+// --- views ----------------------------------------------------------------------------
+function clearView(title) {
+  const view = $("#view");
+  view.replaceChildren();
+  selected = -1;
+  if (title) view.appendChild(el("h2", null, title));
+  return view;
+}
+
+function hitMeta(hit) {
+  const meta = el("div", "meta");
+  meta.appendChild(el("span", "pill kind-" + String(hit.kind || "").replace(/[^a-z]/g, ""), hit.kind));
+  if (hit.agent) meta.appendChild(el("span", "pill", hit.agent));
+  meta.appendChild(el("time", null, fmtTime(hit.at)));
+  for (const key of ["project", "session", "job", "run"]) {
+    if (hit[key]) meta.appendChild(el("span", "field", key + " " + hit[key]));
+  }
+  return meta;
+}
+
+function renderSearch(result, q) {
+  const view = clearView();
+  showCoverage(result.coverage, result.engine);
+  const terms = queryTerms(q);
+  if (result.answer) {
+    const box = el("section", "answer");
+    box.appendChild(el("h2", null, "Answer"));
+    if (result.answer.error) box.appendChild(el("p", "error", result.answer.error));
+    if (result.answer.text) box.appendChild(el("p", "answer-text", result.answer.text));
+    const meta = [result.answer.agent, result.answer.model].filter(Boolean).join(" · ");
+    if (meta) box.appendChild(el("p", "muted", meta));
+    view.appendChild(box);
+  }
+  const hits = Array.isArray(result.hits) ? result.hits : [];
+  status(hits.length ? hits.length + " hit" + (hits.length === 1 ? "" : "s") : "No hits.");
+  const list = el("ol", "hits");
+  hits.forEach((hit) => {
+    const li = el("li", "hit");
+    li.tabIndex = -1;
+    li.appendChild(hitMeta(hit));
+    const snip = el("p", "snippet");
+    appendHighlighted(snip, hit.snippet, terms);
+    li.appendChild(snip);
+    const actions = el("div", "actions");
+    if (isLocal(hit.link)) {
+      const a = el("a", "open", "open");
+      a.href = hit.link;
+      a.addEventListener("click", (ev) => { ev.preventDefault(); go(hit.link); });
+      actions.appendChild(a);
+    }
+    const src = el("a", "source", "source");
+    src.href = "/?doc=" + encodeURIComponent(hit.id);
+    src.addEventListener("click", (ev) => { ev.preventDefault(); go(src.getAttribute("href")); });
+    actions.appendChild(src);
+    actions.appendChild(el("span", "muted id", hit.id));
+    li.appendChild(actions);
+    li.addEventListener("click", (ev) => {
+      if (ev.target.closest("a")) return;
+      select([...list.children].indexOf(li));
+    });
+    list.appendChild(li);
+  });
+  view.appendChild(list);
+}
+
+function renderItem(item) {
+  const li = el("li", "item role-" + String(item.role || item.kind || "").replace(/[^a-z_]/g, ""));
+  li.tabIndex = -1;
+  const meta = el("div", "meta");
+  const who = item.role || item.kind || "";
+  if (who) meta.appendChild(el("span", "pill", who));
+  if (item.tool) meta.appendChild(el("span", "pill", item.tool));
+  if (item.agent) meta.appendChild(el("span", "field", item.agent));
+  if (item.sender) meta.appendChild(el("span", "field", "from " + item.sender));
+  meta.appendChild(el("time", null, fmtTime(item.at)));
+  li.appendChild(meta);
+  let body = item.text ?? item.body ?? item.snippet;
+  if (body === undefined || body === null) body = JSON.stringify(item, null, 2);
+  li.appendChild(el("pre", "body", body));
+  return li;
+}
+
+function renderDocument(doc, title) {
+  const view = clearView(title || doc.id);
+  view.appendChild(hitMeta(doc));
+  view.appendChild(el("pre", "body", doc.body ?? doc.text ?? ""));
+  if (isLocal(doc.link)) {
+    const a = el("a", "open", "open in context");
+    a.href = doc.link;
+    a.addEventListener("click", (ev) => { ev.preventDefault(); go(doc.link); });
+    view.appendChild(a);
+  }
+  return view;
+}
+
+// A conversation page list with a "more" button that follows `next` cursors.
+async function pageConversation(view, id, after) {
+  const list = el("ol", "items");
+  view.appendChild(list);
+  const more = el("button", "more", "Load more");
+  more.type = "button";
+  let cursor = after || null;
+  async function load() {
+    more.disabled = true;
+    const qs = new URLSearchParams({ limit: "50" });
+    if (cursor) qs.set("after", cursor);
+    const page = await api("/api/conversations/" + encodeURIComponent(id) + "?" + qs);
+    (page.items || []).forEach((item) => list.appendChild(renderItem(item)));
+    cursor = page.next || null;
+    more.disabled = false;
+    more.hidden = !cursor;
+    status((list.children.length) + " item(s)" + (cursor ? "" : " · end of conversation"));
+  }
+  more.addEventListener("click", () => load().catch((e) => status(e.message, true)));
+  view.appendChild(more);
+  await load();
+}
+
+async function showConversation(params) {
+  const id = params.get("conversation");
+  const view = clearView("Conversation " + id);
+  await pageConversation(view, id, params.get("after"));
+}
+
+async function showMessage(params) {
+  const id = params.get("message");
+  const doc = await api("/api/history/" + encodeURIComponent("message:" + id));
+  const view = renderDocument(doc, "Message " + id);
+  if (doc.conversation) {
+    view.appendChild(el("h3", null, "Conversation"));
+    await pageConversation(view, doc.conversation, null);
+  }
+}
+
+async function showSession(params) {
+  const session = params.get("session");
+  const child = params.get("child");
+  const id = child || session;
+  const view = clearView((params.get("agent") || "") + " session " + session + (child ? " / " + child : ""));
+  await pageConversation(view, id, params.get("from"));
+}
+
+async function showDoc(params) {
+  renderDocument(await api("/api/history/" + encodeURIComponent(params.get("doc"))));
+}
+
+async function showRun(basename, from) {
+  const view = clearView("Run " + basename);
+  const pre = el("pre", "body log");
+  view.appendChild(pre);
+  const more = el("button", "more", "Load more");
+  more.type = "button";
+  let offset = from || "0";
+  async function load() {
+    const page = await api("/api/runs/" + encodeURIComponent(basename) + "?from=" + encodeURIComponent(offset));
+    pre.appendChild(document.createTextNode(page.text ?? page.body ?? ""));
+    const next = page.next ?? page.next_offset ?? null;
+    more.hidden = next === null || next === undefined || String(next) === String(offset);
+    offset = String(next);
+  }
+  more.addEventListener("click", () => load().catch((e) => status(e.message, true)));
+  view.appendChild(more);
+  await load();
+}
+
+async function showDecision(topic) {
+  const view = clearView("Decision " + topic);
+  const data = await api("/api/decisions/" + encodeURIComponent(topic) + "/history");
+  const list = el("ol", "items");
+  (data.revisions || data.items || []).forEach((rev) => {
+    const li = renderItem({ role: "revision " + (rev.revision ?? ""), at: rev.at,
+      sender: rev.author, text: rev.text ?? rev.body });
+    list.appendChild(li);
+  });
+  view.appendChild(list);
+}
+
+// --- routing --------------------------------------------------------------------------
+function fillForm(params) {
+  $("#q").value = params.get("q") || "";
+  for (const f of FILTERS) {
+    const input = $("#f-" + f);
+    if (input) input.value = params.get(f) || "";
+  }
+  $("#f-answer").checked = params.get("answer") === "true";
+}
+
+async function route() {
+  const params = new URLSearchParams(location.search);
+  fillForm(params);
+  status("");
+  try {
+    const run = location.pathname.match(/^\/api\/runs\/([^/]+)$/);
+    if (params.has("message")) return await showMessage(params);
+    if (params.has("session")) return await showSession(params);
+    if (params.has("conversation")) return await showConversation(params);
+    if (params.has("doc")) return await showDoc(params);
+    if (params.has("run")) return await showRun(params.get("run"), params.get("from"));
+    if (params.has("decision")) return await showDecision(params.get("decision"));
+    if (run) return await showRun(decodeURIComponent(run[1]), params.get("from"));
+    if (params.get("q")) {
+      status("Searching…");
+      const qs = new URLSearchParams();
+      for (const key of ["q", ...FILTERS, "answer"]) if (params.get(key)) qs.set(key, params.get(key));
+      return renderSearch(await api("/api/search?" + qs), params.get("q"));
+    }
+    clearView();
+    loadCoverage();
+  } catch (e) {
+    status(e.message, true);
+  }
+}
+
+// API links (runs, decisions) are shown inside the page rather than as raw JSON.
+function pageUrl(link) {
+  const run = link.match(/^\/api\/runs\/([^/?]+)(?:\?from=(\d+))?$/);
+  if (run) return "/?run=" + run[1] + (run[2] ? "&from=" + run[2] : "");
+  const dec = link.match(/^\/api\/decisions\/(.+)\/history$/);
+  if (dec) return "/?decision=" + dec[1];
+  const hist = link.match(/^\/api\/history\/(.+)$/);
+  if (hist) return "/?doc=" + hist[1];
+  return link;
+}
+
+function go(link) {
+  if (!isLocal(link)) return;
+  history.pushState(null, "", pageUrl(link));
+  route();
+}
+
+async function loadCoverage() {
+  try {
+    const data = await api("/api/coverage");
+    showCoverage(data.coverage, null);
+  } catch (e) { /* coverage is optional */ }
+}
+
+// --- keyboard -------------------------------------------------------------------------
+function rows() { return [...document.querySelectorAll("#view li.hit, #view li.item")]; }
+
+function select(i) {
+  const all = rows();
+  if (!all.length) return;
+  selected = Math.max(0, Math.min(all.length - 1, i));
+  all.forEach((r, j) => r.classList.toggle("selected", j === selected));
+  all[selected].focus({ preventScroll: true });
+  all[selected].scrollIntoView({ block: "nearest" });
+}
+
+function typing(target) {
+  return target && (target.tagName === "INPUT" || target.tagName === "SELECT" || target.tagName === "TEXTAREA");
+}
+
+document.addEventListener("keydown", (ev) => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("#q").focus(); $("#q").select(); return; }
+  if (ev.key === "Escape") {
+    if (typing(ev.target)) { ev.target.blur(); return; }
+    if (location.search && !new URLSearchParams(location.search).has("q")) history.back();
+    return;
+  }
+  if (typing(ev.target)) return;
+  if (ev.key === "ArrowDown" || ev.key === "j") { ev.preventDefault(); select(selected + 1); }
+  else if (ev.key === "ArrowUp" || ev.key === "k") { ev.preventDefault(); select(selected - 1); }
+  else if (ev.key === "Enter" && selected >= 0) {
+    const open = rows()[selected]?.querySelector("a.open");
+    if (open) { ev.preventDefault(); go(open.getAttribute("href")); }
+  }
+});
+
+$("#search").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const qs = new URLSearchParams();
+  const q = $("#q").value.trim();
+  if (!q) return;
+  qs.set("q", q);
+  for (const f of FILTERS) {
+    const v = ($("#f-" + f).value || "").trim();
+    if (v) qs.set(f, v);
+  }
+  if ($("#f-answer").checked) qs.set("answer", "true");
+  history.pushState(null, "", "/?" + qs);
+  route().then(() => { if (rows().length) select(0); });
+});
+
+window.addEventListener("popstate", route);
+route();
