@@ -1,0 +1,170 @@
+"""`agentlog capture` and `agentlog restore`: thin front ends of readers.capture/restore.
+
+This is the only place the capture roots are read from flags, `config.json` and the
+environment; the library gets them as values. The capture path imports rich only when
+drawing a progress bar on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.config import Home, get_home
+from cli.output import emit_json, human_bytes
+
+_ROOT_FLAGS = ("claude", "codex", "opencode", "runs")
+
+
+def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
+    from readers.roots import resolve_roots as resolve
+
+    return resolve(
+        flags=flags,
+        config=home.config,
+        env=os.environ,
+        user_home=Path(os.path.expanduser("~")),
+    )
+
+
+def _root_options(f: Any) -> Any:
+    for agent in reversed(_ROOT_FLAGS):
+        f = click.option(
+            f"--{agent}-dir",
+            f"{agent}_dir",
+            default=None,
+            help=f"{agent} root(s), comma-separated (default: config, env, then the usual place).",
+        )(f)
+    return f
+
+
+@click.command()
+@_root_options
+@click.option("--watch", is_flag=True, help="Keep capturing until SIGINT/SIGTERM.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--settle", type=float, default=2.0, show_default=True, hidden=True,
+              help="Seconds an unterminated final line must be quiet before it is captured.")
+@click.pass_context
+def capture(
+    ctx: click.Context,
+    claude_dir: str | None,
+    codex_dir: str | None,
+    opencode_dir: str | None,
+    runs_dir: str | None,
+    watch: bool,
+    as_json: bool,
+    settle: float,
+) -> None:
+    """Capture agent history into the log (read-only on the sources).
+
+    One pass until discovery and a full polling sweep are idle, or with --watch until
+    interrupted. Summary: files, bytes, appended, duplicates (--json for scripts).
+    """
+    from eventlog import EventLogError
+    from readers.capture import Capturer, Options
+
+    home = get_home(ctx)
+    flags = {"claude": claude_dir, "codex": codex_dir, "opencode": opencode_dir,
+             "runs": runs_dir}
+    roots = resolve_roots(home, flags)
+    try:
+        log = home.log()
+        engine = Capturer(log, roots, Options(settle_s=settle))
+        if watch:
+            stats = _watch(home, engine)
+        else:
+            stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
+    except EventLogError as exc:
+        raise click.ClickException(str(exc)) from exc
+    out = stats.to_dict()
+    out["roots"] = [r.to_dict() for r in roots]
+    out["missing_roots"] = [str(r.path) for r in roots if not r.exists]
+    if as_json:
+        emit_json(out)
+    else:
+        missing = f"; missing roots: {', '.join(out['missing_roots'])}" if out[
+            "missing_roots"] else ""
+        click.echo(
+            f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
+            f"{out['appended']} events appended ({out['duplicates']} duplicates), "
+            f"{out['pending']} pending{missing}"
+        )
+        for err in out["errors"]:
+            click.echo(f"warning: {err}", err=True)
+    if stats.appended and not watch:
+        from cli import hooks
+
+        hooks.after_append(home)
+
+
+def _once(engine: Any, *, show_progress: bool) -> Any:
+    if not show_progress:
+        return engine.run_once()
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("capturing"), BarColumn(), TextColumn("{task.completed}/{task.total} files"),
+        TextColumn("{task.fields[mb]}"), transient=True,
+    ) as bar:
+        task = bar.add_task("capture", total=None, mb="")
+
+        def tick(e: Any) -> None:
+            total = len(e.sources)
+            done = total - len(e.ready) if e.discovery_done else e._sweep_pos
+            bar.update(task, total=max(total, 1), completed=min(done, total),
+                       mb=human_bytes(e.stats.bytes))
+
+        return engine.run_once(tick)
+
+
+def _watch(home: Home, engine: Any) -> Any:
+    import signal
+    import threading
+
+    from cli import hooks
+
+    stop = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return engine.run_watch(stop, lambda: hooks.after_append(home))
+
+
+@click.command()
+@click.option("--to", "to", required=True, type=click.Path(file_okay=False),
+              help="Folder to write the captured files into.")
+@click.option("--agent", type=click.Choice(["claude", "codex", "opencode", "runs"]), default=None)
+@click.option("--session", default=None, help="Only files (and rows) of this session id.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
+            as_json: bool) -> None:
+    """Write captured files back under DIR/<agent>/<path>, byte-identical to the newest
+    captured generation; database rows as JSON Lines per table."""
+    from eventlog import EventLogError, LogMissing
+    from readers.restore import RestoreError
+    from readers.restore import restore as run_restore
+
+    home = get_home(ctx)
+    try:
+        log = home.log(readonly=True)
+    except LogMissing:
+        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)") from None
+    try:
+        report = run_restore(log, Path(to).absolute(), agent=agent, session=session)
+    except (EventLogError, RestoreError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        click.echo(f"restored {report.files} files ({human_bytes(report.bytes)}) and "
+                   f"{report.rows} rows in {report.tables} tables to {to}")
+        for s in report.skipped:
+            click.echo(f"skipped unsafe path: {s}", err=True)

@@ -1,0 +1,468 @@
+"""The capture engine: bounded ticks of discovery and fair polling into the event log.
+
+Promises (docs/capture.md):
+- a tick examines at most `discover_per_tick` (32) directory entries and polls at most
+  `polls_per_tick` (2) registered files: one from the backlog queue (files with more to
+  read, or just discovered) and one from the round-robin sweep over every registered file;
+- a file whose (size, mtime_ns, inode) equal its cursor's is not opened;
+- every chunk, snapshot and row is appended in the same `EventLog.append` call as the
+  cursor that covers it; a source's `SourceSeen` is in that batch or an earlier one;
+- the writer lock is taken only when there is something to write, and held from the
+  moment cursors are re-read until the batch commits: an epoch value in the state
+  database tells whether another process committed meanwhile (then cursors are
+  reloaded), so concurrent captures never read the same bytes twice into different
+  chunks, and identical chunks are deduplicated by their keys anyway;
+- `run_once` stops when discovery is exhausted, the backlog is empty and one complete
+  sweep found nothing new; `run_watch` keeps going (100 ms ticks on a backlog, 2 s when
+  idle, discovery again every 30 s) until its stop event is set, then commits and returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventlog import EventLog
+from eventlog.events import Event, SourceSeen
+from readers import capture_files as cf
+from readers import cursor as cur
+from readers.discovery import Entry, classify, kind_of, walk
+from readers.roots import Root, split_source
+
+
+@dataclass(slots=True)
+class Options:
+    settle_s: float = 2.0
+    discover_per_tick: int = 32
+    polls_per_tick: int = 2
+    batch_bytes: int = 8 * 1024 * 1024
+    batch_events: int = 4000
+    rediscover_s: float = 30.0
+    max_clean_sweeps: int = 3
+
+
+@dataclass(slots=True)
+class Stats:
+    files: int = 0
+    bytes: int = 0
+    appended: int = 0
+    duplicates: int = 0
+    registered: int = 0
+    rewound: int = 0
+    snapshots: int = 0
+    rows: int = 0
+    missing: int = 0
+    pending: int = 0
+    errors: list[str] = field(default_factory=list)
+    changed: set[str] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "appended": self.appended,
+            "duplicates": self.duplicates,
+            "changed_files": len(self.changed),
+            "new_files": self.registered,
+            "rewound": self.rewound,
+            "rows": self.rows,
+            "missing_files": self.missing,
+            "pending": self.pending,
+            "errors": self.errors[:20],
+        }
+
+
+@dataclass(slots=True)
+class Source:
+    root: Root
+    rel: str
+    kind: str
+    cursor: cur.Cursor
+    table_idx: int = 0
+    round_sig: tuple[int, int, int] | None = None
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.root.path, self.rel)
+
+
+class Capturer:
+    """Capture `roots` into `log`, a bounded tick at a time."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        roots: list[Root],
+        options: Options | None = None,
+        *,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.log = log
+        self.roots = [r for r in roots if r.exists]
+        self.by_id = {r.id: r for r in self.roots}
+        self.opt = options or Options()
+        self.clock = clock
+        self.stats = Stats()
+        self.sources: dict[str, Source] = {}
+        self._epoch: bytes | None = None
+        self._held: contextlib.ExitStack | None = None
+        self._events: list[tuple[bytes, Event]] = []
+        self._state: dict[bytes, bytes | None] = {}
+        self._pending_bytes = 0
+        self.ready: deque[str] = deque()
+        self._queued: set[str] = set()
+        self._sweep: list[str] = []
+        self._sweep_pos = 0
+        self._sweep_dirty = False
+        self.sweeps_clean = 0
+        self.sweeps_done = 0
+        self._walker: Iterator[tuple[Root, Entry]] | None = self._walk_all()
+        self.discovery_done = False
+        self._next_discovery = 0.0
+        self._load()
+        self._new_sweep()
+
+    # --- state ------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        self._epoch = self.log.get_state(cur.EPOCH_KEY)
+        by_id = self.by_id
+        sources: dict[str, Source] = {}
+        for _, value in self.log.iter_state(cur.CURSOR_PREFIX):
+            c = cur.decode_cursor(value)
+            _, rid, rel = split_source(c.source)
+            root = by_id.get(rid)
+            if root is None:
+                continue
+            old = self.sources.get(c.source)
+            src = Source(root, rel, kind_of(c.layout), c)
+            if old is not None:
+                src.table_idx, src.round_sig = old.table_idx, old.round_sig
+            sources[c.source] = src
+        self.sources = sources
+
+    def _lock(self) -> bool:
+        """Hold the writer lock; True when another process committed since (reloaded)."""
+        if self._held is not None:
+            return False
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.log.exclusive())
+        self._held = stack
+        if self.log.get_state(cur.EPOCH_KEY) != self._epoch:
+            self._load()
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Commit pending events and cursors in one transaction, then release the lock."""
+        try:
+            if self._events or self._state:
+                token = os.urandom(8)
+                self._state[cur.EPOCH_KEY] = token
+                res = self.log.append(self._events, state=self._state)
+                self._epoch = token
+                self.stats.appended += res.appended
+                self.stats.duplicates += res.duplicates
+        finally:
+            self._events, self._state, self._pending_bytes = [], {}, 0
+            if self._held is not None:
+                self._held.close()
+                self._held = None
+
+    def _put(
+        self, src: Source, polled: cf.Polled | None = None, c: cur.Cursor | None = None
+    ) -> None:
+        new = polled.cursor if polled is not None else c
+        assert new is not None
+        if polled is not None:
+            self._events.extend(polled.events)
+            self._pending_bytes += polled.bytes
+            self.stats.bytes += polled.bytes
+            if polled.events:
+                self.stats.changed.add(new.source)
+            if polled.rewound:
+                self.stats.rewound += 1
+        if new != src.cursor:
+            src.cursor = new
+            self._state[cur.cursor_key(new.source)] = cur.encode(new)
+            self._sweep_dirty = True
+
+    def _maybe_flush(self) -> None:
+        if (
+            self._pending_bytes >= self.opt.batch_bytes
+            or len(self._events) >= self.opt.batch_events
+        ):
+            self.flush()
+
+    # --- discovery --------------------------------------------------------------------
+
+    def _walk_all(self) -> Iterator[tuple[Root, Entry]]:
+        for root in self.roots:
+            for entry in walk(root.agent, str(root.path)):
+                yield root, entry
+
+    def _discover(self) -> None:
+        if self._walker is None:
+            if time.monotonic() < self._next_discovery:
+                return
+            self._walker = self._walk_all()
+            self.discovery_done = False
+        walker = self._walker
+        for _ in range(self.opt.discover_per_tick):
+            try:
+                root, entry = next(walker)
+            except StopIteration:
+                self._walker = None
+                self.discovery_done = True
+                self._next_discovery = time.monotonic() + self.opt.rediscover_s
+                return
+            if entry.layout is not None:
+                source = f"{root.agent}:{root.id}:{entry.rel}"
+                if source not in self.sources:
+                    self._register(root, entry.rel, entry.layout, source)
+
+    def _register(self, root: Root, rel: str, layout: str, source: str) -> None:
+        self._lock()
+        if source in self.sources:
+            return
+        c = cur.Cursor(source=source, layout=layout)
+        src = Source(root, rel, kind_of(layout), c)
+        self.sources[source] = src
+        ev = SourceSeen(
+            source=source, agent=root.agent, root=str(root.path), path=rel, layout=layout,
+            at=self.clock() // 1_000_000,
+        )
+        self._events.append((cur.event_key(b"seen", source), ev))
+        self._state[cur.cursor_key(source)] = cur.encode(c)
+        self.stats.registered += 1
+        self._enqueue(source)
+
+    def _enqueue(self, source: str) -> None:
+        if source not in self._queued:
+            self._queued.add(source)
+            self.ready.append(source)
+
+    # --- polling ----------------------------------------------------------------------
+
+    def _new_sweep(self) -> None:
+        self._sweep = list(self.sources)
+        self._sweep_pos = 0
+        self._sweep_dirty = False
+
+    def _next_sweep_source(self) -> str | None:
+        if self._sweep_pos >= len(self._sweep):
+            self.sweeps_done += 1
+            self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
+            self._new_sweep()
+            return None
+        s = self._sweep[self._sweep_pos]
+        self._sweep_pos += 1
+        return s
+
+    def poll(self, source: str) -> bool:
+        """Poll one registered source; True when it has more to read right away."""
+        src = self.sources.get(source)
+        if src is None:
+            return False
+        try:
+            if src.kind == "rows":
+                return self._poll_rows(src)
+            return self._poll_file(src)
+        except OSError as exc:
+            self.stats.errors.append(f"{source}: {exc.strerror or exc}")
+            return False
+
+    def _poll_file(self, src: Source) -> bool:
+        path = src.path
+        append = src.kind == "append"
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            if not src.cursor.missing:
+                self._lock()
+                self._put(src, c=_replace(src.cursor, missing=True))
+            return False
+        now = self.clock()
+        settle = int(self.opt.settle_s * 1e9)
+        if not cf.needs_read(src.cursor, st, now, settle, append):
+            return False
+        if self._lock():
+            src = self.sources.get(src.cursor.source) or src
+            if not cf.needs_read(src.cursor, st, now, settle, append):
+                return False
+        at = now // 1_000_000
+        if append:
+            polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at)
+        else:
+            polled = cf.poll_snapshot(path, src.cursor, at=at)
+            self.stats.snapshots += len(polled.events)
+        self._put(src, polled)
+        return polled.busy
+
+    def _poll_rows(self, src: Source) -> bool:
+        from readers import sqlite_rows as sr
+
+        path = src.path
+        try:
+            sig = sr.db_signature(path)
+        except FileNotFoundError:
+            if not src.cursor.missing:
+                self._lock()
+                self._put(src, c=_replace(src.cursor, missing=True))
+            return False
+        c = src.cursor
+        if (c.size, c.mtime_ns, c.ino) == sig and not c.backlog and not c.missing:
+            return False
+        if self._lock():
+            src = self.sources.get(c.source) or src
+            c = src.cursor
+        if src.round_sig is None:
+            src.round_sig = sig
+            src.table_idx = 0
+        at = self.clock() // 1_000_000
+        try:
+            with sr.open_readonly(path) as conn:
+                tables = sr.tables_present(conn)
+                if src.table_idx >= len(tables):
+                    return self._rows_round_done(src)
+                table = tables[src.table_idx]
+                key = cur.rows_key(c.source, table)
+                raw = self._state.get(key) or self.log.get_state(key)
+                pos = cur.decode_rows(raw) if raw else cur.RowCursor()
+                limit = sr.SESSION_PAGE if table == "session" else sr.PAGE
+                rows = sr.fetch_page(conn, table, pos.time_updated, pos.row_id, limit)
+        except sr.RowsError as exc:
+            self.stats.errors.append(f"{c.source}: {exc}")
+            return False
+        for row in rows:
+            packed, codec = cf.pack(row.data)
+            from eventlog.events import RowSnapshotted
+
+            ev = RowSnapshotted(
+                source=c.source, table=table, row_id=row.row_id, time_updated=row.time_updated,
+                data=packed, codec=codec, at=at,
+            )
+            k = cur.event_key(b"row", c.source, table, row.row_id, row.time_updated,
+                              cur.span_hash(row.data))
+            self._events.append((k, ev))
+            self._pending_bytes += len(row.data)
+            self.stats.bytes += len(row.data)
+        self.stats.rows += len(rows)
+        if rows:
+            self.stats.changed.add(c.source)
+            last = rows[-1]
+            self._state[key] = cur.encode(cur.RowCursor(last.time_updated, last.row_id))
+            self._sweep_dirty = True
+        if len(rows) >= limit:
+            self._put(src, c=_replace(c, backlog=True, missing=False))
+            return True
+        src.table_idx += 1
+        if src.table_idx < len(tables):
+            self._put(src, c=_replace(c, backlog=True, missing=False))
+            return True
+        return self._rows_round_done(src)
+
+    def _rows_round_done(self, src: Source) -> bool:
+        sig = src.round_sig or (0, 0, 0)
+        src.round_sig = None
+        src.table_idx = 0
+        self._put(src, c=_replace(src.cursor, size=sig[0], mtime_ns=sig[1], ino=sig[2],
+                                  backlog=False, missing=False))
+        return False
+
+    # --- ticks ------------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """One bounded step; True when there is a backlog (tick again soon)."""
+        self._discover()
+        polls = 0
+        from_ready = True
+        while polls < self.opt.polls_per_tick:
+            source: str | None = None
+            if from_ready and self.ready:
+                source = self.ready.popleft()
+                self._queued.discard(source)
+            else:
+                source = self._next_sweep_source()
+                if source is None and self.ready:
+                    source = self.ready.popleft()
+                    self._queued.discard(source)
+            from_ready = not from_ready
+            if source is None:
+                break
+            polls += 1
+            if self.poll(source):
+                self._enqueue(source)
+        self._maybe_flush()
+        return bool(self.ready) or self._walker is not None
+
+    def done(self) -> bool:
+        if not self.discovery_done or self.ready:
+            return False
+        return self.sweeps_clean >= 1 or self.sweeps_done >= self.opt.max_clean_sweeps + 1
+
+    def run_once(self, progress: Callable[[Capturer], None] | None = None) -> Stats:
+        """Tick back to back until idle; several ticks share a transaction."""
+        last = time.monotonic()
+        try:
+            while not self.done():
+                self.tick()
+                if progress is not None and time.monotonic() - last > 0.1:
+                    last = time.monotonic()
+                    progress(self)
+        finally:
+            self.flush()
+        return self.finish()
+
+    def run_watch(
+        self,
+        stop: threading.Event,
+        after_commit: Callable[[], None] | None = None,
+        *,
+        busy_s: float = 0.1,
+        idle_s: float = 2.0,
+    ) -> Stats:
+        """Keep capturing until `stop` is set; commits after every tick."""
+        try:
+            while not stop.is_set():
+                busy = self.tick()
+                appended = self.stats.appended
+                self.flush()
+                if after_commit is not None and self.stats.appended != appended:
+                    after_commit()
+                stop.wait(busy_s if busy else idle_s)
+        finally:
+            self.flush()
+        return self.finish()
+
+    def finish(self) -> Stats:
+        s = self.stats
+        s.files = sum(1 for x in self.sources.values() if not x.cursor.missing)
+        s.missing = sum(1 for x in self.sources.values() if x.cursor.missing)
+        s.pending = sum(1 for x in self.sources.values() if is_pending(x.cursor))
+        return s
+
+
+def is_pending(c: cur.Cursor) -> bool:
+    if c.missing:
+        return False
+    if c.backlog or c.size < 0:
+        return True
+    if kind_of(c.layout) == "append":
+        return c.offset < c.size
+    return False
+
+
+def _replace(c: cur.Cursor, **kw: Any) -> cur.Cursor:
+    import msgspec
+
+    return msgspec.structs.replace(c, **kw)
+
+
+__all__ = ["Capturer", "Options", "Stats", "classify", "is_pending"]

@@ -1,0 +1,207 @@
+"""Bounded reads of one source file: append-only chunks and whole-file snapshots.
+
+Promises:
+- files are opened `O_RDONLY` and only read; nothing is written next to them;
+- an append poll reads at most `READ_MAX` (64 KiB) of new bytes; a chunk ends at the last
+  newline of what was read, except that a read holding no newline at all continues one
+  line longer than a read (the next chunk continues it), and an unterminated final line
+  is captured only once the file has been quiet for `settle_ns` (a torn tail waits);
+- a file that shrank below the cursor, or whose captured head or tail bytes changed,
+  starts a new generation from offset 0 (a `SourceRewound` event); an older copy that is
+  a byte prefix of the new file (a replaced, grown file) is not a rewrite;
+- a snapshot is taken whenever the blake3 of the whole file differs from the last one;
+  files above `SNAPSHOT_MAX` are marked oversized and skipped (counted by audit);
+- every function returns new events and a new cursor; the caller commits both in one
+  transaction, so a crash loses nothing that was committed and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventlog.events import ChunkCaptured, Event, FileSnapshotted, SourceRewound
+from readers.cursor import HASH_SPAN, Cursor, event_key, span_hash
+
+READ_MAX = 64 * 1024
+SNAPSHOT_MAX = 32 * 1024 * 1024
+COMPRESS_MIN = 256
+ZSTD_LEVEL = 3
+
+_compressor: Any = None
+
+
+def pack(data: bytes) -> tuple[bytes, str]:
+    """`data` compressed with zstd when that saves at least a tenth, else raw."""
+    global _compressor
+    if len(data) < COMPRESS_MIN:
+        return data, ""
+    if _compressor is None:
+        import zstandard
+
+        _compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    packed: bytes = _compressor.compress(data)
+    if len(packed) * 10 < len(data) * 9:
+        return packed, "zstd"
+    return data, ""
+
+
+@dataclass(slots=True)
+class Polled:
+    cursor: Cursor
+    events: list[tuple[bytes, Event]] = field(default_factory=list)
+    bytes: int = 0
+    busy: bool = False
+    rewound: bool = False
+
+
+def unchanged(c: Cursor, st: os.stat_result) -> bool:
+    return c.size == st.st_size and c.mtime_ns == st.st_mtime_ns and c.ino == st.st_ino
+
+
+def needs_read(c: Cursor, st: os.stat_result, now_ns: int, settle_ns: int, append: bool) -> bool:
+    """Whether a poll must open the file (metadata alone decides; nothing is read)."""
+    if c.missing:
+        return True
+    if not unchanged(c, st):
+        return True
+    if not append:
+        return False
+    if c.backlog:
+        return True
+    # an unterminated tail waiting to settle
+    return c.offset < st.st_size and now_ns - st.st_mtime_ns >= settle_ns
+
+
+def _pread_exact(fd: int, n: int, off: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        got = os.pread(fd, n - len(out), off + len(out))
+        if not got:
+            break
+        out += got
+    return bytes(out)
+
+
+def _with_stat(c: Cursor, st: os.stat_result, **kw: Any) -> Cursor:
+    import msgspec
+
+    return msgspec.structs.replace(
+        c, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino, missing=False, **kw
+    )
+
+
+def _intact(fd: int, c: Cursor) -> bool:
+    if c.head_len and span_hash(_pread_exact(fd, c.head_len, 0)) != c.head:
+        return False
+    n = min(c.offset, HASH_SPAN)
+    return not n or span_hash(_pread_exact(fd, n, c.offset - n)) == c.tail
+
+
+def open_ro(path: str) -> int:
+    return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+
+
+def poll_append(
+    path: str, c: Cursor, *, now_ns: int, settle_ns: int, at: int, read_max: int = READ_MAX
+) -> Polled:
+    """Capture the next bounded chunk of an append-only file."""
+    source = c.source
+    fd = open_ro(path)
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            return Polled(_with_stat(c, st))
+        out = Polled(c)
+        if c.offset and (c.offset > st.st_size or (not unchanged(c, st) and not _intact(fd, c))):
+            gen = c.gen + 1
+            reason = "shrank" if c.offset > st.st_size else "changed"
+            out.events.append(
+                (
+                    event_key(b"rewound", source, gen, c.offset),
+                    SourceRewound(
+                        source=source, generation=gen, reason=reason, old_size=c.offset,
+                        new_size=st.st_size, at=at,
+                    ),
+                )
+            )
+            out.rewound = True
+            c = Cursor(source=source, layout=c.layout, gen=gen)
+        avail = st.st_size - c.offset
+        if avail <= 0:
+            out.cursor = _with_stat(c, st, backlog=False)
+            return out
+        n = min(avail, read_max)
+        data = _pread_exact(fd, n, c.offset)
+        nl = data.rfind(b"\n")
+        if nl >= 0:
+            take = nl + 1
+        elif len(data) == read_max or now_ns - st.st_mtime_ns >= settle_ns:
+            take = len(data)  # a line longer than a read, or a settled unterminated tail
+        else:
+            take = 0  # a torn tail waits for the rest of its line
+        if take:
+            chunk = data[:take]
+            new_off = c.offset + take
+            packed, codec = pack(chunk)
+            out.events.append(
+                (
+                    event_key(b"chunk", source, c.gen, c.offset, span_hash(chunk)),
+                    ChunkCaptured(
+                        source=source, generation=c.gen, offset=c.offset, size=take,
+                        data=packed, codec=codec, at=at,
+                    ),
+                )
+            )
+            head_len, head = c.head_len, c.head
+            if head_len < HASH_SPAN:
+                head_len = min(HASH_SPAN, new_off)
+                head_bytes = chunk[:head_len] if c.offset == 0 else _pread_exact(fd, head_len, 0)
+                head = span_hash(head_bytes)
+            tl = min(HASH_SPAN, new_off)
+            tail_bytes = chunk[-tl:] if take >= tl else _pread_exact(fd, tl, new_off - tl)
+            out.bytes = take
+            c = Cursor(
+                source=source, layout=c.layout, gen=c.gen, offset=new_off, head_len=head_len,
+                head=head, tail=span_hash(tail_bytes),
+            )
+        backlog = take > 0 and n == read_max and c.offset < st.st_size
+        out.cursor = _with_stat(c, st, backlog=backlog)
+        out.busy = backlog
+        return out
+    finally:
+        os.close(fd)
+
+
+def poll_snapshot(path: str, c: Cursor, *, at: int) -> Polled:
+    """Snapshot a rewritten file when its content hash changed."""
+    fd = open_ro(path)
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            return Polled(_with_stat(c, st))
+        if st.st_size > SNAPSHOT_MAX:
+            return Polled(_with_stat(c, st, oversized=True))
+        data = _pread_exact(fd, st.st_size, 0)
+        extra = os.pread(fd, 1, len(data))
+        st2 = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if extra or st2.st_size != len(data) or st2.st_mtime_ns != st.st_mtime_ns:
+        return Polled(c, busy=True)  # being rewritten right now: try again later
+    import blake3
+
+    digest = blake3.blake3(data).hexdigest()
+    if digest == c.blake3:
+        return Polled(_with_stat(c, st, oversized=False))
+    packed, codec = pack(data)
+    ev = FileSnapshotted(
+        source=c.source, blake3=digest, size=len(data), data=packed, codec=codec,
+        mtime_ms=st.st_mtime_ns // 1_000_000, at=at,
+    )
+    out = Polled(_with_stat(c, st, blake3=digest, offset=len(data), oversized=False))
+    out.events.append((event_key(b"snapshot", c.source, c.blake3, digest), ev))
+    out.bytes = len(data)
+    return out

@@ -1,0 +1,137 @@
+"""Where agent history lives: resolving the capture roots.
+
+Promises:
+- pure: flags, config values, environment values and the user's home directory are passed
+  in as arguments (only `cli` reads the environment and config files);
+- precedence per agent: flag, else `config.json` key, else environment, else default;
+- a root that does not exist is returned with `exists=False` (reported, never an error);
+- `root_id(path)` is a short, stable hash of the absolute root path: it names the root
+  inside source ids ("<agent>:<root-id>:<relative posix path>").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AGENTS = ("claude", "codex", "opencode", "runs")
+
+# config.json keys (a string, a comma-separated string, or a list of strings)
+CONFIG_KEYS = {
+    "claude": "claude_dir",
+    "codex": "codex_dir",
+    "opencode": "opencode_dir",
+    "runs": "runs_dir",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """One configured source root of one agent."""
+
+    agent: str
+    path: Path
+    origin: str  # "flag", "config", "env", "default"
+    exists: bool
+
+    @property
+    def id(self) -> str:
+        return root_id(self.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "path": str(self.path),
+            "id": self.id,
+            "origin": self.origin,
+            "exists": self.exists,
+        }
+
+
+def root_id(path: Path | str) -> str:
+    """Ten hex digits of SHA-256 over the absolute root path (stable across runs)."""
+    return hashlib.sha256(os.fspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+
+
+def source_id(agent: str, root: Path | str, rel: str) -> str:
+    return f"{agent}:{root_id(root)}:{rel}"
+
+
+def split_source(source: str) -> tuple[str, str, str]:
+    """(agent, root id, relative path) of a source id."""
+    agent, rid, rel = source.split(":", 2)
+    return agent, rid, rel
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(",") if p.strip()]
+    if isinstance(value, Sequence):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [str(value)]
+
+
+def _abs(p: str, user_home: Path) -> Path:
+    if p == "~" or p.startswith("~/"):
+        p = str(user_home) + p[1:]
+    return Path(os.path.abspath(p))
+
+
+def resolve_roots(
+    *,
+    flags: Mapping[str, str | Sequence[str] | None],
+    config: Mapping[str, Any],
+    env: Mapping[str, str],
+    user_home: Path,
+    agents: Sequence[str] = AGENTS,
+) -> list[Root]:
+    """Every root of every agent, in a stable order, existing or not."""
+    out: list[Root] = []
+    for agent in agents:
+        candidates = (
+            ("flag", _as_list(flags.get(agent))),
+            ("config", _as_list(config.get(CONFIG_KEYS[agent]))),
+            ("env", _as_list(_env_value(agent, env))),
+            ("default", _defaults(agent, env, user_home)),
+        )
+        origin, values = next(((o, v) for o, v in candidates if v), ("default", []))
+        seen: set[Path] = set()
+        for v in values:
+            path = _abs(v, user_home)
+            if path in seen:
+                continue
+            seen.add(path)
+            out.append(Root(agent, path, origin, path.is_dir()))
+    return out
+
+
+def _env_value(agent: str, env: Mapping[str, str]) -> str | None:
+    if agent == "claude":
+        return env.get("CLAUDE_CONFIG_DIR")
+    if agent == "codex":
+        return env.get("CODEX_HOME")
+    if agent == "opencode":
+        xdg = env.get("XDG_DATA_HOME")
+        return os.path.join(xdg, "opencode") if xdg else None
+    return env.get("AGENTLOG_RUNS_DIR")
+
+
+def _defaults(agent: str, env: Mapping[str, str], user_home: Path) -> list[str]:
+    if agent == "claude":
+        out = [str(user_home / ".claude")]
+        xdg_config = env.get("XDG_CONFIG_HOME") or str(user_home / ".config")
+        alt = os.path.join(xdg_config, "claude")
+        if os.path.isdir(os.path.join(alt, "projects")):
+            out.append(alt)
+        return out
+    if agent == "codex":
+        return [str(user_home / ".codex")]
+    if agent == "opencode":
+        return [str(user_home / ".local" / "share" / "opencode")]
+    return []  # runs: only when configured

@@ -1,0 +1,137 @@
+"""Read-only, bounded row snapshots from opencode's SQLite database.
+
+Promises:
+- only the tables in `TABLES` are ever queried; opencode's credential tables
+  (`account`, `control_account`, `credential`, `session_share`) never are;
+- nothing is written next to the database: a WAL database with live `-wal` and `-shm`
+  files is opened `mode=ro` (WAL-aware, it sees the newest rows); one without a `-wal`
+  is opened `immutable=1` (no lock or shm files are created); a `-wal` without a `-shm`
+  is copied with the database into a private temporary folder and read there;
+- each call returns at most `limit` rows of one table, in (time_updated, id) order after
+  a keyset position, so capture resumes exactly where it stopped;
+- a row's data is the JSON object of its columns (undecodable text is replaced, blobs are
+  given as {"$base64": …}).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import quote
+
+TABLES = ("session", "message", "part", "project")
+FORBIDDEN = frozenset({"account", "control_account", "credential", "session_share"})
+PAGE = 100
+SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
+
+
+class RowsError(Exception):
+    """The database could not be read (locked, corrupt, being replaced)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    table: str
+    row_id: str
+    time_updated: int
+    data: bytes
+
+
+def db_signature(path: str) -> tuple[int, int, int]:
+    """(size, mtime_ns, inode) of the database folded with its -wal: changes on commit."""
+    st = os.stat(path)
+    size, mtime, ino = st.st_size, st.st_mtime_ns, st.st_ino
+    try:
+        w = os.stat(path + "-wal")
+        size += w.st_size << 32
+        mtime = max(mtime, w.st_mtime_ns)
+    except OSError:
+        pass
+    return size, mtime, ino
+
+
+def _is_wal(path: str) -> bool:
+    with open(path, "rb") as f:
+        header = f.read(20)
+    return len(header) == 20 and header[18] == 2
+
+
+@contextmanager
+def open_readonly(path: str) -> Iterator[sqlite3.Connection]:
+    tmp: str | None = None
+    try:
+        wal, shm = os.path.exists(path + "-wal"), os.path.exists(path + "-shm")
+        target, flags = path, "mode=ro"
+        if _is_wal(path):
+            if not wal:
+                flags = "immutable=1"
+            elif not shm:
+                tmp = tempfile.mkdtemp(prefix="agentlog-db-")
+                target = os.path.join(tmp, "opencode.db")
+                shutil.copyfile(path, target)
+                shutil.copyfile(path + "-wal", target + "-wal")
+        uri = f"file:{quote(os.path.abspath(target))}?{flags}"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=2.0, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise RowsError(f"cannot open {path} read-only: {exc}") from exc
+        conn.text_factory = lambda b: b.decode("utf-8", "replace")
+        try:
+            yield conn
+        finally:
+            conn.close()
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _jsonable(v: object) -> object:
+    if isinstance(v, bytes | bytearray | memoryview):
+        return {"$base64": base64.b64encode(bytes(v)).decode()}
+    return v
+
+
+def fetch_page(
+    conn: sqlite3.Connection, table: str, after_time: int, after_id: str, limit: int
+) -> list[Row]:
+    """At most `limit` rows of `table` after the keyset position (time_updated, id)."""
+    if table not in TABLES or table in FORBIDDEN:
+        raise RowsError(f"table {table!r} is not captured")
+    try:
+        cols = _columns(conn, table)
+        if not cols or "id" not in cols or "time_updated" not in cols:
+            return []
+        sel = ", ".join(f'"{c}"' for c in cols)
+        rows = conn.execute(
+            f'SELECT {sel} FROM "{table}" WHERE time_updated > ? OR '
+            f"(time_updated = ? AND id > ?) ORDER BY time_updated, id LIMIT ?",
+            (after_time, after_time, after_id, limit),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise RowsError(f"cannot read table {table}: {exc}") from exc
+    out: list[Row] = []
+    ti, ii = cols.index("time_updated"), cols.index("id")
+    for r in rows:
+        obj = {c: _jsonable(v) for c, v in zip(cols, r, strict=True)}
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        out.append(Row(table, str(r[ii]), int(r[ti] or 0), data))
+    return out
+
+
+def tables_present(conn: sqlite3.Connection) -> list[str]:
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error as exc:
+        raise RowsError(f"cannot list tables: {exc}") from exc
+    return [t for t in TABLES if t in names]
