@@ -66,6 +66,8 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tool_input: str | None = None
     title: str | None = None
     message: str | None = None
+    job: str | None = None
+    run: str | None = None
 
 
 class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
@@ -75,6 +77,16 @@ class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
     session: str
     title: str
     project: str | None = None
+    kind: str | None = None
+
+
+class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True):
+    """A subagent's display name, learned from Claude's `agent-*.meta.json`."""
+
+    agent: str
+    session: str | None
+    subagent: str
+    name: str
 
 
 class ParseResult(msgspec.Struct, kw_only=True):
@@ -82,6 +94,7 @@ class ParseResult(msgspec.Struct, kw_only=True):
     titles: list[SessionTitle] = msgspec.field(default_factory=list)
     unknown: dict[str, int] = msgspec.field(default_factory=dict)
     skipped: int = 0
+    subagents: list[SubagentNamed] = msgspec.field(default_factory=list)
 
     def count_unknown(self, kind: str) -> None:
         self.unknown[kind] = self.unknown.get(kind, 0) + 1

@@ -1,0 +1,169 @@
+"""Small pure helpers shared by the per-agent parsers.
+
+Promises: nothing here raises on any input. JSON decoding returns `None` for bytes that are
+not a JSON object; every string that leaves a parser goes through `clean` (lone surrogates
+replaced, so the text always encodes as UTF-8) and text is capped (`cap`) so one record never
+carries more than `MAX_TEXT` characters. Inline base64 payloads are replaced by short
+placeholders (`scrub`), because they are bytes, not words, and the raw log keeps them anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from readers.records import Record
+
+MAX_TEXT = 64 * 1024
+MAX_TOOL_INPUT = 16 * 1024
+MAX_TITLE = 512
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+# data: URLs and long unbroken base64 runs: indexing them only bloats the index.
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=.+-]+)*;base64,[A-Za-z0-9+/=\s]{16,}")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{2000,}={0,2}")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+def load_json(data: bytes) -> Any:
+    """Decode JSON; `None` when the bytes are not valid JSON (any encoding damage included)."""
+    try:
+        return _decoder.decode(data)
+    except (msgspec.DecodeError, ValueError, TypeError):
+        pass
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def load_object(data: bytes) -> dict[str, Any] | None:
+    value = load_json(data)
+    return value if isinstance(value, dict) else None
+
+
+def load_text_json(value: Any) -> Any:
+    """A column that holds JSON text (or already-decoded JSON)."""
+    if isinstance(value, str):
+        return load_json(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes):
+        return load_json(value)
+    return value
+
+
+def clean(text: str) -> str:
+    """The same text, guaranteed to encode as UTF-8 (lone surrogates become U+FFFD)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def scrub(text: str) -> str:
+    """Replace base64 payloads and terminal escapes by placeholders."""
+    if "base64," in text:
+        text = _DATA_URL.sub(lambda m: f"[{(m.group(1) or 'data').split('/')[0]}]", text)
+    if len(text) >= 2000:
+        text = _BASE64_RUN.sub("[binary]", text)
+    if "\x1b[" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
+def cap(text: str, limit: int = MAX_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + " …[truncated]"
+
+
+def text_of(value: Any, limit: int = MAX_TEXT) -> str:
+    """Clean, scrubbed, capped text of a string (anything else gives "")."""
+    if not isinstance(value, str) or not value:
+        return ""
+    # Scrub a bounded window: a 50 MB string must not cost a 50 MB regex pass.
+    return clean(cap(scrub(value[: limit * 4]), limit))
+
+
+def compact_json(value: Any, limit: int = MAX_TOOL_INPUT) -> str:
+    """Compact JSON text of a value, scrubbed of base64 and capped."""
+    if isinstance(value, str):
+        return text_of(value, limit)
+    try:
+        raw = _encoder.encode(value).decode("utf-8", "replace")
+    except (TypeError, ValueError, OverflowError):
+        raw = json.dumps(value, ensure_ascii=False, default=str)
+    return text_of(raw, limit)
+
+
+def str_or_none(value: Any, limit: int = 1024) -> str | None:
+    if isinstance(value, str) and value:
+        return clean(value[:limit])
+    return None
+
+
+def iso_ms(value: Any) -> int | None:
+    """Epoch milliseconds of an ISO-8601 timestamp or an epoch number (s or ms)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        if value != value or value <= 0 or value > 1e15:  # NaN, zero, absurd
+            return None
+        return int(value * 1000) if value < 1e11 else int(value)
+    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    try:
+        return int(moment.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def digest(*parts: str) -> str:
+    """A short stable hash (hex) of text parts."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def make_record(**fields: Any) -> Record:
+    """A Record whose string fields are all clean UTF-8."""
+    for key, value in fields.items():
+        if isinstance(value, str):
+            fields[key] = clean(value)
+    return Record(**fields)
+
+
+def trim_map(mapping: dict[str, Any], limit: int) -> None:
+    """Keep a state map bounded: drop the oldest half when it grows past `limit`."""
+    if len(mapping) > limit:
+        for key in list(mapping)[: len(mapping) // 2]:
+            del mapping[key]
+
+
+def session_from_path(path: str) -> str | None:
+    """The session UUID a path names: the last UUID in the file name, else in the folders."""
+    parts = path.split("/")
+    for part in reversed(parts):
+        found = _UUID.findall(part)
+        if found:
+            return str(found[-1]).lower()
+    return None
