@@ -11,6 +11,8 @@ The chain hash covers the stored bytes exactly (see `chain`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from eventlog.events import Event, UnknownEvent
@@ -25,10 +27,19 @@ class Envelope(msgspec.Struct, frozen=True):
     event: msgspec.Raw
 
 
+class _EnvelopeOut(msgspec.Struct, frozen=True):
+    """Encodes exactly like `Envelope` (same fields, same order) from a live event."""
+
+    at: int
+    key: bytes
+    event: Any
+
+
 class _TagOnly(msgspec.Struct):
     type: str = ""
 
 
+_BLANK = bytes([FORMAT]) + bytes(32)
 _enc = msgspec.msgpack.Encoder()
 _env_dec = msgspec.msgpack.Decoder(Envelope)
 _event_dec = msgspec.msgpack.Decoder(Event)
@@ -42,6 +53,17 @@ def encode_event(event: Event) -> bytes:
 def encode_stored(at: int, key: bytes, event_bytes: bytes) -> bytes:
     """The stored bytes of a record."""
     return _enc.encode(Envelope(at=at, key=key, event=msgspec.Raw(event_bytes)))
+
+
+def encode_value(at: int, key: bytes, event: Event) -> bytearray:
+    """A whole LMDB value with the chain hash still zero: format || 32 zero bytes || stored.
+
+    One encoder call and no copies; the caller writes the hash into bytes [1, 33). The
+    stored bytes equal `encode_stored(at, key, encode_event(event))`.
+    """
+    buf = bytearray(_BLANK)
+    _enc.encode_into(_EnvelopeOut(at, key, event), buf, HEADER)
+    return buf
 
 
 def decode_envelope(stored: bytes | memoryview) -> Envelope:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import socket
 import sys
@@ -28,6 +29,7 @@ from typing import Any
 import lmdb
 
 from eventlog import chain, codec
+from eventlog.codec import HEADER
 from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing, WriterBusy
 from eventlog.events import Event, UnknownEvent, WriterStarted
 
@@ -208,8 +210,8 @@ class EventLog:
         for key, _ in items:
             if not key or len(key) > 480:
                 raise EventLogError(f"idempotency key must be 1..480 bytes, got {len(key)}")
-        encoded = [(k, codec.encode_event(e)) for k, e in items]
         stamp = now_ms() if at is None else at
+        encoded = [(k, codec.encode_value(stamp, k, e)) for k, e in items]
         with self.exclusive():
             for _ in range(64):
                 try:
@@ -234,35 +236,69 @@ class EventLog:
         self.env.set_mapsize(min(current * 2, self.max_map_size))
 
     def _append_txn(
-        self, encoded: list[tuple[bytes, bytes]], state: Mapping[bytes, bytes | None], at: int
+        self,
+        encoded: list[tuple[bytes, bytearray]],
+        state: Mapping[bytes, bytes | None],
+        at: int,
     ) -> AppendResult:
-        events_db, keys_db = self._dbs[b"events"], self._dbs[b"keys"]
-        with self.env.begin(write=True) as txn:
+        """One write transaction. Values come from `codec.encode_value` (hash not yet set).
+
+        Fast path: the whole batch's keys go into the index with one `putmulti`
+        (overwrite=False); if every key was new, seqs follow the head in order. Otherwise
+        that transaction is dropped and a fresh one indexes key by key: `put(overwrite=
+        False)` refuses a key already present (in the log or earlier in this batch), which
+        marks a duplicate before a seq is assigned, so seqs stay gapless.
+        """
+        keys_db = self._dbs[b"keys"]
+        sha256, seq_key = hashlib.sha256, chain.seq_key
+        txn = self.env.begin(write=True)
+        try:
             head = self._head_in(txn)
             seq, prev = head.seq, head.hash
-            seen: set[bytes] = set()
-            fresh: list[tuple[bytes, bytes]] = []
-            for key, ev in encoded:
-                if key in seen or txn.get(key, db=keys_db) is not None:
-                    continue
-                seen.add(key)
-                fresh.append((key, ev))
-            duplicates = len(encoded) - len(fresh)
-            writer_added = bool(fresh) and not self._wrote_writer
-            if writer_added:
-                fresh.insert(0, self._writer_event(at))
-            seqs: list[int] = []
-            cur = txn.cursor(db=events_db)
-            for key, ev in fresh:
-                seq += 1
-                stored = codec.encode_stored(at, key, ev)
-                prev = chain.link(prev, seq, stored)
-                skey = chain.seq_key(seq)
-                if not cur.put(skey, codec.pack_value(prev, stored), append=True):
-                    raise CorruptRecord(seq, "append refused: key out of order")
-                if not txn.put(key, skey, db=keys_db, overwrite=False):
-                    raise CorruptRecord(seq, "idempotency key already indexed")
-                seqs.append(seq)
+            pending = 0 if self._wrote_writer else 1
+            rows: list[tuple[bytes, bytearray]] = []
+            if encoded and self._index_all(txn, encoded, seq + 1 + pending):
+                # fast path: every key was new; seqs are head+1+pending, head+2+pending, ...
+                if pending:
+                    seq += 1
+                    prev = self._add_writer(txn, rows, seq, prev, at)
+                for _, value in encoded:
+                    seq += 1
+                    skey = seq_key(seq)
+                    h = sha256(prev + skey)
+                    h.update(memoryview(value)[HEADER:])
+                    prev = value[1:HEADER] = h.digest()
+                    rows.append((skey, value))
+            else:
+                # slow path (some keys known): probe and index key by key, in a clean txn
+                txn.abort()
+                txn = self.env.begin(write=True)
+                head = self._head_in(txn)
+                seq, prev = head.seq, head.hash
+                put_key = txn.put
+                for key, value in encoded:
+                    # the first fresh key is indexed one seq further on: the writer
+                    # event slots in before it (none for a batch that adds nothing)
+                    skey = seq_key(seq + 1 + pending)
+                    if not put_key(key, skey, db=keys_db, overwrite=False):
+                        continue
+                    if pending:
+                        pending = 0
+                        seq += 1
+                        prev = self._add_writer(txn, rows, seq, prev, at)
+                    seq += 1
+                    h = sha256(prev + skey)
+                    h.update(memoryview(value)[HEADER:])
+                    prev = value[1:HEADER] = h.digest()
+                    rows.append((skey, value))
+            if rows:
+                cur = txn.cursor(db=self._dbs[b"events"])
+                _, added = cur.putmulti(rows, append=True)
+                if added != len(rows):
+                    raise CorruptRecord(head.seq + added + 1, "append refused: key out of order")
+            writer_added = bool(rows) and not self._wrote_writer
+            writer_extra = 1 if writer_added else 0
+            duplicates = len(encoded) - (len(rows) - writer_extra)
             for skey_, sval in state.items():
                 if sval is None:
                     txn.delete(skey_, db=self._dbs[b"state"])
@@ -273,21 +309,47 @@ class EventLog:
                 old = txn.get(b"duplicates", db=meta)
                 total = (int(old) if old else 0) + duplicates
                 txn.put(b"duplicates", str(total).encode(), db=meta)
+            txn.commit()
+        except BaseException:
+            txn.abort()
+            raise
         if writer_added:
             self._wrote_writer = True
-        writer_extra = 1 if writer_added else 0
         return AppendResult(
-            appended=len(seqs) - writer_extra,
+            appended=len(rows) - writer_extra,
             duplicates=duplicates,
             head=seq,
-            seqs=tuple(seqs[writer_extra:]),
+            seqs=tuple(range(seq - len(rows) + writer_extra + 1, seq + 1)),
         )
 
-    def _writer_event(self, at: int) -> tuple[bytes, bytes]:
+    def _index_all(self, txn: Any, encoded: list[tuple[bytes, bytearray]], first: int) -> bool:
+        """Index every key at first, first+1, ... if all are new; False if any is known."""
+        seq_key = chain.seq_key
+        cur = txn.cursor(db=self._dbs[b"keys"])
+        items = [(key, seq_key(first + i)) for i, (key, _) in enumerate(encoded)]
+        _, added = cur.putmulti(items, overwrite=False)
+        return bool(added == len(items))
+
+    def _add_writer(
+        self, txn: Any, rows: list[tuple[bytes, bytearray]], seq: int, prev: bytes, at: int
+    ) -> bytes:
+        """Index and chain this process's writer event as record `seq`; its hash."""
+        key, value = self._writer_event(at)
+        skey = chain.seq_key(seq)
+        if not txn.put(key, skey, db=self._dbs[b"keys"], overwrite=False):
+            raise CorruptRecord(seq, "writer key already indexed")
+        h = hashlib.sha256(prev + skey)
+        h.update(memoryview(value)[HEADER:])
+        digest = h.digest()
+        value[1:HEADER] = digest
+        rows.append((skey, value))
+        return digest
+
+    def _writer_event(self, at: int) -> tuple[bytes, bytearray]:
         host, pid = socket.gethostname(), os.getpid()
         key = f"writer:{host}:{pid}:{time.time_ns()}".encode()
         ev = WriterStarted(host=host, pid=pid, version=VERSION, command=self.command, at=at)
-        return key, codec.encode_event(ev)
+        return key, codec.encode_value(at, key, ev)
 
     # --- reads ------------------------------------------------------------------------
 
@@ -307,6 +369,16 @@ class EventLog:
         except lmdb.MapResizedError:
             self.env.set_mapsize(0)
             return self.env.begin()
+
+    @contextlib.contextmanager
+    def read_txn(self) -> Iterator[Any]:
+        """A short read transaction (for scans that hold one per bounded batch)."""
+        with self._begin() as txn:
+            yield txn
+
+    def db(self, name: bytes) -> Any:
+        """The handle of a named database (events, keys, state, meta), or None if absent."""
+        return self._dbs[name]
 
     def head(self) -> Head:
         with self._begin() as txn:

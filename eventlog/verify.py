@@ -8,6 +8,7 @@ checks in child processes on a copy: LMDB's own offline structural audit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import lmdb
 import msgspec
 
 from eventlog import chain, codec
@@ -43,93 +45,150 @@ class VerifyReport:
         return asdict(self)
 
 
-def scan(log: EventLog, *, batch: int = 5000) -> VerifyReport:
-    """Re-hash every record and check the key index, in bounded read transactions.
+def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
+    """Re-hash every record and check gaps and the key index, in bounded read transactions.
 
+    One pass: record n must have key seq_key(n), format 1, the stored chain hash
+    sha256(h_{n-1} || seq_key(n) || stored), a decodable envelope, and its idempotency
+    key must map to n in the key index; finally the key index must hold exactly as many
+    keys as there are records (so it maps keys to records one to one).
     Raises nothing for bad data: the first problem is named in the report.
     """
     t0 = time.perf_counter()
     report = VerifyReport(ok=True)
-    prev, expected, nbytes = chain.GENESIS, 1, 0
+    prev, seq, nbytes = chain.GENESIS, 0, 0
+    events_db, keys_db = log.db(b"events"), log.db(b"keys")
+    sha256, seq_key, decode = hashlib.sha256, chain.seq_key, codec.decode_envelope
+    header, fmt = codec.HEADER, codec.FORMAT
     try:
-        for raw in log.iter_raw(1, batch):
-            if raw.seq != expected:
-                raise CorruptRecord(expected, f"gap: expected seq {expected}, found {raw.seq}")
-            if len(raw.value) < codec.HEADER:
-                raise CorruptRecord(raw.seq, f"record too short ({len(raw.value)} bytes)")
-            fmt, stored_hash, stored = codec.unpack_value(raw.value)
-            if fmt != codec.FORMAT:
-                raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
-            prev = chain.link(prev, raw.seq, stored)
-            if prev != stored_hash:
-                raise CorruptRecord(raw.seq, "checksum mismatch")
-            nbytes += len(raw.value)
-            expected += 1
-        report.records = expected - 1
-        report.head_seq = expected - 1
+        done = events_db is None
+        while not done:
+            n = 0
+            with log.read_txn() as txn:
+                cur = txn.cursor(db=events_db)
+                done = not cur.set_range(seq_key(seq + 1))
+                get = txn.get
+                for k, v in cur:
+                    expected = seq_key(seq + 1)
+                    if k != expected:
+                        found = chain.key_seq(k) if len(k) == 8 else f"key {k[:16].hex()}"
+                        raise CorruptRecord(seq + 1, f"gap: expected seq {seq + 1}, found {found}")
+                    seq += 1
+                    if len(v) < header:
+                        raise CorruptRecord(seq, f"record too short ({len(v)} bytes)")
+                    if v[0] != fmt:
+                        raise CorruptRecord(seq, f"unknown record format {v[0]}")
+                    stored = memoryview(v)[header:]
+                    h = sha256(prev + k)
+                    h.update(stored)
+                    prev = h.digest()
+                    if prev != v[1:header]:
+                        raise CorruptRecord(seq, "checksum mismatch")
+                    try:
+                        key = decode(stored).key
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        raise CorruptRecord(seq, f"undecodable envelope: {exc}") from exc
+                    if keys_db is None or get(key, db=keys_db) != k:
+                        raise CorruptRecord(seq, f"key index does not map {key[:60]!r} here")
+                    nbytes += len(v)
+                    n += 1
+                    if n >= batch:
+                        break
+                else:
+                    done = True
+        report.records = report.head_seq = seq
         report.head_hash = prev.hex()
         report.bytes = nbytes
-        keys = 0
-        for key, seq in log.iter_keys():
-            keys += 1
-            rec = log.read_raw(seq, 1)
-            if not rec or rec[0].seq != seq:
-                raise CorruptRecord(seq, f"key index points to a missing record ({key[:60]!r})")
-            try:
-                env = codec.decode_envelope(codec.unpack_value(rec[0].value)[2])
-            except msgspec.DecodeError as exc:
-                raise CorruptRecord(seq, f"undecodable envelope: {exc}") from exc
-            if env.key != key:
-                raise CorruptRecord(seq, f"key index mismatch for {key[:60]!r}")
-        report.keys = keys
-        if keys != report.records:
-            raise CorruptRecord(
-                report.records, f"key index has {keys} keys for {report.records} records"
-            )
+        report.keys = log.key_count()
+        if report.keys != seq:
+            _find_stray_key(log, seq)
+            raise CorruptRecord(seq, f"key index has {report.keys} keys for {seq} records")
     except CorruptRecord as exc:
         report.ok = False
         report.first_bad_seq = exc.seq
         report.reason = exc.reason
         report.problems.append(str(exc))
+    except lmdb.Error as exc:
+        report.ok = False
+        report.first_bad_seq = seq + 1
+        report.reason = f"LMDB error reading record {seq + 1}: {exc}"
+        report.problems.append(report.reason)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def structural_check(env_dir: Path, timeout: float = 600) -> tuple[bool, str]:
-    """LMDB's offline structural audit of `env_dir`, in a child process."""
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "lmdb", "verify", "-e", str(env_dir)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return False, "structural check timed out"
-    out = (proc.stdout + proc.stderr).strip()
-    if proc.returncode == 0:
-        return True, "ok"
-    if proc.returncode < 0:
-        return False, f"structural check died with signal {-proc.returncode}"
-    lines = [ln for ln in out.splitlines() if ln.strip()]
-    return False, "; ".join(lines[:5]) or f"exit {proc.returncode}"
+def _find_stray_key(log: EventLog, head: int) -> None:
+    """Name a key of the index that does not belong to any record (slow; failure path)."""
+    for key, seq in log.iter_keys():
+        rec = log.read_raw(seq, 1) if seq <= head else []
+        if not rec or rec[0].seq != seq:
+            raise CorruptRecord(seq, f"key index points to a missing record ({key[:60]!r})")
+        try:
+            env = codec.decode_envelope(codec.unpack_value(rec[0].value)[2])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if env.key != key:
+            raise CorruptRecord(seq, f"key index maps {key[:60]!r} to a record of another key")
 
 
-def _chain_check_child(env_dir: Path, timeout: float = 3600) -> VerifyReport:
-    proc = subprocess.run(
-        [sys.executable, "-m", "eventlog.verify", str(env_dir)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+def _timeout_for(env_dir: Path) -> float:
+    """Generous: a minute plus 5 MB/s of data (a corrupt page must not hang a caller)."""
+    size = (env_dir / "data.mdb").stat().st_size if (env_dir / "data.mdb").exists() else 0
+    return 60.0 + size / 5e6
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    if proc.returncode < 0:
-        return VerifyReport(ok=False, reason=f"chain scan died with signal {-proc.returncode}")
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str] | None:
+    """(exit code, stdout, stderr) of a child, or None when it timed out (it is killed)."""
     try:
-        data = json.loads(proc.stdout)
-        return VerifyReport(**data)
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    return proc.returncode, out, err
+
+
+def _structural_result(done: tuple[int, str, str] | None) -> tuple[bool, str]:
+    if done is None:
+        return False, "structural check timed out"
+    code, out, err = done
+    if code == 0:
+        return True, "ok"
+    if code < 0:
+        return False, f"structural check died with signal {-code}"
+    lines = [ln.strip() for ln in (out + err).splitlines() if ln.strip()]
+    return False, "; ".join(lines[:5]) or f"exit {code}"
+
+
+def _chain_result(done: tuple[int, str, str] | None) -> VerifyReport:
+    if done is None:
+        return VerifyReport(ok=False, reason="chain scan timed out")
+    code, out, err = done
+    if code < 0:
+        return VerifyReport(ok=False, reason=f"chain scan died with signal {-code}")
+    try:
+        return VerifyReport(**json.loads(out))
     except (json.JSONDecodeError, TypeError):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (err.strip().splitlines() or ["no output"])[-1]
         return VerifyReport(ok=False, reason=f"chain scan failed: {tail}")
+
+
+def structural_check(env_dir: Path, timeout: float | None = None) -> tuple[bool, str]:
+    """LMDB's offline structural audit of `env_dir` (raw bytes), in a child process."""
+    proc = _start(["-m", "lmdb", "verify", "-e", str(env_dir)])
+    return _structural_result(_finish(proc, timeout or _timeout_for(env_dir)))
+
+
+def chain_check(env_dir: Path, timeout: float | None = None) -> VerifyReport:
+    """`scan` of the log in `env_dir`, in a child process (which may die; this won't)."""
+    proc = _start(["-m", "eventlog.verify", str(env_dir)])
+    return _chain_result(_finish(proc, timeout or _timeout_for(env_dir)))
 
 
 def verify_isolated(path: Path, live: EventLog | None = None) -> VerifyReport:
@@ -137,10 +196,11 @@ def verify_isolated(path: Path, live: EventLog | None = None) -> VerifyReport:
 
     With `live` (the open log of `path`), a consistent snapshot is taken with LMDB's copy;
     otherwise `data.mdb` is copied as raw bytes (it may be corrupt: never opened here).
+    The structural audit and the chain scan run at the same time, each in its own child.
     """
     t0 = time.perf_counter()
-    if not (path / "data.mdb").exists():
-        raise EventLogError(f"no event log at {path}")
+    if not (path / "data.mdb").is_file():
+        raise EventLogError(f"no event log at {path} (no data.mdb)")
     with tempfile.TemporaryDirectory(prefix="agentlog-verify-") as tmp:
         snap = Path(tmp) / "log"
         snap.mkdir()
@@ -148,8 +208,11 @@ def verify_isolated(path: Path, live: EventLog | None = None) -> VerifyReport:
             live.copy_to(snap, compact=False)
         else:
             shutil.copyfile(path / "data.mdb", snap / "data.mdb")
-        ok_struct, msg = structural_check(snap)
-        report = _chain_check_child(snap)
+        timeout = _timeout_for(snap)
+        struct_proc = _start(["-m", "lmdb", "verify", "-e", str(snap)])
+        chain_proc = _start(["-m", "eventlog.verify", str(snap)])
+        report = _chain_result(_finish(chain_proc, timeout))
+        ok_struct, msg = _structural_result(_finish(struct_proc, timeout))
         report.structural = msg
         if not ok_struct:
             report.ok = False
