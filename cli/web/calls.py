@@ -99,8 +99,9 @@ def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str,
     """The answer object of the seed, from `cli.answers` when it is installed."""
     if importlib.util.find_spec("cli.answers") is not None:
         answers = importlib.import_module("cli.answers")
-        produced: dict[str, Any] = answers.answer(home, query, hits)
-        return produced
+        if callable(getattr(answers, "answer", None)):
+            produced: dict[str, Any] = answers.answer(home, query, hits)
+            return produced
     sources = [{"id": h.get("id"), "link": h.get("sourceLink")} for h in hits[:ANSWER_SOURCES]]
     return {
         "text": "",

@@ -226,7 +226,9 @@ async function showMessage(params) {
 async function showSession(params) {
   const session = params.get("session");
   const child = params.get("child");
-  const id = child || session;
+  const agent = params.get("agent") || "";
+  // Conversation ids of transcripts are "<agent>:<session>[/<child>]".
+  const id = (agent ? agent + ":" : "") + session + (child ? "/" + child : "");
   const view = clearView((params.get("agent") || "") + " session " + session + (child ? " / " + child : ""));
   await pageConversation(view, id, params.get("from"));
 }

@@ -1,0 +1,63 @@
+"""A small history for the MCP, HTTP and browser tests, recorded through `agentlog record`.
+
+Our own fixture text (no corpus excerpts). The word "quokka" is in every searchable
+document; one report carries hostile markup that the page must render inert.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+HOSTILE = (
+    'quokka payload <script>window.__pwned = "script"</script> '
+    '<img src=x onerror="window.__pwned = \'img\'"> '
+    '<a href="javascript:window.__pwned=\'link\'">click me</a> '
+    "[md](javascript:window.__pwned='md') javascript:alert(1)"
+)
+
+FACTS = [
+    {"type": "alias", "alias": "alice", "session": "sess-a", "agent": "claude",
+     "at": "2026-03-01T09:00:00Z"},
+    {"type": "alias", "alias": "bob", "session": "sess-b", "agent": "codex",
+     "at": "2026-03-01T09:00:00Z"},
+    {"type": "message", "id": "m1", "from": "alice", "to": ["bob"], "kind": "message",
+     "body": "the quokka migration plan uses sqlite", "at": "2026-03-01T10:00:00Z",
+     "project": "/p/alpha", "session": "sess-a", "job": "job-a", "thread": "t1"},
+    {"type": "message", "id": "m2", "from": "bob", "to": ["alice"], "kind": "report",
+     "body": HOSTILE, "at": "2026-03-02T10:00:00Z", "project": "/p/beta",
+     "session": "sess-b", "job": "job-b", "thread": "t1"},
+    {"type": "message", "id": "m3", "from": "bob", "to": ["alice"], "kind": "progress",
+     "body": "quokka progress: halfway through the zebra tables", "at": "2026-03-03T10:00:00Z",
+     "project": "/p/beta", "session": "sess-b", "job": "job-b", "thread": "t2"},
+    {"type": "decision", "topic": "storage-engine", "revision": 1,
+     "body": "quokka stores history in lmdb", "author": "alice",
+     "at": "2026-03-04T10:00:00Z"},
+    {"type": "decision", "topic": "storage-engine", "revision": 2,
+     "body": "quokka keeps lmdb and adds sqlite projections", "author": "bob",
+     "at": "2026-03-05T10:00:00Z"},
+    {"type": "run", "job": "job-a", "run": "job-a-20260306.log",
+     "started_at": "2026-03-06T10:00:00Z", "agent": "codex", "session": "sess-a",
+     "metadata": {"note": "quokka nightly"}},
+]
+
+# Message thread t1 has enough replies to need more than one conversation page.
+THREAD = [
+    {"type": "message", "id": f"r{i:02d}", "from": "alice", "to": ["bob"], "kind": "message",
+     "body": f"reply {i:02d} about wombat {i}", "at": 1772800000000 + i * 1000,
+     "project": "/p/alpha", "thread": "t1"}
+    for i in range(25)
+]
+
+
+def record(home: Path, facts: list[dict[str, object]]) -> None:
+    data = "\n".join(json.dumps(f) for f in facts).encode()
+    proc = run_cli(home, "record", input=data)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def make_history(home: Path) -> Path:
+    record(home, FACTS + THREAD)
+    return home
