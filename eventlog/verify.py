@@ -66,7 +66,8 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
             n = 0
             with log.read_txn() as txn:
                 cur = txn.cursor(db=events_db)
-                done = not cur.set_range(seq_key(seq + 1))
+                if not cur.set_range(seq_key(seq + 1)):
+                    break
                 get = txn.get
                 for k, v in cur:
                     expected = seq_key(seq + 1)
