@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import secrets
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -104,10 +105,25 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             server_header=False)
     server = uvicorn.Server(config)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
+    # handlers it found; ours turns that into a normal return, so server.json is removed.
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         sys.stdout.write(f"{url}?token={token}\n")
         sys.stdout.flush()
         server.run(sockets=[sock])
+    except _Stopped:
+        pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         remove_server_json(info_path, pid)
         sock.close()
+
+
+class _Stopped(BaseException):
+    """Raised by our signal handler to leave the server loop."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise _Stopped()
