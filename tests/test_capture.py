@@ -1,0 +1,233 @@
+"""Capture engine: incremental reads, torn tails, growth, rewrites, deletions, snapshots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eventlog import EventLog
+from eventlog.events import FileSnapshotted, SourceRewound, SourceSeen
+from readers.capture import Capturer, Options
+from readers.capture_files import READ_MAX
+from readers.discovery import classify
+from readers.restore import generation_bytes, restore
+from readers.roots import resolve_roots, root_id
+from tests.capture_helpers import append, assert_contiguous, capture, roots_of, write
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> EventLog:
+    lg = EventLog(tmp_path / "log")
+    yield lg
+    lg.close()
+
+
+def _src(agent: str, root: Path, rel: str) -> str:
+    return f"{agent}:{root_id(root)}:{rel}"
+
+
+def test_classify_layouts() -> None:
+    cases = {
+        ("claude", "projects/-a/0b1.jsonl"): "claude.session",
+        ("claude", "projects/-a/agent-a05b3d3.jsonl"): "claude.subagent",
+        ("claude", "projects/-a/s/subagents/agent-x.jsonl"): "claude.subagent",
+        ("claude", "projects/-a/s/subagents/agent-x.meta.json"): "claude.subagent_meta",
+        ("claude", "projects/-a/s/tool-results/toolu_1.txt"): "claude.tool_result",
+        ("claude", "history.jsonl"): "claude.history",
+        ("claude", "projects/-a/memory/notes.md"): None,
+        ("claude", "todos/x.json"): None,
+        ("codex", "sessions/2025/09/16/rollout-x.jsonl"): "codex.rollout",
+        ("codex", "archived_sessions/rollout-y.jsonl"): "codex.rollout",
+        ("codex", "history.jsonl"): "codex.history",
+        ("codex", "sessions/2025/notes.txt"): None,
+        ("opencode", "storage/session/global/ses_1.json"): "opencode.json",
+        ("opencode", "storage/part/msg_1/prt_1.json"): "opencode.json",
+        ("opencode", "project/glob/storage/session/info/ses_1.json"): "opencode.json",
+        ("opencode", "opencode.db"): "opencode.db",
+        ("opencode", "auth.json"): None,
+        ("runs", "job-1.log"): "runs.log",
+        ("runs", "archive/job-0.json"): "runs.meta",
+        ("runs", "deep/x/job.log"): None,
+    }
+    for (agent, rel), layout in cases.items():
+        assert classify(agent, rel) == layout, (agent, rel)
+
+
+def test_roots_precedence_and_missing(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    roots = resolve_roots(
+        flags={"claude": f"{a},{b}"},
+        config={"codex_dir": str(tmp_path / "cx")},
+        env={"CODEX_HOME": "/nope", "XDG_DATA_HOME": str(tmp_path / "xdg")},
+        user_home=tmp_path,
+    )
+    got = {(r.agent, str(r.path), r.origin, r.exists) for r in roots}
+    assert ("claude", str(a), "flag", True) in got
+    assert ("claude", str(b), "flag", False) in got
+    assert ("codex", str(tmp_path / "cx"), "config", False) in got
+    assert ("opencode", str(tmp_path / "xdg" / "opencode"), "env", False) in got
+    assert not [r for r in roots if r.agent == "runs"]
+    env_roots = resolve_roots(flags={}, config={}, env={"CLAUDE_CONFIG_DIR": "/x,/y"},
+                              user_home=tmp_path)
+    assert [str(r.path) for r in env_roots if r.agent == "claude"] == ["/x", "/y"]
+
+
+def test_incremental_appends_while_capturing(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    f = write(root / "projects" / "-p" / "s1.jsonl", b'{"n":0}\n')
+    eng = Capturer(log, roots_of(claude=root), Options(settle_s=0))
+    for i in range(1, 40):
+        eng.tick()
+        append(f, b'{"n":%d}\n' % i)
+        if i % 7 == 0:
+            eng.flush()
+    eng.flush()
+    capture(log, roots_of(claude=root))
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / "projects" / "-p" / "s1.jsonl").read_bytes() == f.read_bytes()
+    assert_contiguous(log)
+
+
+def test_torn_tail_waits(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "codex"
+    f = write(root / "history.jsonl", b'{"a":1}\n{"b":')
+    capture(log, roots_of(codex=root), settle=3600)
+    out = tmp_path / "o1"
+    restore(log, out)
+    assert (out / "codex" / "history.jsonl").read_bytes() == b'{"a":1}\n'
+    append(f, b"2}\n")
+    capture(log, roots_of(codex=root), settle=3600)
+    out2 = tmp_path / "o2"
+    restore(log, out2)
+    assert (out2 / "codex" / "history.jsonl").read_bytes() == b'{"a":1}\n{"b":2}\n'
+    # an unterminated tail that stays quiet is captured once settled
+    append(f, b'{"c":3}')
+    old = f.stat().st_mtime_ns - 10_000_000_000
+    os.utime(f, ns=(old, old))
+    capture(log, roots_of(codex=root), settle=5)
+    out3 = tmp_path / "o3"
+    restore(log, out3)
+    assert (out3 / "codex" / "history.jsonl").read_bytes() == f.read_bytes()
+    assert_contiguous(log)
+
+
+def test_codex_growth_snapshot_is_not_a_rewrite(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "codex"
+    rel = "sessions/2025/11/01/rollout-2025-11-01T11-34-37-x.jsonl"
+    older = b"".join(b'{"type":"event_msg","i":%d}\n' % i for i in range(3000))
+    newer = older + b"".join(b'{"type":"response_item","i":%d}\n' % i for i in range(500))
+    f = write(root / rel, older)
+    s1 = capture(log, roots_of(codex=root))
+    assert s1.bytes == len(older)
+    tmp = root / "replacement.tmp"
+    tmp.write_bytes(newer)
+    os.replace(tmp, f)  # a new inode whose content extends the old one
+    s2 = capture(log, roots_of(codex=root))
+    assert s2.bytes == len(newer) - len(older)
+    assert s2.rewound == 0
+    assert not [e for e in log.iter_events() if isinstance(e.event, SourceRewound)]
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "codex" / rel).read_bytes() == newer
+    assert_contiguous(log)
+
+
+def test_truncate_and_rewrite_start_new_generations(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    rel = "projects/-p/s.jsonl"
+    first = b'{"v":"one"}\n' * 50
+    f = write(root / rel, first)
+    capture(log, roots_of(claude=root))
+    f.write_bytes(b'{"v":"two"}\n')  # shrank
+    st = capture(log, roots_of(claude=root))
+    assert st.rewound == 1
+    third = b'{"v":"3ee"}\n' * 50 + b'{"v":"more"}\n'  # same size prefix, other bytes
+    f.write_bytes(third)
+    st = capture(log, roots_of(claude=root))
+    assert st.rewound == 1
+    source = _src("claude", root, rel)
+    rewinds = [e.event for e in log.iter_events() if isinstance(e.event, SourceRewound)]
+    assert [r.generation for r in rewinds] == [1, 2]
+    assert generation_bytes(log, source, 0) == first
+    assert generation_bytes(log, source, 1) == b'{"v":"two"}\n'
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / rel).read_bytes() == third
+
+
+def test_deleted_source_is_kept_and_reported(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    f = write(root / "projects" / "-p" / "gone.jsonl", b'{"x":1}\n')
+    capture(log, roots_of(claude=root))
+    f.unlink()
+    st = capture(log, roots_of(claude=root))
+    assert (st.missing == 1 and st.appended == 1) or st.missing == 1
+    st2 = capture(log, roots_of(claude=root))
+    assert st2.appended == 0 and st2.missing == 1
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / "projects" / "-p" / "gone.jsonl").read_bytes() == b'{"x":1}\n'
+
+
+def test_long_line_spans_chunks_exactly(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    line = b'{"img":"' + b"QUJD" * (READ_MAX // 2) + b'"}\n'
+    data = b'{"a":1}\n' + line + b'{"b":2}\n'
+    write(root / "projects" / "-p" / "big.jsonl", data)
+    capture(log, roots_of(claude=root), settle=3600)
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / "projects" / "-p" / "big.jsonl").read_bytes() == data
+    assert_contiguous(log)
+
+
+def test_snapshots_follow_content_hash(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "opencode"
+    f = write(root / "storage" / "session" / "global" / "ses_1.json", b'{"title":"A"}')
+    capture(log, roots_of(opencode=root))
+    st = capture(log, roots_of(opencode=root))
+    assert st.appended == 0
+    for body in (b'{"title":"B"}', b'{"title":"A"}'):
+        f.write_bytes(body)
+        os.utime(f, ns=(f.stat().st_mtime_ns + 10**9,) * 2)
+        capture(log, roots_of(opencode=root))
+    snaps = [e.event for e in log.iter_events() if isinstance(e.event, FileSnapshotted)]
+    assert len(snaps) == 3
+    f.touch()
+    assert capture(log, roots_of(opencode=root)).appended == 0  # same hash, no event
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "opencode" / "storage/session/global/ses_1.json").read_bytes() == b'{"title":"A"}'
+
+
+def test_source_seen_precedes_its_chunks(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    for i in range(50):
+        write(root / "projects" / "-p" / f"s{i}.jsonl", b'{"i":%d}\n' % i)
+    capture(log, roots_of(claude=root))
+    seen: set[str] = set()
+    for se in log.iter_events():
+        ev = se.event
+        if isinstance(ev, SourceSeen):
+            seen.add(ev.source)
+        elif hasattr(ev, "source"):
+            assert ev.source in seen
+    assert len(seen) == 50
+
+
+def test_bounded_ticks(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    for i in range(100):
+        write(root / "projects" / "-p" / f"s{i}.jsonl", b"x\n" * 10)
+    eng = Capturer(log, roots_of(claude=root), Options(settle_s=0))
+    eng.tick()
+    assert len(eng.sources) <= 32
+    polled_before = eng.stats.bytes
+    eng.tick()
+    assert eng.stats.bytes - polled_before <= 2 * 20
+    eng.run_once()
+    assert eng.finish().files == 100

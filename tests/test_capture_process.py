@@ -1,0 +1,155 @@
+"""Capture as whole processes: idempotence, concurrency, kill -9, memory, watch mode."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eventlog import EventLog
+from readers.restore import restore
+from tests.capture_helpers import append, assert_contiguous, chunk_map, write
+from tests.conftest import ROOT, run_cli
+
+
+def _tree(base: Path, files: int, lines: int, *, noise: bool = False) -> Path:
+    root = base / "claude"
+    for i in range(files):
+        body = b"".join(
+            b'{"type":"user","i":%d,"t":"%s"}\n'
+            % (j, base64.b64encode(os.urandom(60)) if noise else b"w" * 80)
+            for j in range(lines)
+        )
+        write(root / "projects" / f"-p{i % 5}" / f"s{i:04d}.jsonl", body)
+    return root
+
+
+def _cap(home: Path, root: Path, *extra: str) -> dict[str, object]:
+    out = run_cli(home, "capture", "--claude-dir", str(root), "--codex-dir", str(root / "nx"),
+                  "--opencode-dir", str(root / "ny"), "--json", *extra)
+    assert out.returncode == 0, out.stderr.decode()
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_recapture_appends_nothing(tmp_path: Path, home: Path) -> None:
+    root = _tree(tmp_path, 30, 20)
+    first = _cap(home, root)
+    assert first["files"] == 30 and first["appended"] == 60 and first["duplicates"] == 0
+    again = _cap(home, root)
+    assert again["appended"] == 0 and again["bytes"] == 0
+    assert str(root / "nx") in again["missing_roots"]  # type: ignore[operator]
+    append(root / "projects" / "-p0" / "s0000.jsonl", b'{"more":1}\n')
+    third = _cap(home, root)
+    assert third["appended"] == 1 and third["bytes"] == 11
+
+
+def test_two_concurrent_captures_store_each_byte_once(tmp_path: Path, home: Path) -> None:
+    root = _tree(tmp_path, 120, 400)
+    cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
+           "--claude-dir", str(root)]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    log = EventLog(home / "log", readonly=True)
+    try:
+        assert_contiguous(log)
+        sizes = {k[0]: sum(s for _, s in v) for k, v in chunk_map(log).items()}
+        assert len(sizes) == 120
+        for source, total in sizes.items():
+            rel = source.split(":", 2)[2]
+            assert total == (root / rel).stat().st_size
+    finally:
+        log.close()
+
+
+def test_kill_9_mid_capture_then_resume(tmp_path: Path, home: Path) -> None:
+    root = _tree(tmp_path, 200, 1500, noise=True)  # ~30 MB, incompressible
+    cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
+           "--claude-dir", str(root)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    data = home / "log" / "data.mdb"
+    while time.monotonic() < deadline and (not data.exists() or data.stat().st_size < 4_000_000):
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    assert run_cli(home, "verify").returncode == 0
+    res = _cap(home, root)
+    assert res["pending"] == 0
+    log = EventLog(home / "log", readonly=True)
+    try:
+        assert_contiguous(log)
+        restore(log, tmp_path / "out")
+    finally:
+        log.close()
+    for f in (root / "projects").rglob("*.jsonl"):
+        restored = tmp_path / "out" / "claude" / f.relative_to(root)
+        assert restored.read_bytes() == f.read_bytes()
+
+
+def test_50mb_single_line_bounded_memory(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "claude"
+    f = root / "projects" / "-p" / "huge.jsonl"
+    f.parent.mkdir(parents=True)
+    with open(f, "wb") as fh:
+        fh.write(b'{"type":"user","image":"')
+        block = base64.b64encode(os.urandom(3 * 1024 * 1024 // 4 * 4))
+        for _ in range(16):
+            fh.write(block)
+        fh.write(b'"}\n')
+    assert f.stat().st_size > 50_000_000
+    probe = (
+        "import resource, sys; from cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, "--home", str(home), "capture", "--json",
+         "--claude-dir", str(root)],
+        cwd=ROOT, capture_output=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    rss_kb = int(out.stderr.decode().strip().splitlines()[-1])
+    assert json.loads(out.stdout)["bytes"] == f.stat().st_size
+    assert rss_kb < 90 * 1024, f"peak RSS {rss_kb} KiB for a 50 MB line"
+    log = EventLog(home / "log", readonly=True)
+    try:
+        assert_contiguous(log)
+        (source_gen, spans), = chunk_map(log).items()
+        assert sum(s for _, s in spans) == f.stat().st_size
+    finally:
+        log.close()
+
+
+def test_watch_mode_captures_and_stops_on_sigterm(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "claude"
+    f = write(root / "projects" / "-p" / "live.jsonl", b'{"n":1}\n')
+    cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
+           "--json", "--claude-dir", str(root), "--settle", "0"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        append(f, b'{"n":2}\n')
+        time.sleep(2.8)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert summary["bytes"] == 16
+    log = EventLog(home / "log", readonly=True)
+    try:
+        restore(log, tmp_path / "out")
+    finally:
+        log.close()
+    assert (tmp_path / "out" / "claude" / "projects" / "-p" / "live.jsonl").read_bytes() == (
+        b'{"n":1}\n{"n":2}\n'
+    )
