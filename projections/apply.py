@@ -1,0 +1,248 @@
+"""Event -> rows: the dispatch table of history.db.
+
+`appliers()` maps an event tag to a function `(conn, stored_event) -> None` that writes the
+event's rows inside the caller's transaction. The table is the union of the broker
+appliers below, the capture appliers of `projections.transcripts`, and — when that module
+exists — `projections.archive.APPLIERS` (turns.imported, session.archived). Appliers are
+deterministic functions of the event and of rows written by earlier events, so applying
+the log in seq order gives the same rows whether it happens in one rebuild or in many
+catch-up batches. Events with no applier change nothing (unknown tags are counted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from eventlog.events import (
+    AliasBound,
+    AnswerGiven,
+    DecisionRevised,
+    MessageSent,
+    QuestionAsked,
+    RunStarted,
+    UnknownEvent,
+    tag_of,
+)
+from eventlog.store import StoredEvent
+
+Applier = Callable[[sqlite3.Connection, StoredEvent], None]
+
+MAX_DOC_CHARS = 100_000
+ORD_SPAN = 65_536
+MESSAGE_KINDS = ("message", "approval", "progress", "report")
+AGENTS = ("claude", "codex", "opencode", "other")
+
+_COLUMNS = (
+    "id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
+    "conversation", "role", "tool", "subagent", "subagent_name", "title", "text", "archived",
+    "seq", "ord", "source", "sender", "extra",
+)
+_INSERT = (
+    f"INSERT INTO documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+)
+_UPDATE_COLS = [c for c in _COLUMNS if c not in ("id", "ord", "archived")]
+_UPDATE = f"UPDATE documents SET {', '.join(c + ' = ?' for c in _UPDATE_COLS)} WHERE rowid = ?"
+
+
+def agent_family(name: object) -> str:
+    """claude | codex | opencode | other, from an agent or client name."""
+    if not isinstance(name, str):
+        return "other"
+    low = name.strip().lower()
+    for fam in ("claude", "codex", "opencode"):
+        if low.startswith(fam):
+            return fam
+    return "other"
+
+
+def put_document(
+    con: sqlite3.Connection, doc: Mapping[str, Any], *, policy: str = "replace"
+) -> bool:
+    """Insert or update one document by `id`; returns True when a row was written.
+
+    `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
+    place in its conversation is stable); "keep" leaves an existing row alone;
+    "same_source" replaces only a row that came from the same source. `text` is bounded
+    to MAX_DOC_CHARS. Other modules (archive, import) use this to write documents.
+    """
+    values = dict(doc)
+    text = str(values.get("text") or "")
+    if len(text) > MAX_DOC_CHARS:
+        text = text[:MAX_DOC_CHARS]
+    values["text"] = text
+    values["archived"] = int(values.get("archived") or 0)
+    existing = con.execute(
+        "SELECT rowid, source FROM documents WHERE id = ?", (values["id"],)
+    ).fetchone()
+    if existing is None:
+        con.execute(_INSERT, [values.get(c) for c in _COLUMNS])
+        return True
+    if policy == "keep" or (policy == "same_source" and existing[1] != values.get("source")):
+        return False
+    con.execute(_UPDATE, [*(values.get(c) for c in _UPDATE_COLS), existing[0]])
+    if "archived" in doc:  # an update keeps the archive flag unless it is given
+        con.execute("UPDATE documents SET archived = ? WHERE rowid = ?",
+                    (values["archived"], existing[0]))
+    return True
+
+
+def _extra(obj: Mapping[str, Any]) -> str | None:
+    clean = {k: v for k, v in obj.items() if v not in (None, [], {}, "")}
+    return json.dumps(clean, sort_keys=True, ensure_ascii=False, default=str) if clean else None
+
+
+def _sender_agent(con: sqlite3.Connection, sender: str, extra: Mapping[str, Any]) -> str:
+    if isinstance(extra.get("agent"), str):
+        return agent_family(extra["agent"])
+    row = con.execute(
+        "SELECT agent FROM aliases WHERE alias = ? ORDER BY at DESC, session LIMIT 1", (sender,)
+    ).fetchone()
+    return agent_family(row[0]) if row else "other"
+
+
+def run_basename(run: str) -> str:
+    base = run.rstrip("/").rsplit("/", 1)[-1]
+    return base if base.endswith(".log") else base + ".log"
+
+
+def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, MessageSent)
+    kind = ev.kind if ev.kind in MESSAGE_KINDS else "message"
+    run = ev.extra.get("run")
+    put_document(con, {
+        "id": f"message:{ev.id}", "kind": kind, "agent": _sender_agent(con, ev.sender, ev.extra),
+        "at": ev.at, "project": ev.project, "session": ev.session, "job": ev.job,
+        "run": run_basename(run) if isinstance(run, str) and run else None,
+        "message": ev.id,
+        "conversation": f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}",
+        "role": kind, "title": None, "text": ev.body, "seq": st.seq, "ord": st.seq * ORD_SPAN,
+        "sender": ev.sender, "extra": _extra({"to": ev.to, **ev.extra}),
+    }, policy="keep")
+
+
+def _question(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, QuestionAsked)
+    put_document(con, {
+        "id": f"question:{ev.id}", "kind": "message",
+        "agent": _sender_agent(con, ev.sender, ev.extra), "at": ev.at, "project": ev.project,
+        "message": ev.id, "conversation": f"question:{ev.id}", "role": "question",
+        "text": ev.body, "seq": st.seq, "ord": st.seq * ORD_SPAN, "sender": ev.sender,
+        "extra": _extra(dict(ev.extra)),
+    }, policy="keep")
+
+
+def answer_id(question: str, by: str, body: str) -> str:
+    digest = hashlib.sha256(f"{by}\x1f{body}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"answer:{question}:{digest[:16]}"
+
+
+def _answer(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, AnswerGiven)
+    q = con.execute("SELECT project FROM documents WHERE id = ?", (f"question:{ev.question}",))
+    row = q.fetchone()
+    put_document(con, {
+        "id": answer_id(ev.question, ev.by, ev.body), "kind": "message",
+        "agent": _sender_agent(con, ev.by, ev.extra), "at": ev.at,
+        "project": row[0] if row else None, "message": ev.question,
+        "conversation": f"question:{ev.question}", "role": "answer", "text": ev.body,
+        "seq": st.seq, "ord": st.seq * ORD_SPAN, "sender": ev.by, "extra": _extra(dict(ev.extra)),
+    }, policy="keep")
+
+
+def _decision(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, DecisionRevised)
+    put_document(con, {
+        "id": f"decision:{ev.topic}#{ev.revision}", "kind": "decision",
+        "agent": _sender_agent(con, ev.author, ev.extra), "at": ev.at,
+        "project": ev.extra.get("project") if isinstance(ev.extra.get("project"), str) else None,
+        "conversation": f"decision:{ev.topic}", "role": "decision", "title": ev.topic,
+        "text": ev.body, "seq": st.seq, "ord": ev.revision, "sender": ev.author,
+        "extra": _extra({"revision": ev.revision, **ev.extra}),
+    }, policy="keep")
+
+
+def _run(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, RunStarted)
+    base = run_basename(ev.run)
+    agent = agent_family(ev.agent)
+    con.execute(
+        "INSERT OR REPLACE INTO runs(run, job, session, agent, started_at) VALUES (?,?,?,?,?)",
+        (base, ev.job, ev.session, agent, ev.started_at),
+    )
+    meta = json.dumps(ev.metadata, sort_keys=True, ensure_ascii=False, default=str)
+    project = ev.metadata.get("project") or ev.metadata.get("cwd")
+    put_document(con, {
+        "id": f"run:{base}", "kind": "run", "agent": agent, "at": ev.started_at,
+        "project": project if isinstance(project, str) else None, "session": ev.session,
+        "job": ev.job, "run": base, "cursor": "0", "conversation": f"run:{base}",
+        "role": "metadata", "title": ev.job, "text": f"{ev.job} {base}\n{meta}",
+        "seq": st.seq, "ord": 0, "extra": _extra(dict(ev.extra)),
+    })
+    # Run metadata connects CLI transcripts and run log chunks to their job.
+    if ev.session:
+        con.execute(
+            "UPDATE documents SET job = ?"
+            " WHERE session = ? AND job IS NULL AND kind = 'transcript'",
+            (ev.job, ev.session),
+        )
+    con.execute(
+        "UPDATE documents SET job = ?, session = coalesce(session, ?), at = ?"
+        " WHERE run = ? AND kind = 'run' AND role = 'log'",
+        (ev.job, ev.session, ev.started_at, base),
+    )
+
+
+def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, AliasBound)
+    con.execute(
+        "INSERT OR REPLACE INTO aliases(alias, session, agent, at) VALUES (?,?,?,?)",
+        (ev.alias, ev.session, ev.agent, ev.at),
+    )
+
+
+BROKER_APPLIERS: dict[str, Applier] = {
+    "message.sent": _message,
+    "question.asked": _question,
+    "answer.given": _answer,
+    "decision.revised": _decision,
+    "run.started": _run,
+    "alias.bound": _alias,
+}
+
+
+def appliers() -> dict[str, Applier]:
+    """The full dispatch table (broker + capture + archive when present)."""
+    from projections import transcripts
+
+    table: dict[str, Applier] = dict(BROKER_APPLIERS)
+    table.update(transcripts.APPLIERS)
+    if importlib.util.find_spec("projections.archive") is not None:
+        archive = importlib.import_module("projections.archive")
+        table.update(getattr(archive, "APPLIERS", {}))
+    return table
+
+
+def apply_event(con: sqlite3.Connection, st: StoredEvent, table: Mapping[str, Applier]) -> None:
+    tag = tag_of(st.event)
+    if isinstance(st.event, UnknownEvent):
+        con.execute(
+            "INSERT INTO opaque_events(tag, count) VALUES (?, 1)"
+            " ON CONFLICT(tag) DO UPDATE SET count = count + 1",
+            (tag,),
+        )
+        return
+    fn = table.get(tag)
+    if fn is not None:
+        fn(con, st)

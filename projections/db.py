@@ -1,0 +1,247 @@
+"""history.db: schema, engine probe, connections and the checkpoint.
+
+Promises:
+- every table here is derived from the event log; `checkpoint` (last applied seq and hash,
+  schema version, parser version, engine) is written in the same transaction as the rows
+  it covers, so a crash never leaves rows without their checkpoint or the reverse;
+- the engine is probed once, when the file is created: "fts5" when this SQLite can create an
+  FTS5 table, else "plain" (ordinary tables only; the plain engine answers queries);
+- the live file uses a rollback journal (not WAL), so `rebuild` can swap in a new file with
+  `os.replace` while other processes keep reading the old inode; SQLite refuses writes on a
+  moved file (SQLITE_READONLY_DBMOVED), which `catchup` handles by reopening.
+Columns other modules depend on (documents.*, aliases.*) are only ever added to.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from projections import cjk
+from projections.text import fold
+
+SCHEMA_VERSION = 1
+NO_PARSER = "none"
+
+_DOCUMENTS = """
+CREATE TABLE documents(
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  project TEXT, session TEXT, job TEXT, run TEXT, message TEXT, cursor TEXT,
+  conversation TEXT, role TEXT, tool TEXT, subagent TEXT, subagent_name TEXT, title TEXT,
+  text TEXT NOT NULL,
+  archived INTEGER NOT NULL DEFAULT 0,
+  seq INTEGER,
+  ord INTEGER,
+  source TEXT,
+  sender TEXT,
+  extra TEXT
+);
+CREATE INDEX documents_at ON documents(at);
+CREATE INDEX documents_conv ON documents(conversation, ord);
+CREATE INDEX documents_session ON documents(session);
+CREATE INDEX documents_project ON documents(project);
+CREATE INDEX documents_job ON documents(job);
+CREATE INDEX documents_run ON documents(run);
+CREATE TABLE aliases(
+  alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY(alias, session)
+);
+CREATE INDEX aliases_session ON aliases(session);
+CREATE TABLE sessions(
+  agent TEXT NOT NULL, session TEXT NOT NULL, title TEXT, project TEXT,
+  PRIMARY KEY(agent, session)
+);
+CREATE TABLE sources(
+  source TEXT PRIMARY KEY, agent TEXT NOT NULL, root TEXT NOT NULL, path TEXT NOT NULL,
+  layout TEXT NOT NULL, seen_at INTEGER NOT NULL,
+  generation INTEGER NOT NULL DEFAULT 0,
+  next_offset INTEGER NOT NULL DEFAULT 0,
+  partial BLOB NOT NULL DEFAULT x'',
+  skipping INTEGER NOT NULL DEFAULT 0,
+  files INTEGER NOT NULL DEFAULT 1,
+  bytes_captured INTEGER NOT NULL DEFAULT 0,
+  chunks INTEGER NOT NULL DEFAULT 0,
+  snapshots INTEGER NOT NULL DEFAULT 0,
+  rows INTEGER NOT NULL DEFAULT 0,
+  lines INTEGER NOT NULL DEFAULT 0,
+  records INTEGER NOT NULL DEFAULT 0,
+  unknown INTEGER NOT NULL DEFAULT 0,
+  oversized INTEGER NOT NULL DEFAULT 0,
+  gaps INTEGER NOT NULL DEFAULT 0,
+  unparsed INTEGER NOT NULL DEFAULT 0,
+  last_capture_at INTEGER
+);
+CREATE TABLE unknown_types(
+  source TEXT NOT NULL, type TEXT NOT NULL, count INTEGER NOT NULL,
+  PRIMARY KEY(source, type)
+);
+CREATE TABLE runs(
+  run TEXT PRIMARY KEY, job TEXT NOT NULL, session TEXT, agent TEXT, started_at INTEGER NOT NULL
+);
+CREATE INDEX runs_session ON runs(session);
+CREATE TABLE parser_state(scope TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE opaque_events(tag TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE checkpoint(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL,
+  schema_version INTEGER NOT NULL, parser_version TEXT NOT NULL, engine TEXT NOT NULL
+);
+"""
+
+_FTS = """
+CREATE VIRTUAL TABLE documents_fts USING fts5(
+  text, content='documents', content_rowid='rowid',
+  tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER documents_ai AFTER INSERT ON documents BEGIN
+  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER documents_ad AFTER DELETE ON documents BEGIN
+  INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TRIGGER documents_au AFTER UPDATE OF text ON documents BEGIN
+  INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents WHEN has_cjk(new.text) BEGIN
+  INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.text));
+END;
+CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents BEGIN
+  DELETE FROM documents_cjk WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER documents_cjk_au AFTER UPDATE OF text ON documents BEGIN
+  DELETE FROM documents_cjk WHERE rowid = old.rowid;
+  INSERT INTO documents_cjk(rowid, grams)
+    SELECT new.rowid, cjk_grams(new.text) WHERE has_cjk(new.text);
+END;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    last_seq: int
+    last_hash: str
+    schema_version: int
+    parser_version: str
+    engine: str
+
+
+def parser_module() -> ModuleType | None:
+    """`readers.parse` when it exists (it is written separately), else None."""
+    try:
+        if importlib.util.find_spec("readers.parse") is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return importlib.import_module("readers.parse")
+
+
+def parser_version() -> str:
+    mod = parser_module()
+    if mod is None:
+        return NO_PARSER
+    return str(getattr(mod, "PARSER_VERSION", "0"))
+
+
+def fts5_available() -> bool:
+    try:
+        con = sqlite3.connect(":memory:")
+        try:
+            con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61')")
+        finally:
+            con.close()
+        return True
+    except sqlite3.Error:
+        return False
+
+
+def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), rollback journal."""
+    if readonly:
+        uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                              check_same_thread=False)
+    else:
+        con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
+                              check_same_thread=False)
+    con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    register_functions(con)
+    if not readonly:
+        con.execute("PRAGMA synchronous = NORMAL")
+    return con
+
+
+def register_functions(con: sqlite3.Connection) -> None:
+    """SQL functions the triggers (CJK side index) and the plain engine call."""
+    con.create_function("has_cjk", 1, _has_cjk, deterministic=True)
+    con.create_function("cjk_grams", 1, _cjk_grams, deterministic=True)
+    con.create_function("fold", 1, _fold, deterministic=True)
+
+
+def _has_cjk(text: object) -> int:
+    return 1 if isinstance(text, str) and cjk.has_cjk(text) else 0
+
+
+def _cjk_grams(text: object) -> str:
+    return cjk.grams_text(text) if isinstance(text, str) else ""
+
+
+def _fold(text: object) -> str:
+    return fold(text) if isinstance(text, str) else ""
+
+
+def create_schema(con: sqlite3.Connection, *, engine: str | None = None) -> str:
+    """Create every table in an empty database; returns the engine chosen."""
+    if engine is None:
+        engine = "fts5" if fts5_available() else "plain"
+    con.executescript(_DOCUMENTS)
+    if engine == "fts5":
+        con.executescript(_FTS)
+    con.execute(
+        "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
+        " VALUES (1, 0, '', ?, ?, ?)",
+        (SCHEMA_VERSION, parser_version(), engine),
+    )
+    return engine
+
+
+def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:
+    try:
+        row = con.execute(
+            "SELECT last_seq, last_hash, schema_version, parser_version, engine"
+            " FROM checkpoint WHERE id = 1"
+        ).fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    if row is None:
+        return None
+    return Checkpoint(int(row[0]), str(row[1]), int(row[2]), str(row[3]), str(row[4]))
+
+
+def write_checkpoint(con: sqlite3.Connection, seq: int, hash_hex: str) -> None:
+    con.execute("UPDATE checkpoint SET last_seq = ?, last_hash = ? WHERE id = 1", (seq, hash_hex))
+
+
+def is_current(cp: Checkpoint | None) -> bool:
+    """True when the file's schema and parser version match this code."""
+    return (
+        cp is not None
+        and cp.schema_version == SCHEMA_VERSION
+        and cp.parser_version == parser_version()
+    )
+
+
+def has_fts(con: sqlite3.Connection) -> bool:
+    row = con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents_fts'"
+    ).fetchone()
+    return row is not None

@@ -1,0 +1,42 @@
+"""Errors of the projections package. Only `cli` turns them into exit codes.
+
+`QueryError` always names the offending parameter (`str()` starts with it), so every front
+end (CLI, MCP, HTTP) can report bad input precisely without parsing messages.
+"""
+
+from __future__ import annotations
+
+
+class ProjectionError(Exception):
+    """Base of every error raised by `projections`."""
+
+
+class QueryError(ProjectionError):
+    """A query parameter is invalid; `param` names it (e.g. "query", "limit", "since")."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param}: {message}")
+        self.param = param
+        self.message = message
+
+
+class BadId(QueryError):
+    """A document or conversation id is malformed (as opposed to unknown)."""
+
+    def __init__(self, value: str, message: str = "malformed id", param: str = "id") -> None:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        super().__init__(param, f"{message}: {shown!r}")
+        self.value = value
+
+
+class NotFound(ProjectionError):
+    """The named conversation (or document) is not in history.db."""
+
+    def __init__(self, what: str, ident: str) -> None:
+        super().__init__(f"{what} not found: {ident!r}")
+        self.what = what
+        self.ident = ident
+
+
+class ProjectionBusy(ProjectionError):
+    """Another process is rebuilding history.db and did not finish in time."""

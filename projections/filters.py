@@ -1,0 +1,148 @@
+"""Validation of search parameters shared by every front end (MCP, HTTP, CLI).
+
+Promises: every invalid value raises `QueryError` naming its parameter; unknown filter keys
+are errors, never ignored; time bounds are inclusive epoch milliseconds accepted as an
+integer, a string of decimal digits, or ISO-8601 with a timezone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from projections.errors import QueryError
+
+AGENTS = ("claude", "codex", "opencode", "other")
+KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
+FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "include_archived")
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    project: str | None = None
+    session: str | None = None
+    job: str | None = None
+    agent: str | None = None
+    kind: str | None = None
+    since: int | None = None
+    until: int | None = None
+    include_archived: bool = False
+
+    def where(self, alias: str = "d") -> tuple[str, list[Any]]:
+        """SQL conditions (joined with AND, never empty) and their parameters."""
+        conds: list[str] = []
+        params: list[Any] = []
+        if not self.include_archived:
+            conds.append(f"{alias}.archived = 0")
+        for col in ("project", "job", "agent", "kind"):
+            value = getattr(self, col)
+            if value is not None:
+                conds.append(f"{alias}.{col} = ?")
+                params.append(value)
+        if self.session is not None:
+            conds.append(
+                f"({alias}.session = ? OR {alias}.session IN "
+                "(SELECT session FROM aliases WHERE alias = ?))"
+            )
+            params += [self.session, self.session]
+        if self.since is not None:
+            conds.append(f"{alias}.at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            conds.append(f"{alias}.at <= ?")
+            params.append(self.until)
+        return (" AND ".join(conds) or "1"), params
+
+
+def parse_time(value: Any, param: str) -> int:
+    """Epoch ms from an int, a decimal string, or ISO-8601 with a timezone."""
+    if isinstance(value, bool):
+        raise QueryError(param, "expected epoch milliseconds or ISO-8601 with a timezone")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        if value < 0:
+            raise QueryError(param, f"epoch milliseconds must be >= 0, got {value}")
+        return value
+    if isinstance(value, str):
+        s = value.strip()
+        if s.isdigit() and s.isascii():
+            return int(s)
+        try:
+            parsed = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+        except ValueError:
+            raise QueryError(
+                param, f"not epoch milliseconds or ISO-8601 with a timezone: {value!r}"
+            ) from None
+        if parsed.tzinfo is None:
+            raise QueryError(param, f"ISO-8601 time needs a timezone: {value!r}")
+        return int(parsed.timestamp() * 1000)
+    raise QueryError(param, "expected epoch milliseconds or ISO-8601 with a timezone")
+
+
+def _text(value: Any, param: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise QueryError(param, "must be a non-empty string")
+    if len(value) > 4096:
+        raise QueryError(param, "longer than 4096 characters")
+    return value
+
+
+def parse_filters(filters: Mapping[str, Any] | None) -> Filters:
+    if filters is None:
+        return Filters()
+    if not isinstance(filters, Mapping):
+        raise QueryError("filters", "must be an object")
+    unknown = sorted(str(k) for k in filters if k not in FILTER_KEYS)
+    if unknown:
+        raise QueryError(unknown[0], f"unknown filter (known: {', '.join(FILTER_KEYS)})")
+    got = {k: v for k, v in filters.items() if v is not None}
+    out: dict[str, Any] = {}
+    for key in ("project", "session", "job"):
+        if key in got:
+            out[key] = _text(got[key], key)
+    if "agent" in got:
+        if got["agent"] not in AGENTS:
+            raise QueryError("agent", f"must be one of {', '.join(AGENTS)}; got {got['agent']!r}")
+        out["agent"] = got["agent"]
+    if "kind" in got:
+        if got["kind"] not in KINDS:
+            raise QueryError("kind", f"must be one of {', '.join(KINDS)}; got {got['kind']!r}")
+        out["kind"] = got["kind"]
+    for key in ("since", "until"):
+        if key in got:
+            out[key] = parse_time(got[key], key)
+    if "since" in out and "until" in out and out["since"] > out["until"]:
+        raise QueryError("since", "must be <= until")
+    if "include_archived" in got:
+        flag = got["include_archived"]
+        if isinstance(flag, str) and flag in ("true", "false"):
+            flag = flag == "true"
+        if not isinstance(flag, bool):
+            raise QueryError("include_archived", "must be true or false")
+        out["include_archived"] = flag
+    return Filters(**out)
+
+
+def parse_limit(
+    limit: Any, *, param: str = "limit", default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT
+) -> int:
+    """An integer 1..maximum (a string of digits is accepted, for HTTP)."""
+    if limit is None:
+        return default
+    if isinstance(limit, bool):
+        raise QueryError(param, f"must be an integer 1..{maximum}")
+    if isinstance(limit, str):
+        s = limit.strip()
+        if not (s.isdigit() and s.isascii()):
+            raise QueryError(param, f"must be an integer 1..{maximum}; got {limit!r}")
+        limit = int(s)
+    if isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)
+    if not isinstance(limit, int) or not 1 <= limit <= maximum:
+        raise QueryError(param, f"must be an integer 1..{maximum}; got {limit!r}")
+    return limit

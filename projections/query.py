@@ -1,0 +1,344 @@
+"""The one read API of history.db: search, documents, conversations, decisions, run logs.
+
+Every front end (CLI, MCP, HTTP) calls these functions and only formats their results.
+Promises:
+- parameters are validated here; bad input raises `QueryError` naming the parameter,
+  a malformed id raises `BadId`, never an SQLite error;
+- results are plain JSON-able dicts whose field names are a documented contract
+  (docs/search.md): fields are only ever added;
+- reads use a per-thread read-only connection that is reopened when `rebuild` swapped the
+  file, so a long-running server always answers from a complete file;
+- a missing history.db answers like an empty one (with coverage saying 0 events).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from projections import db
+from projections.errors import BadId, NotFound, QueryError
+from projections.filters import parse_filters, parse_limit
+from projections.search import fts_search, plain_search
+from projections.text import query_tokens, snippet
+
+ENGINES = ("fts5", "plain")
+MAX_ITEM_CHARS = 16_000
+MAX_RUN_LOG_BYTES = 64 * 1024
+_ID = re.compile(r"^[a-z][a-z_]*:[^\x00-\x1f\x7f]+$")
+_local = threading.local()
+
+
+def _open(db_path: Path) -> sqlite3.Connection | None:
+    """This thread's read connection to `db_path`, reopened after a swap; None if absent."""
+    cache: dict[str, tuple[tuple[int, int], sqlite3.Connection]]
+    cache = getattr(_local, "cons", None) or {}
+    _local.cons = cache
+    key = str(db_path)
+    try:
+        st = os.stat(db_path)
+    except FileNotFoundError:
+        return None
+    ident = (st.st_ino, st.st_dev)
+    hit = cache.get(key)
+    if hit is not None:
+        if hit[0] == ident:
+            return hit[1]
+        hit[1].close()
+        del cache[key]
+    con = db.connect(db_path, readonly=True)
+    cache[key] = (ident, con)
+    return con
+
+
+def close_connections() -> None:
+    """Close this thread's cached connections (tests, shutdown)."""
+    cache = getattr(_local, "cons", None) or {}
+    for _, con in cache.values():
+        con.close()
+    cache.clear()
+
+
+def q(value: object) -> str:
+    """URL-encode one path or query component."""
+    return quote(str(value), safe="")
+
+
+def _link(kind: str, row: Mapping[str, Any]) -> str:
+    doc_id = str(row["id"])
+    prefix = doc_id.split(":", 1)[0]
+    if kind == "transcript" and row.get("session"):
+        link = f"/?session={q(row['session'])}&agent={q(row['agent'])}"
+        link += f"&from={q(row.get('cursor') or '')}"
+        if row.get("subagent"):
+            link += f"&child={q(row['subagent'])}"
+        return link
+    if kind == "run" and row.get("run"):
+        base = str(row["run"])
+        base = base[:-4] if base.endswith(".log") else base
+        return f"/api/runs/{q(base)}?from={q(row.get('cursor') or '0')}"
+    if kind == "decision":
+        topic = row.get("title") or doc_id.split(":", 1)[1].rsplit("#", 1)[0]
+        return f"/api/decisions/{q(topic)}/history"
+    if prefix in ("message", "question", "answer") or kind in (
+        "message", "approval", "progress", "report"
+    ):
+        return f"/?message={q(row.get('message') or doc_id.split(':', 1)[1])}"
+    return f"/api/history/{q(doc_id)}"
+
+
+def source_link(doc_id: str) -> str:
+    return "/api/history/" + quote(doc_id, safe="")
+
+
+_ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
+             "conversation", "project", "role", "subagent", "title", "text")
+
+
+def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
+    r = dict(zip(_ROW_KEYS, row, strict=True))
+    return {
+        "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
+        "snippet": snippet(r["text"] or "", tokens), "link": _link(r["kind"], r),
+        "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
+        "run": r["run"], "session": r["session"], "cursor": r["cursor"],
+        "conversation": r["conversation"], "project": r["project"],
+    }
+
+
+def search(
+    db_path: Path,
+    query: str,
+    filters: Mapping[str, Any] | None = None,
+    limit: int | str | None = None,
+    *,
+    engine: str | None = None,
+) -> dict[str, Any]:
+    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md)."""
+    tokens = query_tokens(query)
+    flt = parse_filters(filters)
+    n = parse_limit(limit)
+    if engine is not None and engine not in ENGINES:
+        raise QueryError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
+    con = _open(Path(db_path))
+    if con is None:
+        return {"engine": engine or ("fts5" if db.fts5_available() else "plain"), "hits": [],
+                "coverage": empty_coverage()}
+    use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
+    rows: list[tuple[Any, ...]] = []
+    if tokens:
+        rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+    return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": _coverage(con)}
+
+
+def empty_coverage() -> dict[str, Any]:
+    return {"events": 0, "lastCaptureAt": None, "sources": 0, "sourcesPending": 0,
+            "recordsParsed": 0, "bytesCaptured": 0, "oversizedLines": 0,
+            "unknownRecordTypes": {}, "parser": db.parser_version()}
+
+
+def _coverage(con: sqlite3.Connection) -> dict[str, Any]:
+    cp = db.read_checkpoint(con)
+    row = con.execute(
+        "SELECT count(*), coalesce(sum(partial != x'' OR unparsed > 0), 0), max(last_capture_at),"
+        " coalesce(sum(records), 0), coalesce(sum(bytes_captured), 0),"
+        " coalesce(sum(oversized), 0) FROM sources"
+    ).fetchone()
+    unknown = con.execute(
+        "SELECT type, sum(count) AS n FROM unknown_types GROUP BY type ORDER BY n DESC, type"
+        " LIMIT 50"
+    ).fetchall()
+    return {
+        "events": cp.last_seq if cp else 0, "lastCaptureAt": row[2], "sources": row[0],
+        "sourcesPending": row[1], "recordsParsed": row[3], "bytesCaptured": row[4],
+        "oversizedLines": row[5], "unknownRecordTypes": {str(t): int(c) for t, c in unknown},
+        "parser": cp.parser_version if cp else db.parser_version(),
+    }
+
+
+def coverage(db_path: Path, *, per_source: bool = False) -> dict[str, Any]:
+    """Coverage figures; with `per_source`, one row per captured source as well."""
+    con = _open(Path(db_path))
+    if con is None:
+        out = empty_coverage()
+        if per_source:
+            out["perSource"] = []
+        return out
+    out = _coverage(con)
+    if per_source:
+        rows = con.execute(
+            "SELECT source, agent, layout, generation, files, bytes_captured, chunks, snapshots,"
+            " rows, lines, records, unknown, oversized, gaps, unparsed, last_capture_at,"
+            " length(partial) FROM sources ORDER BY source"
+        ).fetchall()
+        keys = ("source", "agent", "layout", "generation", "files", "bytesCaptured", "chunks",
+                "snapshots", "rows", "lines", "records", "unknown", "oversized", "gaps",
+                "unparsed", "lastCaptureAt", "pendingBytes")
+        out["perSource"] = [dict(zip(keys, r, strict=True)) for r in rows]
+    return out
+
+
+def check_id(hit_id: Any, param: str = "id") -> str:
+    if not isinstance(hit_id, str) or len(hit_id) > 4096 or not _ID.match(hit_id):
+        raise BadId(str(hit_id), "malformed id (expected <kind>:<source id>)", param=param)
+    return hit_id
+
+
+_DOC_COLS = ("id", "kind", "agent", "at", "text", "message", "job", "run", "session", "cursor",
+             "subagent", "title")
+
+
+def get_document(db_path: Path, hit_id: str) -> dict[str, Any] | None:
+    """The indexed, bounded source document of a hit: {id,kind,agent,at,body,link,...}."""
+    check_id(hit_id)
+    con = _open(Path(db_path))
+    if con is None:
+        return None
+    row = con.execute(f"SELECT {', '.join(_DOC_COLS)} FROM documents WHERE id = ?",
+                      (hit_id,)).fetchone()
+    if row is None:
+        return None
+    r = dict(zip(_DOC_COLS, row, strict=True))
+    return {
+        "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"], "body": r["text"],
+        "link": _link(r["kind"], r), "message": r["message"], "job": r["job"], "run": r["run"],
+        "session": r["session"], "cursor": r["cursor"],
+    }
+
+
+_ITEM_COLS = ("id", "kind", "agent", "at", "role", "tool", "subagent", "subagent_name", "title",
+              "text", "cursor", "message", "session", "job", "run", "project", "ord")
+
+
+def get_conversation(
+    db_path: Path, conversation_id: str, after: str | None = None, limit: int | str | None = 20
+) -> dict[str, Any]:
+    """One page of a conversation, oldest first: {"id", "items", "next"}."""
+    if (not isinstance(conversation_id, str) or not conversation_id.strip()
+            or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
+        raise BadId(str(conversation_id), "malformed conversation id")
+    n = parse_limit(limit, default=20, maximum=100)
+    start: int | None = None
+    if after is not None:
+        if not isinstance(after, str) or not re.fullmatch(r"-?\d{1,19}", after.strip()):
+            raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
+        start = int(after)
+    con = _open(Path(db_path))
+    if con is None:
+        raise NotFound("conversation", conversation_id)
+    conv = _resolve_conversation(con, conversation_id)
+    if conv is None:
+        raise NotFound("conversation", conversation_id)
+    sql = f"SELECT {', '.join(_ITEM_COLS)} FROM documents WHERE conversation = ?"
+    params: list[Any] = [conv]
+    if start is not None:
+        sql += " AND ord > ?"
+        params.append(start)
+    rows = con.execute(sql + " ORDER BY ord, rowid LIMIT ?", [*params, n + 1]).fetchall()
+    items = []
+    for row in rows[:n]:
+        r = dict(zip(_ITEM_COLS, row, strict=True))
+        text = r.pop("text") or ""
+        ordv = r.pop("ord")
+        r["text"] = text[:MAX_ITEM_CHARS]
+        r["truncated"] = len(text) > MAX_ITEM_CHARS
+        r["link"] = _link(r["kind"], r)
+        r["sourceLink"] = source_link(r["id"])
+        r["after"] = str(ordv)
+        items.append(r)
+    nxt = items[-1]["after"] if len(rows) > n and items else None
+    for it in items:
+        del it["after"]
+    return {"id": conv, "items": items, "next": nxt}
+
+
+def _resolve_conversation(con: sqlite3.Connection, ident: str) -> str | None:
+    if con.execute("SELECT 1 FROM documents WHERE conversation = ? LIMIT 1", (ident,)).fetchone():
+        return ident
+    row = con.execute(
+        "SELECT conversation FROM documents WHERE session = ? AND conversation IS NOT NULL"
+        " ORDER BY subagent IS NOT NULL, ord LIMIT 1", (ident,)
+    ).fetchone()
+    if row is not None:
+        return str(row[0])
+    row = con.execute("SELECT conversation FROM documents WHERE id = ?", (ident,)).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+def decision_history(db_path: Path, topic: str) -> dict[str, Any] | None:
+    """Every revision of a decision, oldest first; None when the topic is unknown."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise QueryError("topic", "must be a non-empty string")
+    con = _open(Path(db_path))
+    if con is None:
+        return None
+    rows = con.execute(
+        "SELECT id, ord, sender, at, text, extra, agent FROM documents"
+        " WHERE conversation = ? AND kind = 'decision' ORDER BY ord, seq", (f"decision:{topic}",)
+    ).fetchall()
+    if not rows:
+        return None
+    revs = [{"id": r[0], "revision": r[1], "author": r[2], "at": r[3], "body": r[4],
+             "agent": r[6], "extra": json.loads(r[5]) if r[5] else {}} for r in rows]
+    return {"topic": topic, "link": _link("decision", {"id": rows[0][0], "title": topic}),
+            "revisions": revs}
+
+
+def run_log(db_path: Path, run_basename: str, from_offset: int | str = 0) -> dict[str, Any] | None:
+    """Captured run log text from byte `from_offset` (at most 64 KiB); None if unknown run."""
+    if not isinstance(run_basename, str) or not run_basename.strip() or "/" in run_basename:
+        raise QueryError("run", "must be a run log basename")
+    if isinstance(from_offset, str):
+        if not (from_offset.strip().isdigit() and from_offset.strip().isascii()):
+            raise QueryError("from", f"must be a byte offset >= 0; got {from_offset!r}")
+        from_offset = int(from_offset.strip())
+    if isinstance(from_offset, bool) or not isinstance(from_offset, int) or from_offset < 0:
+        raise QueryError("from", f"must be a byte offset >= 0; got {from_offset!r}")
+    base = run_basename if run_basename.endswith(".log") else run_basename + ".log"
+    con = _open(Path(db_path))
+    if con is None:
+        return None
+    meta = con.execute("SELECT job, session, agent, at FROM documents WHERE id = ?",
+                       (f"run:{base}",)).fetchone()
+    gen_row = con.execute(
+        "SELECT max(ord >> 40) FROM documents WHERE conversation = ? AND role = 'log'",
+        (f"run:{base}",)).fetchone()
+    if meta is None and (gen_row is None or gen_row[0] is None):
+        return None
+    gen = int(gen_row[0]) if gen_row and gen_row[0] is not None else 0
+    lo = (gen << 40) + 1
+    rows = con.execute(
+        "SELECT ord, text FROM documents WHERE conversation = ? AND role = 'log' AND ord >= ?"
+        " AND ord + length(CAST(text AS BLOB)) > ? ORDER BY ord",
+        (f"run:{base}", lo, lo + from_offset)).fetchall()
+    parts: list[bytes] = []
+    size = 0
+    pos = from_offset
+    nxt: int | None = None
+    for ordv, text in rows:
+        off = int(ordv) - lo
+        data = str(text).encode("utf-8")
+        if off > pos:
+            pos = off  # a gap in what was captured
+        piece = data[pos - off :]
+        room = MAX_RUN_LOG_BYTES - size
+        if len(piece) > room:
+            parts.append(piece[:room])
+            nxt = pos + room
+            break
+        parts.append(piece)
+        size += len(piece)
+        pos = off + len(data)
+    return {
+        "run": base, "job": meta[0] if meta else None, "session": meta[1] if meta else None,
+        "agent": meta[2] if meta else None, "at": meta[3] if meta else None,
+        "generation": gen, "from": from_offset,
+        "text": b"".join(parts).decode("utf-8", "replace"), "next": nxt,
+    }

@@ -1,0 +1,184 @@
+"""Rebuild history.db from the log into a new file, then swap it in atomically.
+
+Promises:
+- the new file is built beside the live one (`history.db.reindex-<pid>`) from seq 1 with
+  journal_mode=OFF, synchronous=OFF, in one transaction, then optimized, fsynced and
+  published with `os.replace`; until the swap, every reader (in any process) keeps
+  answering from the old file, and a crash at any point leaves the old file serving;
+- the swap happens while holding an EXCLUSIVE lock on the old file, so no writer is in the
+  middle of a transaction on it (its rollback journal could otherwise be mistaken for the
+  new file's); writers that opened the old file get SQLITE_READONLY_DBMOVED and reopen;
+- one rebuild at a time per file (an advisory lock on `history.db.lock`);
+- nothing but the log is read: agent files are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from eventlog import EventLog
+from projections import db
+from projections.apply import appliers, apply_event
+from projections.errors import ProjectionBusy
+
+Progress = Callable[[int, int], None]
+BATCH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    path: Path
+    last_seq: int
+    events: int
+    documents: int
+    seconds: float
+    engine: str
+    rebuilt: bool = True
+
+
+@contextlib.contextmanager
+def build_lock(db_path: Path, timeout: float = 600.0) -> Iterator[None]:
+    """The per-file rebuild lock (waits up to `timeout` seconds)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(db_path.parent / (db_path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ProjectionBusy(
+                        f"another process is rebuilding {db_path} (waited {timeout:.0f} s)"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _clean_stale(db_path: Path) -> None:
+    for tmp in db_path.parent.glob(db_path.name + ".reindex-*"):
+        pid = tmp.name.rsplit("-", 1)[-1].split(".")[0]
+        if pid.isdigit() and _alive(int(pid)) and int(pid) != os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def build(
+    path: Path,
+    log: EventLog,
+    *,
+    upto: int | None = None,
+    progress: Progress | None = None,
+    engine: str | None = None,
+) -> BuildResult:
+    """Build a complete history.db at `path` (which must not exist) from the log."""
+    started = time.monotonic()
+    head = log.head().seq
+    stop = head if upto is None else min(upto, head)
+    con = db.connect(path)
+    try:
+        con.execute("PRAGMA journal_mode = OFF")
+        con.execute("PRAGMA synchronous = OFF")
+        con.execute("PRAGMA cache_size = -262144")
+        con.execute("PRAGMA temp_store = MEMORY")
+        chosen = db.create_schema(con, engine=engine)
+        table = appliers()
+        con.execute("BEGIN")
+        last_seq, last_hash, events = 0, "", 0
+        seq = 1
+        while seq <= stop:
+            batch = log.read(seq, min(BATCH, stop - seq + 1))
+            if not batch:
+                break
+            for st in batch:
+                apply_event(con, st, table)
+            last_seq, last_hash = batch[-1].seq, batch[-1].hash.hex()
+            events += len(batch)
+            seq = last_seq + 1
+            if progress is not None:
+                progress(last_seq, stop)
+        db.write_checkpoint(con, last_seq, last_hash)
+        con.execute("COMMIT")
+        if chosen == "fts5":
+            con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
+            con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
+        docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
+    finally:
+        con.close()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return BuildResult(path, last_seq, events, docs, time.monotonic() - started, chosen)
+
+
+def rebuild(
+    db_path: Path,
+    log: EventLog,
+    *,
+    progress: Progress | None = None,
+    engine: str | None = None,
+    lock_timeout: float = 600.0,
+) -> BuildResult:
+    """Rebuild `db_path` from seq 1 and swap it in (see the module promises)."""
+    with build_lock(db_path, lock_timeout):
+        _clean_stale(db_path)
+        tmp = db_path.parent / f"{db_path.name}.reindex-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        try:
+            result = build(tmp, log, progress=progress, engine=engine)
+            swap(tmp, db_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        return BuildResult(db_path, result.last_seq, result.events, result.documents,
+                           result.seconds, result.engine)
+
+
+def swap(new: Path, live: Path, timeout: float = 30.0) -> None:
+    """Publish `new` as `live` while holding an EXCLUSIVE lock on the old live file."""
+    old: sqlite3.Connection | None = None
+    if live.exists():
+        try:
+            old = db.connect(live, timeout=timeout)
+            old.execute("BEGIN EXCLUSIVE")
+        except sqlite3.DatabaseError:
+            if old is not None:
+                old.close()
+            old = None  # not a usable database: nothing can be reading it consistently
+    try:
+        os.replace(new, live)
+        dfd = os.open(live.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    finally:
+        if old is not None:
+            with contextlib.suppress(sqlite3.Error):
+                old.execute("ROLLBACK")
+            old.close()

@@ -1,0 +1,145 @@
+"""The two search engines over history.db.
+
+fts5: every query token is a quoted FTS5 phrase (never syntax) ANDed in the main index;
+CJK runs of >= 2 characters match through the bigram side index; single CJK characters
+and the non-CJK part of mixed tokens are literal substring conditions. Only the newest
+`CANDIDATES` matches (by rowid) are ranked — bm25 weighted by role, user prompts above
+assistant text above tool output — so a very common term costs a bounded amount of work.
+
+plain: case/diacritic-folded literal substring AND over every token, newest first. Used when
+SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
+
+Both engines drop hits whose (kind, role, text) repeat an earlier hit (resumed and forked
+sessions copy records).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+from projections import cjk
+from projections.filters import Filters
+from projections.text import fold, fts_phrase
+
+CANDIDATES = 5000
+
+ROLE_WEIGHT = {
+    "user": 3.0, "question": 3.0, "answer": 2.5, "decision": 2.5, "message": 2.0,
+    "approval": 2.0, "report": 2.0, "progress": 1.5, "assistant": 1.6, "metadata": 1.5,
+    "thinking": 1.1, "system": 1.0, "log": 1.0, "tool_use": 0.8, "tool_result": 0.7,
+}
+
+_HIT_COLS = (
+    "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
+    " d.conversation, d.project, d.role, d.subagent, d.title, d.text"
+)
+
+
+def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(main FTS tokens, CJK runs >= 2 chars, literal substrings) of the query tokens."""
+    main: list[str] = []
+    grams: list[str] = []
+    lits: list[str] = []
+    for tok in tokens:
+        if not cjk.has_cjk(tok):
+            main.append(tok)
+            continue
+        runs, rest = cjk.split_token(tok)
+        for run in runs:
+            (grams if len(run) >= 2 else lits).append(run)
+        lits.extend(rest)
+    return main, grams, lits
+
+
+def fts_search(
+    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int
+) -> list[tuple[Any, ...]]:
+    main, grams, lits = _plan(tokens)
+    if not main and not grams:
+        return plain_search(con, tokens, filters, limit)
+    where, params = filters.where("d")
+    conds = [where]
+    cparams: list[Any] = list(params)
+    if main and grams:
+        conds.append("d.rowid IN (SELECT rowid FROM documents_cjk WHERE documents_cjk MATCH ?)")
+        cparams.append(_cjk_expr(grams))
+    for lit in lits:
+        conds.append("instr(fold(d.text), ?) > 0")
+        cparams.append(fold(lit))
+    if main:
+        table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
+    else:
+        table, expr = "documents_cjk", _cjk_expr(grams)
+    sql = (
+        f"SELECT d.rowid, bm25({table}), d.role, d.kind FROM {table}"
+        f" JOIN documents d ON d.rowid = {table}.rowid"
+        f" WHERE {table} MATCH ? AND {' AND '.join(conds)}"
+        f" ORDER BY {table}.rowid DESC LIMIT {CANDIDATES}"
+    )
+    cands = con.execute(sql, [expr, *cparams]).fetchall()
+    ranked = sorted(
+        cands, key=lambda r: (float(r[1]) * ROLE_WEIGHT.get(r[2] or r[3], 1.0), -int(r[0]))
+    )
+    return _fetch_dedup(con, [int(r[0]) for r in ranked], limit)
+
+
+def _cjk_expr(grams: list[str]) -> str:
+    return " AND ".join(fts_phrase(" ".join(cjk.bigrams(run))) for run in grams)
+
+
+def _fetch_dedup(con: sqlite3.Connection, rowids: list[int], limit: int) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, str, bytes]] = set()
+    step = max(limit * 2, 20)
+    for i in range(0, len(rowids), step):
+        chunk = rowids[i : i + step]
+        marks = ",".join("?" * len(chunk))
+        rows = con.execute(f"SELECT {_HIT_COLS} FROM documents d WHERE d.rowid IN ({marks})",
+                           chunk).fetchall()
+        by_id = {int(r[0]): r for r in rows}
+        for rid in chunk:
+            row = by_id.get(rid)
+            if row is None or not _fresh(row, seen):
+                continue
+            out.append(tuple(row))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _fresh(row: Any, seen: set[tuple[str, str, bytes]]) -> bool:
+    key = (str(row[2]), str(row[12]), hashlib.sha1(str(row[15]).encode("utf-8", "replace"),
+                                                   usedforsecurity=False).digest())
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def plain_search(
+    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int
+) -> list[tuple[Any, ...]]:
+    where, params = filters.where("d")
+    conds = [where] + ["instr(fold(d.text), ?) > 0"] * len(tokens)
+    params = params + [fold(t) for t in tokens]
+    sql = (
+        f"SELECT {_HIT_COLS} FROM documents d WHERE {' AND '.join(conds)}"
+        " ORDER BY d.at DESC, d.rowid DESC LIMIT ?"
+    )
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, str, bytes]] = set()
+    fetch = limit * 3
+    offset = 0
+    while len(out) < limit:
+        rows = con.execute(sql + " OFFSET ?", [*params, fetch, offset]).fetchall()
+        for row in rows:
+            if _fresh(row, seen):
+                out.append(tuple(row))
+                if len(out) >= limit:
+                    break
+        if len(rows) < fetch:
+            break
+        offset += fetch
+    return out

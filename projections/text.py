@@ -1,0 +1,93 @@
+"""Text helpers shared by both engines: query tokens, folding, snippets.
+
+Promises:
+- a query becomes at most `MAX_TOKENS` literal Unicode word/number tokens; nothing the user
+  types is ever interpreted as FTS5 syntax (each token is a double-quoted phrase and
+  contains only letters, digits and marks);
+- `fold` is the case/diacritic folding of the plain engine (NFKD, combining marks dropped,
+  casefold), close to FTS5's `unicode61 remove_diacritics 2`;
+- snippets are plain text of at most `SNIPPET_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from projections.errors import QueryError
+
+MAX_QUERY_CHARS = 1000
+MAX_TOKENS = 32
+SNIPPET_CHARS = 320
+
+_TOKEN = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s+")
+
+
+def query_tokens(query: object) -> list[str]:
+    """The literal tokens of a user query (validated: 1..1000 chars, <= 32 tokens)."""
+    if not isinstance(query, str):
+        raise QueryError("query", "must be a string")
+    q = query.strip()
+    if not q:
+        raise QueryError("query", "must not be empty")
+    if len(q) > MAX_QUERY_CHARS:
+        raise QueryError("query", f"{len(q)} characters exceeds the limit of {MAX_QUERY_CHARS}")
+    tokens = _TOKEN.findall(unicodedata.normalize("NFC", q))
+    seen: list[str] = []
+    for t in tokens:
+        if t not in seen:
+            seen.append(t)
+    if len(seen) > MAX_TOKENS:
+        raise QueryError("query", f"{len(seen)} words exceeds the limit of {MAX_TOKENS}")
+    return seen
+
+
+def fts_phrase(token: str) -> str:
+    """One token as an FTS5 string (quoted; tokens never contain quotes, but be safe)."""
+    return '"' + token.replace('"', '""') + '"'
+
+
+def fold(text: str) -> str:
+    """Case- and diacritic-folded text (the plain engine's comparison form)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return stripped.casefold()
+
+
+def _folded_with_map(text: str) -> tuple[str, list[int]]:
+    """Folded text and, for each folded character, the index of its source character."""
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
+    out: list[str] = []
+    idx: list[int] = []
+    for i, ch in enumerate(text):
+        f = fold(ch)
+        out.append(f)
+        idx.extend([i] * len(f))
+    return "".join(out), idx
+
+
+def snippet(text: str, tokens: list[str], width: int = SNIPPET_CHARS) -> str:
+    """A plain-text window of `text` around the first match of any token."""
+    window = text[:200_000]
+    folded, idx = _folded_with_map(window)
+    best = -1
+    for tok in tokens:
+        ft = fold(tok)
+        if not ft:
+            continue
+        m = re.search(r"(?<![^\W_])" + re.escape(ft), folded)
+        pos = m.start() if m else folded.find(ft)
+        if pos >= 0 and (best < 0 or pos < best):
+            best = pos
+    start = idx[best] if 0 <= best < len(idx) else 0
+    begin = max(0, start - width // 3)
+    piece = _SPACE.sub(" ", window[begin : begin + width * 2]).strip()
+    prefix = "…" if begin > 0 else ""
+    budget = width - len(prefix)
+    if len(piece) > budget:
+        piece = piece[: budget - 1].rstrip() + "…"
+    return prefix + piece

@@ -1,0 +1,394 @@
+"""Capture events -> transcript documents, run-log chunks and per-source coverage.
+
+Promises:
+- lines are assembled across chunks: a chunk normally ends on a newline; a line longer than
+  one chunk continues in the next; the unfinished tail (`sources.partial`) is kept in
+  history.db, so catch-up in any batch size gives the same rows as a rebuild;
+- a line longer than `readers.records.MAX_LINE` is never buffered whole nor parsed: it is
+  counted in `sources.oversized` (the log keeps its bytes);
+- a new generation (`SourceRewound`, or a chunk of a higher generation) restarts assembly
+  at offset 0; documents already indexed stay (records are keyed by uid and a rewritten
+  source replaces the rows it produced before);
+- parser state is one JSON object per `state_scope(source)`, stored in `parser_state`;
+- the pure parsers of `readers.parse` are called when that module exists; until then the
+  chunks are counted as `unparsed` (the source shows as pending) and `reindex` — triggered
+  automatically when the parser version changes — indexes them;
+- run logs (layouts starting with "run") are indexed directly as bounded chunk documents;
+- a parser that raises is counted as an unknown record type, never stops a rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import PurePosixPath
+from types import ModuleType
+from typing import Any
+
+from eventlog.events import (
+    ChunkCaptured,
+    FileSnapshotted,
+    RowSnapshotted,
+    SourceRewound,
+    SourceSeen,
+)
+from eventlog.store import StoredEvent
+from projections.apply import ORD_SPAN, Applier, agent_family, put_document, run_basename
+from projections.db import parser_module
+from readers.records import MAX_LINE, ParseResult, Record, SessionTitle, SourceInfo
+
+_zstd: Any = None
+
+
+def _decompress(data: bytes, codec: str, size: int | None) -> bytes:
+    global _zstd
+    if not codec:
+        return data
+    if codec != "zstd":
+        raise ValueError(f"unknown codec {codec!r}")
+    if _zstd is None:
+        import zstandard
+
+        _zstd = zstandard.ZstdDecompressor()
+    if size is None:
+        out: bytes = _zstd.decompressobj().decompress(data)
+        return out
+    out = _zstd.decompress(data, max_output_size=max(size, 1))
+    return out
+
+
+def _source_row(con: sqlite3.Connection, source: str) -> tuple[SourceInfo, sqlite3.Row | Any]:
+    row = con.execute(
+        "SELECT agent, root, path, layout, generation, next_offset, partial, skipping"
+        " FROM sources WHERE source = ?",
+        (source,),
+    ).fetchone()
+    if row is None:
+        # A chunk of a source never announced: infer what we can from its id.
+        parts = source.split(":", 2)
+        agent = parts[0] if len(parts) == 3 else "other"
+        path = parts[2] if len(parts) == 3 else source
+        con.execute(
+            "INSERT INTO sources(source, agent, root, path, layout, seen_at, files)"
+            " VALUES (?,?,?,?,?,0,1)",
+            (source, agent, "", path, ""),
+        )
+        row = (agent, "", path, "", 0, 0, b"", 0)
+    info = SourceInfo(source=source, agent=row[0], root=row[1], path=row[2], layout=row[3])
+    return info, row
+
+
+def is_run_log(info: SourceInfo) -> bool:
+    head = info.layout.split(".", 1)[0].split(":", 1)[0]
+    return head in ("run", "runs")
+
+
+def _seen(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, SourceSeen)
+    con.execute(
+        "INSERT INTO sources(source, agent, root, path, layout, seen_at) VALUES (?,?,?,?,?,?)"
+        " ON CONFLICT(source) DO UPDATE SET agent = excluded.agent, root = excluded.root,"
+        " path = excluded.path, layout = excluded.layout",
+        (ev.source, ev.agent, ev.root, ev.path, ev.layout, ev.at),
+    )
+
+
+def _rewound(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, SourceRewound)
+    _source_row(con, ev.source)
+    con.execute(
+        "UPDATE sources SET generation = ?, next_offset = 0, partial = x'', skipping = 0"
+        " WHERE source = ?",
+        (ev.generation, ev.source),
+    )
+
+
+def _touch(con: sqlite3.Connection, source: str, at: int, nbytes: int, counter: str) -> None:
+    con.execute(
+        f"UPDATE sources SET bytes_captured = bytes_captured + ?, {counter} = {counter} + 1,"
+        " last_capture_at = max(coalesce(last_capture_at, 0), ?) WHERE source = ?",
+        (nbytes, at, source),
+    )
+
+
+def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, ChunkCaptured)
+    info, row = _source_row(con, ev.source)
+    at = ev.at or st.at
+    _touch(con, ev.source, at, ev.size, "chunks")
+    try:
+        data = _decompress(ev.data, ev.codec, ev.size)
+    except Exception as exc:  # a bad chunk is counted, never fatal
+        _count_unknown(con, ev.source, {f"chunk-undecodable:{type(exc).__name__}": 1})
+        return
+    if is_run_log(info):
+        _run_chunk(con, st, info, ev, data)
+        return
+    parser = parser_module()
+    if parser is None:
+        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
+        return
+    generation, next_offset = int(row[4]), int(row[5])
+    partial, skipping = bytes(row[6]), int(row[7])
+    if ev.generation < generation:
+        con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (ev.source,))
+        return
+    if ev.generation > generation:
+        generation, next_offset, partial, skipping = ev.generation, 0, b"", 0
+    offset = ev.offset
+    if offset + len(data) <= next_offset and not (offset == next_offset and not data):
+        return  # already assembled (an overlapping or repeated chunk)
+    if offset < next_offset:
+        data = data[next_offset - offset :]
+        offset = next_offset
+    elif offset > next_offset:
+        con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (ev.source,))
+        if partial or skipping:
+            skipping = 1  # the rest of the interrupted line is unknown: drop it
+        partial = b""
+    lines, partial, skipping, oversized = _assemble(partial, skipping, offset, data)
+    state_scope, state = _load_state(con, parser, info)
+    records = unknown_total = 0
+    unknown: dict[str, int] = {}
+    nlines = 0
+    for start, line in lines:
+        if not line.strip():
+            continue
+        nlines += 1
+        res = _call(parser.parse_line, info, state, line, start, generation)
+        records += _apply_result(con, st, info, res, unknown)
+    unknown_total = sum(unknown.values())
+    _save_state(con, state_scope, state)
+    con.execute(
+        "UPDATE sources SET generation = ?, next_offset = ?, partial = ?, skipping = ?,"
+        " lines = lines + ?, records = records + ?, oversized = oversized + ?,"
+        " unknown = unknown + ? WHERE source = ?",
+        (generation, offset + len(data), partial, skipping, nlines, records, oversized,
+         unknown_total, ev.source),
+    )
+    _count_unknown(con, ev.source, unknown, add_total=False)
+
+
+def _assemble(
+    partial: bytes, skipping: int, offset: int, data: bytes
+) -> tuple[list[tuple[int, bytes]], bytes, int, int]:
+    """Complete lines of `partial + data`: (lines with their start offsets, new partial,
+    skipping flag, oversized lines counted here)."""
+    lines: list[tuple[int, bytes]] = []
+    oversized = 0
+    pos = 0
+    line_start = offset - len(partial)
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        piece = data[pos:nl]
+        if skipping:
+            skipping = 0  # the oversized line ends here (already counted)
+        elif len(partial) + len(piece) > MAX_LINE:
+            oversized += 1
+        else:
+            lines.append((line_start, partial + piece))
+        partial = b""
+        pos = nl + 1
+        line_start = offset + pos
+    tail = data[pos:]
+    if skipping:
+        partial = b""
+    elif len(partial) + len(tail) > MAX_LINE:
+        oversized += 1
+        skipping = 1
+        partial = b""
+    else:
+        partial = partial + tail
+    return lines, partial, skipping, oversized
+
+
+def _call(fn: Any, *args: Any) -> ParseResult:
+    try:
+        res = fn(*args)
+    except Exception as exc:  # the contract says parsers never raise; count if one does
+        bad = ParseResult()
+        bad.count_unknown(f"parser-error:{type(exc).__name__}")
+        return bad
+    if not isinstance(res, ParseResult):
+        bad = ParseResult()
+        bad.count_unknown("parser-error:bad-result")
+        return bad
+    return res
+
+
+def _load_state(
+    con: sqlite3.Connection, parser: ModuleType, info: SourceInfo
+) -> tuple[str, dict[str, Any]]:
+    try:
+        scope = str(parser.state_scope(info))
+    except Exception:
+        scope = info.source
+    row = con.execute("SELECT state FROM parser_state WHERE scope = ?", (scope,)).fetchone()
+    state: dict[str, Any] = json.loads(row[0]) if row else {}
+    return scope, state
+
+
+def _save_state(con: sqlite3.Connection, scope: str, state: dict[str, Any]) -> None:
+    text = json.dumps(state, sort_keys=True, ensure_ascii=False, default=str)
+    con.execute(
+        "INSERT INTO parser_state(scope, state) VALUES (?, ?)"
+        " ON CONFLICT(scope) DO UPDATE SET state = excluded.state",
+        (scope, text),
+    )
+
+
+def _count_unknown(
+    con: sqlite3.Connection, source: str, unknown: dict[str, int], *, add_total: bool = True
+) -> None:
+    for kind, n in sorted(unknown.items()):
+        con.execute(
+            "INSERT INTO unknown_types(source, type, count) VALUES (?,?,?)"
+            " ON CONFLICT(source, type) DO UPDATE SET count = count + excluded.count",
+            (source, kind, n),
+        )
+    if add_total and unknown:
+        con.execute("UPDATE sources SET unknown = unknown + ? WHERE source = ?",
+                    (sum(unknown.values()), source))
+
+
+def _apply_result(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, res: ParseResult,
+    unknown: dict[str, int],
+) -> int:
+    for kind, n in res.unknown.items():
+        unknown[kind] = unknown.get(kind, 0) + n
+    for t in res.titles:
+        _title(con, t)
+    if _ord_next[0] != st.seq:
+        _ord_next[:] = [st.seq, 0]
+    for rec in res.records:
+        _record(con, st, info, rec, _ord_next[1])
+        _ord_next[1] += 1
+    return len(res.records)
+
+
+# Records of one event get consecutive `ord`s; every event is applied in one call, so this
+# (seq, next index) pair is all the state needed and it is the same in rebuild and catch-up.
+_ord_next = [0, 0]
+
+
+def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
+    con.execute(
+        "INSERT INTO sessions(agent, session, title, project) VALUES (?,?,?,?)"
+        " ON CONFLICT(agent, session) DO UPDATE SET title = excluded.title,"
+        " project = coalesce(excluded.project, sessions.project)",
+        (agent_family(t.agent), t.session, t.title, t.project),
+    )
+
+
+def conversation_of(agent: str, session: str | None, subagent: str | None, source: str) -> str:
+    if not session:
+        return f"source:{source}"
+    conv = f"{agent}:{session}"
+    return f"{conv}/{subagent}" if subagent else conv
+
+
+def _record(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int
+) -> None:
+    agent = agent_family(rec.agent)
+    text = rec.text if not rec.tool_input else f"{rec.text}\n{rec.tool_input}"
+    job = None
+    title = rec.title
+    if rec.session:
+        r = con.execute("SELECT job FROM runs WHERE session = ? LIMIT 1", (rec.session,)).fetchone()
+        job = r[0] if r else None
+        if title is None:
+            t = con.execute("SELECT title FROM sessions WHERE agent = ? AND session = ?",
+                            (agent, rec.session)).fetchone()
+            title = t[0] if t else None
+    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
+    put_document(con, {
+        "id": f"transcript:{rec.uid}", "kind": "transcript", "agent": agent, "at": at,
+        "project": rec.project, "session": rec.session, "job": job, "message": rec.message,
+        "cursor": rec.cursor, "conversation": conversation_of(agent, rec.session, rec.subagent,
+                                                              info.source),
+        "role": rec.role, "tool": rec.tool, "subagent": rec.subagent,
+        "subagent_name": rec.subagent_name, "title": title, "text": text, "seq": st.seq,
+        "ord": st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), "source": info.source,
+    }, policy="same_source")
+
+
+def _run_chunk(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, ev: ChunkCaptured, data: bytes
+) -> None:
+    base = run_basename(PurePosixPath(info.path).name)
+    run = con.execute("SELECT job, session, agent, started_at FROM runs WHERE run = ?",
+                      (base,)).fetchone()
+    gen = f"{ev.generation}:" if ev.generation else ""
+    put_document(con, {
+        "id": f"run:{base}@{gen}{ev.offset}", "kind": "run",
+        "agent": run[2] if run and run[2] else agent_family(info.agent),
+        "at": run[3] if run else (ev.at or st.at), "session": run[1] if run else None,
+        "job": run[0] if run else None, "run": base, "cursor": str(ev.offset),
+        "conversation": f"run:{base}", "role": "log",
+        "text": data.decode("utf-8", "replace"), "seq": st.seq,
+        "ord": ev.generation * (1 << 40) + ev.offset + 1, "source": info.source,
+        "extra": json.dumps({"generation": ev.generation, "offset": ev.offset,
+                             "size": ev.size}),
+    })
+    con.execute("UPDATE sources SET records = records + 1 WHERE source = ?", (ev.source,))
+
+
+def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, FileSnapshotted)
+    info, _ = _source_row(con, ev.source)
+    _touch(con, ev.source, ev.at or st.at, ev.size, "snapshots")
+    try:
+        data = _decompress(ev.data, ev.codec, ev.size)
+    except Exception as exc:
+        _count_unknown(con, ev.source, {f"snapshot-undecodable:{type(exc).__name__}": 1})
+        return
+    parser = parser_module()
+    if parser is None:
+        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
+        return
+    scope, state = _load_state(con, parser, info)
+    unknown: dict[str, int] = {}
+    n = _apply_result(con, st, info, _call(parser.parse_snapshot, info, state, data), unknown)
+    _save_state(con, scope, state)
+    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, ev.source))
+    _count_unknown(con, ev.source, unknown)
+
+
+def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
+    ev = st.event
+    assert isinstance(ev, RowSnapshotted)
+    info, _ = _source_row(con, ev.source)
+    _touch(con, ev.source, ev.at or st.at, len(ev.data), "rows")
+    try:
+        data = _decompress(ev.data, ev.codec, None)
+    except Exception as exc:
+        _count_unknown(con, ev.source, {f"row-undecodable:{type(exc).__name__}": 1})
+        return
+    parser = parser_module()
+    if parser is None:
+        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
+        return
+    scope, state = _load_state(con, parser, info)
+    unknown: dict[str, int] = {}
+    res = _call(parser.parse_row, info, state, ev.table, ev.row_id, data)
+    n = _apply_result(con, st, info, res, unknown)
+    _save_state(con, scope, state)
+    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, ev.source))
+    _count_unknown(con, ev.source, unknown)
+
+
+APPLIERS: dict[str, Applier] = {
+    "source.seen": _seen,
+    "source.rewound": _rewound,
+    "chunk.captured": _chunk,
+    "file.snapshotted": _snapshot,
+    "row.snapshotted": _row,
+}
