@@ -58,6 +58,16 @@ def record(home: Path, facts: list[dict[str, object]]) -> None:
     assert proc.returncode == 0, proc.stderr.decode()
 
 
+def catch_up(home: Path) -> None:
+    """Bring history.db up to the log (the `record` hook does it too once it is wired)."""
+    from cli.config import Home
+    from projections.catchup import catch_up as project
+
+    h = Home(home)
+    project(h.history_db, h.log(readonly=True))
+
+
 def make_history(home: Path) -> Path:
     record(home, FACTS + THREAD)
+    catch_up(home)
     return home
