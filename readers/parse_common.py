@@ -30,6 +30,7 @@ _encoder = msgspec.json.Encoder()
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=.+-]+)*;base64,[A-Za-z0-9+/=\s]{16,}")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{2000,}={0,2}")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -65,7 +66,7 @@ def clean(text: str) -> str:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", text)
 
 
 def scrub(text: str) -> str:

@@ -235,6 +235,9 @@ def _part(
     known = known if isinstance(known, list) and len(known) == 4 else [None] * 4
     session = str_or_none(obj.get("sessionID"), 200) or known[2]
     times = obj.get("time")
+    tstate = obj.get("state")
+    if not isinstance(times, dict) and isinstance(tstate, dict):
+        times = tstate.get("time")  # tool parts keep their timing in their state
     start = iso_ms(times.get("start")) if isinstance(times, dict) else None
     at = start or row_at or (known[1] if isinstance(known[1], int) else None)
     role = known[0] or ("assistant" if isinstance(times, dict) else "user")

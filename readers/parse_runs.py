@@ -8,7 +8,7 @@ and job once the metadata has been seen.
 Promises:
 - A log yields one record per bounded chunk of consecutive lines (at most `CHUNK_LINES`
   lines or `CHUNK_CHARS` characters). While a chunk grows, each new line re-emits the chunk
-  with the same uid ("run:<path>:<generation>:<start offset>") so the newest, longer version
+  with the same uid ("run:<name>.log:<generation>:<start offset>", stable when a log moves to `archive/`) so the newest, longer version
   replaces the older one. Lines the runner itself wrote (`[system]`, `[broker]`, …) are role
   "system", the rest "assistant"; agent "other" unless the metadata names one.
 - `run` is the log's basename (`<name>.log`); the time of a chunk is the run start
@@ -25,7 +25,6 @@ from typing import Any
 from readers.parse_common import (
     MAX_TEXT,
     compact_json,
-    digest,
     iso_ms,
     load_object,
     make_record,
@@ -96,7 +95,7 @@ def parse_line(
         return result
     result.records.append(
         make_record(
-            uid=f"run:{source.path}:{generation}:{chunk['start']}",
+            uid=f"run:{run_name(source.path)}:{generation}:{chunk['start']}",
             agent=state.get("agent") or "other",
             session=state.get("session"),
             role=role,
@@ -131,7 +130,7 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
     run = run_name(source.path)
     result.records.append(
         make_record(
-            uid=f"run-meta:{source.path}:{digest(run)[:8]}",
+            uid=f"run-meta:{run}",
             agent=agent,
             session=session,
             role="system",
