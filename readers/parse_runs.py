@@ -8,9 +8,10 @@ and job once the metadata has been seen.
 Promises:
 - A log yields one record per bounded chunk of consecutive lines (at most `CHUNK_LINES`
   lines or `CHUNK_CHARS` characters). While a chunk grows, each new line re-emits the chunk
-  with the same uid ("run:<name>.log:<generation>:<start offset>", stable when a log moves to `archive/`) so the newest, longer version
-  replaces the older one. Lines the runner itself wrote (`[system]`, `[broker]`, …) are role
-  "system", the rest "assistant"; agent "other" unless the metadata names one.
+  with the same uid ("run:<name>.log:<generation>:<start offset>", unchanged when the log
+  moves to `archive/`) so the newest, longer version replaces the older one. Lines the
+  runner itself wrote (`[system]`, `[broker]`, …) are role "system", the rest "assistant";
+  agent "other" unless the metadata names one.
 - `run` is the log's basename (`<name>.log`); the time of a chunk is the run start
   (`jobStartedAt`, else a UTC timestamp in the file name).
 - Metadata yields one "system" record: known fields as `key: value`, unknown fields kept
