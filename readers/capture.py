@@ -381,22 +381,24 @@ class Capturer:
     def tick(self) -> bool:
         """One bounded step; True when there is a backlog (tick again soon)."""
         self._discover()
-        polls = 0
+        polled: list[str] = []
         from_ready = True
-        while polls < self.opt.polls_per_tick:
+        while len(polled) < self.opt.polls_per_tick:
             source: str | None = None
-            if from_ready and self.ready:
+            if from_ready and self.ready and self.ready[0] not in polled:
                 source = self.ready.popleft()
                 self._queued.discard(source)
             else:
                 source = self._next_sweep_source()
-                if source is None and self.ready:
+                if source is None and self.ready and self.ready[0] not in polled:
                     source = self.ready.popleft()
                     self._queued.discard(source)
             from_ready = not from_ready
             if source is None:
                 break
-            polls += 1
+            if source in polled:
+                continue  # one poll per source per tick (a db page is a tick's rows)
+            polled.append(source)
             if self.poll(source):
                 self._enqueue(source)
         self._maybe_flush()

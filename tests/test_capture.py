@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from tests.capture_helpers import append, assert_contiguous, capture, roots_of, 
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> EventLog:
+def log(tmp_path: Path) -> Iterator[EventLog]:
     lg = EventLog(tmp_path / "log")
     yield lg
     lg.close()

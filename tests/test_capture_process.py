@@ -123,7 +123,7 @@ def test_50mb_single_line_bounded_memory(tmp_path: Path, home: Path) -> None:
     log = EventLog(home / "log", readonly=True)
     try:
         assert_contiguous(log)
-        (source_gen, spans), = chunk_map(log).items()
+        (_source_gen, spans), = chunk_map(log).items()
         assert sum(s for _, s in spans) == f.stat().st_size
     finally:
         log.close()
