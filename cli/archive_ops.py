@@ -1,0 +1,401 @@
+"""The operations behind `history`, `export`, `import`, `archive` and their HTTP routes.
+
+Both front ends (click commands in `cli.cmd_archive`, routes in `cli.web.history_routes`)
+call these functions, so they answer alike. Each reads the projections only after catching
+them up to the log head, so what was just imported or archived shows at once.
+
+Recording (for `agentlog audit`): operations that write to the log (an applied import that
+inserts turns, an archive tick that archives sessions) append an `OperationRecorded` event
+in the same batch as their facts. Operations that must write nothing to the log — dry-run
+imports, imports that skip everything, exports, ticks with nothing to archive — are noted
+in `<home>/operations.jsonl` instead (see `cli.archive_audit`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from cli import hooks
+from cli.archive_audit import note_operation
+from cli.config import Home
+from eventlog import EventLog, now_ms
+from eventlog.events import Event, OperationRecorded
+
+ARCHIVE_EVERY_MS = 24 * 3600 * 1000
+DEFAULT_AFTER_DAYS = 30
+
+
+class OpError(Exception):
+    """An operation failed in a way the user should see; `status` is its HTTP status."""
+
+    status = 400
+    exit_code = 2
+
+
+class NoLog(OpError):
+    status = 404
+    exit_code = 1
+
+
+# --- plumbing ---------------------------------------------------------------------------
+
+
+def _log(home: Home, *, create: bool = False) -> EventLog:
+    if not create and not home.has_log():
+        raise NoLog(f"no event log in {home.root} (nothing captured or imported yet)")
+    return home.log(readonly=False) if create else home.log(readonly=True)
+
+
+def open_history(home: Home, *, required: bool = True) -> sqlite3.Connection | None:
+    """history.db caught up to the log head, opened read-only (None when there is none)."""
+    from projections import db
+    from projections.catchup import catch_up
+
+    if not home.has_log():
+        if required:
+            raise NoLog(f"no event log in {home.root} (nothing captured or imported yet)")
+        return None
+    catch_up(home.history_db, home.log())
+    return db.connect(home.history_db, readonly=True)
+
+
+def _op_event(op: str, at: int, details: dict[str, Any]) -> tuple[bytes, Event]:
+    return f"op:{op}:{at}:{uuid.uuid4().hex}".encode(), OperationRecorded(
+        op=op, at=at, details=details
+    )
+
+
+def _query_errors() -> tuple[type[Exception], ...]:
+    from projections.envelope import EnvelopeError
+    from projections.errors import QueryError
+
+    return (QueryError, EnvelopeError)
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except _query_errors() as exc:
+        raise OpError(str(exc)) from None
+
+
+# --- browse and search ------------------------------------------------------------------
+
+
+def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) -> dict[str, Any]:
+    """One page of a project's turns plus the project's session list."""
+    from projections import history as h
+    from projections.filters import parse_time
+
+    f = dict(filters)
+    for name in ("since", "until"):
+        if f.get(name) is not None:
+            f[name] = _call(parse_time, f[name], name)
+    con = open_history(home)
+    assert con is not None
+    try:
+        hf = h.HistoryFilters(**f)
+        out: dict[str, Any] = _call(h.history_page, con, project, hf, page)
+        out["sessions"] = h.sessions(con, project, include_archived=hf.include_archived)
+        return out
+    finally:
+        con.close()
+
+
+def search(
+    home: Home, query: str, *, role: str | None = None, include_archived: bool = False
+) -> dict[str, Any]:
+    from projections import history as h
+
+    if not query.strip():
+        return {"query": "", "hits": [], "capped": False}
+    con = open_history(home)
+    assert con is not None
+    try:
+        out: dict[str, Any] = _call(h.search, con, query, role=role,
+                                    include_archived=include_archived)
+        return out
+    finally:
+        con.close()
+
+
+def projects(home: Home) -> list[dict[str, Any]]:
+    from projections import history as h
+
+    con = open_history(home)
+    assert con is not None
+    try:
+        return h.projects(con)
+    finally:
+        con.close()
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+def export_to(
+    home: Home,
+    project: str,
+    out: IO[bytes],
+    *,
+    session: str | None = None,
+    include_archived: bool = False,
+) -> dict[str, Any]:
+    from projections.export import write_export
+
+    con = open_history(home)
+    assert con is not None
+    try:
+        res = write_export(con, project, out, session=session,
+                           include_archived=include_archived)
+    finally:
+        con.close()
+    summary = {"project": project, "session": session, "turns": res.turns, "bytes": res.bytes,
+               "sha256": res.sha256, "exportedAt": res.exported_at}
+    note_operation(home, "export", summary)
+    return summary
+
+
+def export_file(home: Home, project: str, dest: Path, **kwargs: Any) -> dict[str, Any]:
+    """Export to `dest` atomically (temporary file in the same directory, then rename)."""
+    dest = dest.absolute()
+    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            summary = export_to(home, project, f, **kwargs)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    summary["path"] = str(dest)
+    return summary
+
+
+def export_spooled(home: Home, project: str, **kwargs: Any) -> tuple[Path, dict[str, Any]]:
+    """Export into a temporary file (the caller streams it, then deletes it).
+
+    The export's read transaction ends before the first byte goes to a client, however
+    slow, so a download never holds up capture.
+    """
+    home.root.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".json", dir=home.root)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            summary = export_to(home, project, f, **kwargs)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp), summary
+
+
+def iter_file(path: Path, chunk: int = 256 * 1024) -> Iterator[bytes]:
+    """Stream a spooled file and delete it afterwards."""
+    try:
+        with path.open("rb") as f:
+            while piece := f.read(chunk):
+                yield piece
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# --- import -----------------------------------------------------------------------------
+
+
+def read_limited(stream: IO[bytes]) -> bytes:
+    """At most the envelope size limit (+1 byte, so "over the limit" is detectable)."""
+    from projections.envelope import MAX_FILE_BYTES
+
+    return stream.read(MAX_FILE_BYTES + 1)
+
+
+def import_envelope(
+    home: Home, data: bytes, *, project: str | None = None, apply: bool = False,
+    source: str = "-",
+) -> dict[str, Any]:
+    """Plan (and with `apply`, append) the import of an envelope's bytes."""
+    from projections import importer
+    from projections.envelope import MAX_FILE_BYTES, read_envelope
+
+    if len(data) > MAX_FILE_BYTES:
+        raise OpError(f"envelope is over the limit of {MAX_FILE_BYTES} bytes (256 MiB); "
+                      "nothing imported")
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        env = read_envelope(data, sha256=sha)
+    except _query_errors() as exc:
+        raise OpError(f"{exc}; nothing imported") from None
+    del data
+    con = open_history(home, required=False)
+    try:
+        log = home.log(readonly=True) if home.has_log() else None
+        plan = _call(importer.plan_import, con, log, env, project)
+    finally:
+        if con is not None:
+            con.close()
+    out: dict[str, Any] = plan.to_dict()
+    out.update(applied=False, appended=0, dryRun=not apply, source=source)
+    details = {k: out[k] for k in ("project", "fileSha256", "sessionsToInsert", "turnsToInsert",
+                                   "sessionsSkipped", "warning", "source")}
+    if apply and plan.to_insert:
+        at = now_ms()
+        items = importer.events(plan, env, at)
+        items.append(_op_event("import.applied", at, details))
+        result = _log(home, create=True).append(items)
+        out.update(applied=True, appended=result.appended, head=result.head)
+        _after_append(home)
+    else:
+        note_operation(home, "import.applied" if apply else "import.dry_run", details)
+    return out
+
+
+def _after_append(home: Home) -> None:
+    hooks.after_append(home)
+    con = open_history(home, required=False)  # catches up even when no hook is installed
+    if con is not None:
+        con.close()
+
+
+# --- archive ----------------------------------------------------------------------------
+
+
+def _after_days(home: Home, after_days: int | None) -> int:
+    if after_days is not None:
+        return after_days
+    cfg = home.config.get("archive")
+    value = cfg.get("afterDays") if isinstance(cfg, dict) else None
+    return value if isinstance(value, int) and value >= 0 else DEFAULT_AFTER_DAYS
+
+
+def archive(home: Home, *, now: int | None = None, after_days: int | None = None,
+            after_dump: Any = None) -> dict[str, Any]:
+    """One archive tick now (or at `now`, epoch ms)."""
+    from projections.archiver import archive_tick as tick
+
+    days = _after_days(home, after_days)
+    at = now if now is not None else now_ms()
+    con = open_history(home)
+    assert con is not None
+    try:
+        log = home.log()
+        res = tick(con, log, home.archive_dir, now=at, after_days=days, after_dump=after_dump)
+    finally:
+        con.close()
+    out = res.to_dict()
+    details = {k: out[k] for k in ("now", "afterDays", "candidates", "archived", "filesWritten",
+                                   "filesReused", "alreadyRecorded")}
+    if res.archived:
+        log.append([_op_event("archive.tick", at, details)])
+        _after_append(home)
+    else:
+        note_operation(home, "archive.tick", details)
+    _stamp_tick(home, at)
+    return out
+
+
+def _stamp_path(home: Home) -> Path:
+    return home.archive_dir / ".last-tick"
+
+
+def _stamp_tick(home: Home, at: int) -> None:
+    home.archive_dir.mkdir(parents=True, exist_ok=True)
+    _stamp_path(home).write_text(str(at), encoding="ascii")
+
+
+def archive_tick(home: Home, now: int | None = None) -> dict[str, Any] | None:
+    """The 24 h tick of `capture --watch`: archive when the last tick is a day old.
+
+    Returns the tick's report, or None when it is not due (or there is no log yet).
+    """
+    at = now if now is not None else now_ms()
+    try:
+        last = int(_stamp_path(home).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        last = None
+    if last is not None and 0 <= at - last < ARCHIVE_EVERY_MS:
+        return None
+    try:
+        return archive(home, now=at)
+    except NoLog:
+        return None
+
+
+# --- the whole log ----------------------------------------------------------------------
+
+
+def export_log(home: Home, dest: Path) -> dict[str, Any]:
+    from eventlog.transfer import write_jsonl
+
+    log = _log(home)
+    dest = dest.absolute()
+    fd, tmp = tempfile.mkstemp(prefix=".agentlog-log-", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            res = write_jsonl(log, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    summary = {"path": str(dest), "records": res.records, "stateEntries": res.state_entries,
+               "head": {"seq": res.head.seq, "hash": res.head.hex},
+               "bytes": dest.stat().st_size}
+    note_operation(home, "export.log", summary)
+    return summary
+
+
+def import_log(home: Home, src: Path, *, apply: bool = False) -> dict[str, Any]:
+    """Verify a log export; with `apply`, copy it into this home's (empty) log."""
+    from eventlog.transfer import (
+        StoredAppender,
+        TransferError,
+        TransferRecord,
+        check_stream,
+        parse_jsonl,
+    )
+
+    def items() -> Any:
+        with src.open("rb") as f:
+            yield from parse_jsonl(f)
+
+    try:
+        checked = check_stream(items())
+    except TransferError as exc:
+        raise OpError(f"{exc}; nothing imported") from None
+    except OSError as exc:
+        raise OpError(f"cannot read {src}: {exc}") from None
+    out: dict[str, Any] = {
+        "source": str(src), "records": checked.records, "stateEntries": checked.state_entries,
+        "head": {"seq": checked.head.seq, "hash": checked.head.hex}, "applied": False,
+        "dryRun": not apply,
+    }
+    target = home.log(readonly=True).head() if home.has_log() else None
+    out["targetHead"] = None if target is None else {"seq": target.seq, "hash": target.hex}
+    if not apply:
+        note_operation(home, "import.log.dry_run", {k: out[k] for k in ("source", "records")})
+        return out
+    log = _log(home, create=True)
+    try:
+        with StoredAppender(log) as app:
+            for item in items():
+                if isinstance(item, tuple):
+                    app.put_state(*item)
+                elif isinstance(item, TransferRecord):
+                    app.add(item)
+        res = app.result()
+    except TransferError as exc:
+        raise OpError(str(exc)) from None
+    out.update(applied=True, appended=res.appended, alreadyPresent=res.already_present,
+               head={"seq": res.head.seq, "hash": res.head.hex})
+    note_operation(home, "import.log", {k: out[k] for k in ("source", "records", "appended")})
+    _after_append(home)
+    return out

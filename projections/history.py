@@ -1,0 +1,255 @@
+"""Per-project history pages, the session list, and the cross-project turn search.
+
+Promises:
+- a history page holds at most `PAGE_SIZE` (100) transcript turns of one project, oldest
+  first (time, then position in the log), filtered by session, role, tool, agent
+  (`main` = the main thread, `all`, `@NAME` = one subagent by name), since/until (inclusive,
+  epoch ms) and words (every word must occur, as literal text: never query syntax);
+- the cross-project search returns at most `SEARCH_CAP` (200) turns, newest first, each with
+  its project, role and a preview of ±`PREVIEW_CHARS` (100) characters around the first
+  match in which the match is wrapped in `<mark>…</mark>` and every other character is
+  HTML-escaped; an empty query returns an empty page, never a dump;
+- archived sessions are skipped unless `include_archived` is set;
+- bad parameters raise `QueryError` naming the parameter. All values are bound, never
+  interpolated into SQL.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from projections.db import has_fts
+from projections.envelope import format_ts
+from projections.errors import QueryError
+from projections.text import _folded_with_map, fold, fts_phrase, query_tokens
+from readers.records import ROLES
+
+PAGE_SIZE = 100
+SEARCH_CAP = 200
+PREVIEW_CHARS = 100
+MAX_PAGE = 100_000
+MAX_SESSIONS = 1000
+
+_COLS = (
+    "d.rowid, d.id, d.project, d.session, d.at, d.role, d.text, d.tool, d.agent, d.subagent,"
+    " d.subagent_name, d.title, d.archived"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilters:
+    session: str | None = None
+    role: str | None = None
+    tool: str | None = None
+    agent: str = "all"
+    since: int | None = None
+    until: int | None = None
+    text: str | None = None
+    include_archived: bool = False
+
+    def check(self) -> None:
+        if self.role is not None and self.role not in ROLES:
+            raise QueryError("role", f"must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if not (self.agent in ("main", "all") or (self.agent.startswith("@") and
+                                                   len(self.agent) > 1)):
+            raise QueryError("agent", f"must be main, all or @NAME, got {self.agent!r}")
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise QueryError("since", "must not be after until")
+
+
+def _turn(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "id": row[1],
+        "project": row[2],
+        "sessionId": row[3],
+        "ts": format_ts(row[4]),
+        "at": row[4],
+        "role": row[5],
+        "content": row[6],
+        "tool": row[7],
+        "agent": row[8],
+        "subagent": row[9],
+        "subagentName": row[10],
+        "title": row[11],
+        "archived": bool(row[12]),
+    }
+
+
+def _text_clause(con: sqlite3.Connection, tokens: list[str]) -> tuple[str, list[Any]]:
+    """SQL (on alias `d`) requiring every token, planned like `projections.search`."""
+    from projections.search import _cjk_expr, _plan
+
+    if not tokens:
+        return "", []
+    parts: list[str] = []
+    params: list[Any] = []
+    if has_fts(con):
+        main, grams, lits = _plan(tokens)
+        if main:
+            parts.append("d.rowid IN (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?)")
+            params.append(" AND ".join(fts_phrase(t) for t in main))
+        if grams:
+            parts.append("d.rowid IN (SELECT rowid FROM documents_cjk WHERE documents_cjk MATCH ?)")
+            params.append(_cjk_expr(grams))
+    else:
+        lits = tokens
+    for t in lits:
+        parts.append("instr(fold(d.text), ?) > 0")
+        params.append(fold(t))
+    return " AND ".join(parts), params
+
+
+def history_page(
+    con: sqlite3.Connection, project: str, filters: HistoryFilters, page: int = 1
+) -> dict[str, Any]:
+    """One page of a project's turns, oldest first: {project, page, pageSize, turns, next}."""
+    filters.check()
+    if not 1 <= page <= MAX_PAGE:
+        raise QueryError("page", f"must be 1..{MAX_PAGE}, got {page}")
+    where = ["d.kind = 'transcript'", "d.project = ?"]
+    params: list[Any] = [project]
+    if not filters.include_archived:
+        where.append("d.archived = 0")
+    for col, value in (("session", filters.session), ("role", filters.role),
+                       ("tool", filters.tool)):
+        if value is not None:
+            where.append(f"d.{col} = ?")
+            params.append(value)
+    if filters.agent == "main":
+        where.append("d.subagent IS NULL")
+    elif filters.agent.startswith("@"):
+        where.append("d.subagent_name = ?")
+        params.append(filters.agent[1:])
+    if filters.since is not None:
+        where.append("d.at >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        where.append("d.at <= ?")
+        params.append(filters.until)
+    if filters.text is not None and filters.text.strip():
+        clause, extra = _text_clause(con, query_tokens(filters.text))
+        if clause:
+            where.append(clause)
+            params.extend(extra)
+    sql = (
+        f"SELECT {_COLS} FROM documents d WHERE {' AND '.join(where)}"
+        " ORDER BY d.at, d.ord, d.rowid LIMIT ? OFFSET ?"
+    )
+    rows = con.execute(sql, [*params, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE]).fetchall()
+    turns = [_turn(r) for r in rows[:PAGE_SIZE]]
+    return {
+        "project": project,
+        "page": page,
+        "pageSize": PAGE_SIZE,
+        "turns": turns,
+        "next": page + 1 if len(rows) > PAGE_SIZE else None,
+    }
+
+
+def sessions(
+    con: sqlite3.Connection, project: str, *, include_archived: bool = False
+) -> list[dict[str, Any]]:
+    """The project's sessions for the dropdown, newest first (at most MAX_SESSIONS)."""
+    arch = "" if include_archived else " AND archived = 0"
+    rows = con.execute(
+        "SELECT session, count(*), min(at), max(at), max(title), max(archived)"
+        " FROM documents WHERE kind = 'transcript' AND project = ? AND session IS NOT NULL"
+        f"{arch} GROUP BY session ORDER BY max(at) DESC, session LIMIT ?",
+        (project, MAX_SESSIONS),
+    ).fetchall()
+    return [
+        {"sessionId": r[0], "turns": r[1], "first": format_ts(r[2]), "last": format_ts(r[3]),
+         "title": r[4], "archived": bool(r[5])}
+        for r in rows
+    ]
+
+
+def projects(con: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Projects that have transcript turns, most recently active first."""
+    rows = con.execute(
+        "SELECT project, count(*), max(at) FROM documents"
+        " WHERE kind = 'transcript' AND project IS NOT NULL AND archived = 0"
+        " GROUP BY project ORDER BY max(at) DESC"
+    ).fetchall()
+    return [{"project": r[0], "turns": r[1], "last": format_ts(r[2])} for r in rows]
+
+
+def session_present(con: sqlite3.Connection, project: str, session: str) -> bool:
+    """True when the project holds a hot (not archived) turn of this session."""
+    row = con.execute(
+        "SELECT 1 FROM documents WHERE session = ? AND project = ? AND kind = 'transcript'"
+        " AND archived = 0 LIMIT 1",
+        (session, project),
+    ).fetchone()
+    return row is not None
+
+
+def search(
+    con: sqlite3.Connection,
+    query: str,
+    *,
+    role: str | None = None,
+    include_archived: bool = False,
+) -> dict[str, Any]:
+    """Turns of every project matching every word, newest first, at most SEARCH_CAP."""
+    if role is not None and role not in ROLES:
+        raise QueryError("role", f"must be one of {', '.join(ROLES)}, got {role!r}")
+    if not isinstance(query, str) or not query.strip():
+        return {"query": "", "hits": [], "capped": False}
+    tokens = query_tokens(query)
+    if not tokens:
+        return {"query": query.strip(), "hits": [], "capped": False}
+    clause, params = _text_clause(con, tokens)
+    where = ["d.kind = 'transcript'", clause]
+    if not include_archived:
+        where.append("d.archived = 0")
+    if role is not None:
+        where.append("d.role = ?")
+        params.append(role)
+    rows = con.execute(
+        f"SELECT {_COLS} FROM documents d WHERE {' AND '.join(where)}"
+        " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?",
+        [*params, SEARCH_CAP + 1],
+    ).fetchall()
+    hits = []
+    for r in rows[:SEARCH_CAP]:
+        hits.append({
+            "id": r[1], "project": r[2], "sessionId": r[3], "ts": format_ts(r[4]), "at": r[4],
+            "role": r[5], "tool": r[7], "agent": r[8], "subagentName": r[10],
+            "archived": bool(r[12]), "preview": preview(r[6], tokens),
+        })
+    return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP}
+
+
+def preview(text: str, tokens: list[str], width: int = PREVIEW_CHARS) -> str:
+    """±`width` characters around the first match, HTML-escaped, the match in <mark>."""
+    window = text[:200_000]
+    folded, idx = _folded_with_map(window)
+    best, best_len = -1, 0
+    for tok in tokens:
+        ft = fold(tok)
+        if not ft:
+            continue
+        m = re.search(r"(?<![^\W_])" + re.escape(ft), folded)
+        pos = m.start() if m else folded.find(ft)
+        if pos >= 0 and (best < 0 or pos < best):
+            best, best_len = pos, len(ft)
+    if best < 0 or best >= len(idx):
+        return html.escape(window[: 2 * width])
+    start = idx[best]
+    end_f = min(best + best_len, len(idx)) - 1
+    end = idx[end_f] + 1
+    lo, hi = max(0, start - width), min(len(window), end + width)
+    return (
+        ("…" if lo > 0 else "")
+        + html.escape(window[lo:start])
+        + "<mark>"
+        + html.escape(window[start:end])
+        + "</mark>"
+        + html.escape(window[end:hi])
+        + ("…" if hi < len(window) else "")
+    )
