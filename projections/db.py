@@ -87,6 +87,10 @@ CREATE TABLE runs(
   run TEXT PRIMARY KEY, job TEXT NOT NULL, session TEXT, agent TEXT, started_at INTEGER NOT NULL
 );
 CREATE INDEX runs_session ON runs(session);
+CREATE TABLE subagents(
+  agent TEXT NOT NULL, session TEXT NOT NULL, subagent TEXT NOT NULL, name TEXT NOT NULL,
+  PRIMARY KEY(agent, session, subagent)
+);
 CREATE TABLE parser_state(scope TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE opaque_events(tag TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE checkpoint(

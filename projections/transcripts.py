@@ -35,7 +35,14 @@ from eventlog.events import (
 from eventlog.store import StoredEvent
 from projections.apply import ORD_SPAN, Applier, agent_family, put_document, run_basename
 from projections.db import parser_module
-from readers.records import MAX_LINE, ParseResult, Record, SessionTitle, SourceInfo
+from readers.records import (
+    MAX_LINE,
+    ParseResult,
+    Record,
+    SessionTitle,
+    SourceInfo,
+    SubagentNamed,
+)
 
 _zstd: Any = None
 
@@ -264,6 +271,8 @@ def _apply_result(
         unknown[kind] = unknown.get(kind, 0) + n
     for t in res.titles:
         _title(con, t)
+    for sub in res.subagents:
+        _subagent(con, sub)
     if _ord_next[0] != st.seq:
         _ord_next[:] = [st.seq, 0]
     for rec in res.records:
@@ -286,6 +295,46 @@ def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
     )
 
 
+def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
+    agent = agent_family(sub.agent)
+    session = sub.session or ""
+    con.execute(
+        "INSERT INTO subagents(agent, session, subagent, name) VALUES (?,?,?,?)"
+        " ON CONFLICT(agent, session, subagent) DO UPDATE SET name = excluded.name",
+        (agent, session, sub.subagent, sub.name),
+    )
+    con.execute(
+        "UPDATE documents SET subagent_name = ? WHERE subagent = ? AND agent = ?"
+        " AND coalesce(session, '') = ?",
+        (sub.name, sub.subagent, agent, session),
+    )
+
+
+def _run_record(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, run: str
+) -> None:
+    """A run metadata record (runs.meta): the run's searchable snapshot."""
+    agent = agent_family(rec.agent)
+    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
+    if rec.job:
+        con.execute(
+            "INSERT INTO runs(run, job, session, agent, started_at) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(run) DO NOTHING",
+            (run, rec.job, rec.session, agent, at),
+        )
+        con.execute(
+            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?)"
+            " WHERE run = ? AND kind = 'run' AND role = 'log'",
+            (rec.job, rec.session, run),
+        )
+    put_document(con, {
+        "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
+        "project": rec.project, "session": rec.session, "job": rec.job, "run": run,
+        "cursor": "0", "conversation": f"run:{run}", "role": "metadata", "title": rec.job,
+        "text": rec.text, "seq": st.seq, "ord": 0, "source": info.source,
+    })
+
+
 def conversation_of(agent: str, session: str | None, subagent: str | None, source: str) -> str:
     if not session:
         return f"source:{source}"
@@ -296,13 +345,24 @@ def conversation_of(agent: str, session: str | None, subagent: str | None, sourc
 def _record(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int
 ) -> None:
+    if rec.run:
+        _run_record(con, st, info, rec, run_basename(rec.run))
+        return
     agent = agent_family(rec.agent)
     text = rec.text if not rec.tool_input else f"{rec.text}\n{rec.tool_input}"
-    job = None
+    job = rec.job
     title = rec.title
+    subagent_name = rec.subagent_name
     if rec.session:
-        r = con.execute("SELECT job FROM runs WHERE session = ? LIMIT 1", (rec.session,)).fetchone()
-        job = r[0] if r else None
+        if job is None:
+            r = con.execute("SELECT job FROM runs WHERE session = ? LIMIT 1",
+                            (rec.session,)).fetchone()
+            job = r[0] if r else None
+        if rec.subagent and subagent_name is None:
+            n = con.execute(
+                "SELECT name FROM subagents WHERE agent = ? AND session = ? AND subagent = ?",
+                (agent, rec.session, rec.subagent)).fetchone()
+            subagent_name = n[0] if n else None
         if title is None:
             t = con.execute("SELECT title FROM sessions WHERE agent = ? AND session = ?",
                             (agent, rec.session)).fetchone()
@@ -314,7 +374,7 @@ def _record(
         "cursor": rec.cursor, "conversation": conversation_of(agent, rec.session, rec.subagent,
                                                               info.source),
         "role": rec.role, "tool": rec.tool, "subagent": rec.subagent,
-        "subagent_name": rec.subagent_name, "title": title, "text": text, "seq": st.seq,
+        "subagent_name": subagent_name, "title": title, "text": text, "seq": st.seq,
         "ord": st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), "source": info.source,
     }, policy="same_source")
 

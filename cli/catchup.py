@@ -1,0 +1,48 @@
+"""Keep history.db caught up with the log (after appends, and before answering a query).
+
+No SQL here: `projections.catchup` does the work. A busy rebuild in another process never
+makes a query fail: the query answers from the file as it is.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cli.config import Home
+
+
+def after_append(home: Home) -> None:
+    """Catch the projections up after `record`, `capture` or `import` appended events."""
+    from projections.catchup import catch_up
+    from projections.errors import ProjectionBusy
+
+    if not home.has_log():
+        return
+    try:
+        catch_up(home.history_db, home.log(readonly=True))
+    except ProjectionBusy as exc:
+        click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
+
+
+def ensure_current(home: Home) -> None:
+    """Before answering: a fast no-op when history.db is at the log head, else catch up."""
+    if not home.has_log():
+        return
+    from projections.catchup import catch_up, status
+    from projections.errors import ProjectionBusy
+
+    log = home.log(readonly=True)
+    if status(home.history_db, log.head().seq) == "current":
+        return
+    try:
+        catch_up(home.history_db, log)
+    except ProjectionBusy as exc:
+        click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
+
+
+def search_engine(home: Home) -> str | None:
+    """The engine forced by config.json ({"search": {"engine": "plain"}}), if any."""
+    cfg = home.config.get("search")
+    if isinstance(cfg, dict) and isinstance(cfg.get("engine"), str) and cfg["engine"]:
+        return str(cfg["engine"])
+    return None

@@ -1,0 +1,249 @@
+"""search, show, conversation, reindex: thin commands over `projections.query`.
+
+Each command catches history.db up first (a no-op when current), calls one query function,
+and prints either the JSON of its result (--json, the documented contract) or a readable
+view. Bad input exits 2 naming the parameter; an unknown id exits 1. The search path
+imports no pydantic, rich, mcp or starlette (start-up time is part of the product).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from cli.config import Home, get_home
+
+_OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
+           "include_archived": "--include-archived"}
+
+
+def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
+    param = getattr(exc, "param", "")
+    name = _OPTION.get(param, f"--{param}" if param else "")
+    msg = getattr(exc, "message", str(exc))
+    click.echo(f"agentlog {ctx.info_name}: {name}: {msg}" if name else f"agentlog: {exc}",
+               err=True)
+    ctx.exit(2)
+    raise SystemExit(2)  # for type checkers; ctx.exit raises
+
+
+def _prepare(home: Home) -> None:
+    from cli.catchup import ensure_current
+
+    try:
+        ensure_current(home)
+    except Exception as exc:  # an unreadable log must not hide what history.db holds
+        from eventlog import EventLogError
+
+        if not isinstance(exc, EventLogError):
+            raise
+        click.echo(f"agentlog: could not catch up history.db: {exc}", err=True)
+
+
+def _when(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return "?"
+    return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def _emit(obj: Any) -> None:
+    from cli.output import emit_json
+
+    emit_json(obj)
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--project", default=None, help="Canonical project path.")
+@click.option("--session", default=None, help="CLI session id or peer identity (aliases).")
+@click.option("--job", default=None, help="Exact job name.")
+@click.option("--agent", default=None, help="claude, codex, opencode or other.")
+@click.option("--kind", default=None,
+              help="message, run, decision, transcript, approval, progress or report.")
+@click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
+@click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
+@click.option("--limit", default=None, help="1..50 (default 10).")
+@click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
+@click.pass_context
+def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
+           session: str | None, job: str | None, agent: str | None, kind: str | None,
+           since: str | None, until: str | None, limit: str | None, include_archived: bool,
+           as_json: bool) -> None:
+    """Search the history for QUERY (literal words, all required)."""
+    from cli.catchup import search_engine
+    from projections.errors import QueryError
+    from projections.query import search as run_search
+
+    home = get_home(ctx)
+    filters: dict[str, Any] = {k: v for k, v in {
+        "project": project, "session": session, "job": job, "agent": agent, "kind": kind,
+        "since": since, "until": until}.items() if v is not None}
+    if include_archived:
+        filters["include_archived"] = True
+    text = " ".join(query)
+    try:
+        from projections.text import query_tokens
+
+        query_tokens(text)  # validate before touching the log
+        _prepare(home)
+        result = run_search(home.history_db, text, filters or None, limit,
+                            engine=search_engine(home))
+    except QueryError as exc:
+        _bad(ctx, exc)
+    if as_json:
+        _emit(result)
+        return
+    _print_hits(result, text)
+
+
+def _print_hits(result: dict[str, Any], text: str) -> None:
+    from projections.text import query_tokens
+
+    color = sys.stdout.isatty()
+    tokens = query_tokens(text)
+    pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
+    for hit in result["hits"]:
+        head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        click.echo(click.style(head, dim=True) if color else head)
+        snip = hit["snippet"]
+        if pattern is not None:
+            mark = (lambda m: click.style(m.group(0), fg="yellow", bold=True)) if color else (
+                lambda m: f"[{m.group(0)}]")
+            snip = pattern.sub(mark, snip)
+        click.echo(f"  {snip}")
+        click.echo(click.style(f"  {hit['id']}", fg="cyan") if color else f"  {hit['id']}")
+    cov = result["coverage"]
+    last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
+    summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
+               f" indexed · {cov['sources']} sources ({cov['sourcesPending']} pending)"
+               f" · last capture {last}")
+    if cov.get("unknownRecordTypes"):
+        summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
+    click.echo(summary, err=not result["hits"] and False)
+
+
+@click.command()
+@click.argument("hit_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the document JSON.")
+@click.pass_context
+def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
+    """Show the indexed source document of a hit ID."""
+    from projections.errors import QueryError
+    from projections.query import get_document
+
+    home = get_home(ctx)
+    try:
+        from projections.query import check_id
+
+        check_id(hit_id)
+        _prepare(home)
+        doc = get_document(home.history_db, hit_id)
+    except QueryError as exc:
+        _bad(ctx, exc)
+    if doc is None:
+        click.echo(f"agentlog show: ID: not found: {hit_id!r}", err=True)
+        ctx.exit(1)
+        return
+    if as_json:
+        _emit(doc)
+        return
+    click.echo(f"{doc['id']}  ({doc['kind']}, {doc['agent']}, {_when(doc['at'])})")
+    for key in ("session", "job", "run", "message", "cursor"):
+        if doc.get(key):
+            click.echo(f"{key}: {doc[key]}")
+    click.echo(f"link: {doc['link']}")
+    click.echo("")
+    click.echo(doc["body"])
+
+
+@click.command()
+@click.argument("conversation_id", metavar="ID")
+@click.option("--after", default=None, help="The `next` cursor of the previous page.")
+@click.option("--limit", default=None, help="1..100 items (default 20).")
+@click.option("--json", "as_json", is_flag=True, help="Print the page JSON.")
+@click.pass_context
+def conversation(ctx: click.Context, conversation_id: str, after: str | None,
+                 limit: str | None, as_json: bool) -> None:
+    """Page through a conversation (a hit's `conversation`, or a session id)."""
+    from projections.errors import NotFound, QueryError
+    from projections.query import get_conversation
+
+    home = get_home(ctx)
+    try:
+        _prepare(home)
+        page = get_conversation(home.history_db, conversation_id, after,
+                                20 if limit is None else limit)
+    except QueryError as exc:
+        _bad(ctx, exc)
+    except NotFound as exc:
+        click.echo(f"agentlog conversation: ID: {exc}", err=True)
+        ctx.exit(1)
+        return
+    if as_json:
+        _emit(page)
+        return
+    click.echo(f"conversation {page['id']}")
+    for item in page["items"]:
+        who = item.get("role") or item["kind"]
+        if item.get("subagent"):
+            who += f" [{item.get('subagent_name') or item['subagent']}]"
+        click.echo(click.style(f"— {_when(item['at'])} {item['agent']} {who}", dim=True))
+        click.echo(item["text"])
+    if page["next"]:
+        click.echo(f"(more: --after {page['next']})")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def reindex(ctx: click.Context, as_json: bool) -> None:
+    """Rebuild history.db from the log (a new file, swapped in atomically)."""
+    from projections.errors import ProjectionError
+    from projections.rebuild import rebuild
+
+    home = get_home(ctx)
+    if not home.has_log():
+        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+    log = home.log(readonly=True)
+    bar = _Progress() if sys.stderr.isatty() and not as_json else None
+    try:
+        result = rebuild(home.history_db, log, progress=bar)
+    except ProjectionError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if bar is not None:
+            bar.close()
+    out = {"path": str(result.path), "events": result.events, "lastSeq": result.last_seq,
+           "documents": result.documents, "seconds": round(result.seconds, 3),
+           "engine": result.engine}
+    if as_json:
+        _emit(out)
+    else:
+        click.echo(f"rebuilt {out['path']}: {out['events']} events, {out['documents']} documents"
+                   f" in {out['seconds']} s [{out['engine']}]")
+
+
+class _Progress:
+    """A one-line progress bar on stderr (TTY only)."""
+
+    def __init__(self) -> None:
+        self._last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = int(done * 100 / total) if total else 100
+        if pct == self._last:
+            return
+        self._last = pct
+        filled = pct * 30 // 100
+        sys.stderr.write(f"\rreindex [{'#' * filled}{'.' * (30 - filled)}] {pct:3d}% "
+                         f"{done}/{total} events")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._last >= 0:
+            sys.stderr.write("\n")

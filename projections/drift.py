@@ -1,0 +1,111 @@
+"""Drift audit: the live history.db against a fresh rebuild of the same log prefix.
+
+Promise: `check` never modifies the live file. It rebuilds into a temporary file up to the
+live checkpoint, then compares, per table, the row count and a SHA-256 over the canonical
+rows (every column except rowids, in a fixed order) — so any difference between incremental
+catch-up and rebuild, or any tampering, shows up with the table that differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from eventlog import EventLog
+from projections import db
+from projections.rebuild import build
+
+CANONICAL = {
+    "documents": "SELECT id, kind, agent, at, project, session, job, run, message, cursor,"
+                 " conversation, role, tool, subagent, subagent_name, title, text, archived,"
+                 " seq, ord, source, sender, extra FROM documents ORDER BY id",
+    "aliases": "SELECT alias, session, agent, at FROM aliases ORDER BY alias, session",
+    "sessions": "SELECT agent, session, title, project FROM sessions ORDER BY agent, session",
+    "subagents": "SELECT * FROM subagents ORDER BY agent, session, subagent",
+    "runs": "SELECT run, job, session, agent, started_at FROM runs ORDER BY run",
+    "sources": "SELECT * FROM sources ORDER BY source",
+    "unknown_types": "SELECT source, type, count FROM unknown_types ORDER BY source, type",
+    "parser_state": "SELECT scope, state FROM parser_state ORDER BY scope",
+    "opaque_events": "SELECT tag, count FROM opaque_events ORDER BY tag",
+    "checkpoint": "SELECT last_seq, last_hash, schema_version, parser_version, engine"
+                  " FROM checkpoint",
+}
+
+
+def digests(con: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+    """(row count, SHA-256 hex) of each table's canonical rows."""
+    out: dict[str, tuple[int, str]] = {}
+    for table, sql in CANONICAL.items():
+        h = hashlib.sha256()
+        n = 0
+        for row in con.execute(sql):
+            h.update(json.dumps([x.hex() if isinstance(x, bytes) else x for x in row],
+                                ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            h.update(b"\n")
+            n += 1
+        out[table] = (n, h.hexdigest())
+    return out
+
+
+def check(live: Path, log: EventLog) -> dict[str, Any]:
+    con = db.connect(live, readonly=True)
+    try:
+        cp = db.read_checkpoint(con)
+        if cp is None:
+            return {"ok": False, "detail": "history.db has no checkpoint", "tables": {}}
+        if not db.is_current(cp):
+            return {"ok": True, "detail": "outdated schema or parser: next search rebuilds it",
+                    "tables": {}}
+        con.execute("BEGIN")  # one consistent snapshot of the live file
+        live_d = digests(con)
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    fts_ok = _fts_ok(live)
+    tmpdir = Path(tempfile.mkdtemp(prefix="agentlog-drift-", dir=live.parent))
+    try:
+        fresh = tmpdir / "history.db"
+        build(fresh, log, upto=cp.last_seq, engine=cp.engine)
+        c2 = db.connect(fresh, readonly=True)
+        try:
+            new_d = digests(c2)
+        finally:
+            c2.close()
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    differ = [t for t in CANONICAL if live_d.get(t) != new_d.get(t)]
+    tables = {t: {"live": live_d[t][0], "rebuilt": new_d[t][0], "same": t not in differ}
+              for t in CANONICAL}
+    if differ or not fts_ok:
+        parts = [f"{t} ({live_d[t][0]} live vs {new_d[t][0]} rebuilt rows)" for t in differ]
+        if not fts_ok:
+            parts.append("full-text index does not match documents")
+        return {"ok": False, "detail": f"drift at seq {cp.last_seq}: {'; '.join(parts)}",
+                "tables": tables}
+    return {"ok": True, "detail": f"matches a rebuild at seq {cp.last_seq}"
+            f" ({live_d['documents'][0]} documents)", "tables": tables}
+
+
+def _fts_ok(live: Path) -> bool:
+    """FTS5 'integrity-check' (rank=1: index against content); it writes nothing."""
+    con = db.connect(live)
+    try:
+        if not db.has_fts(con):
+            return True
+        con.execute("BEGIN")
+        try:
+            con.execute(
+                "INSERT INTO documents_fts(documents_fts, rank) VALUES ('integrity-check', 1)"
+            )
+        except sqlite3.DatabaseError:
+            return False
+        finally:
+            con.execute("ROLLBACK")
+        return True
+    finally:
+        con.close()
