@@ -1,0 +1,27 @@
+"""The human view of an answer, printed above the hits by `agentlog search --answer`.
+
+An error goes to stderr (the hits still follow on stdout); the answer text is printed as
+plain text, never interpreted, followed by its numbered source links.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+
+def echo_answer(ans: dict[str, Any]) -> None:
+    color = sys.stdout.isatty()
+    if ans.get("error"):
+        click.echo(f"agentlog search: answer: {ans['error']}", err=True)
+        return
+    who = " · ".join(str(x) for x in (ans.get("agent"), ans.get("model")) if x)
+    head = f"Answer ({who})" if who else "Answer"
+    click.echo(click.style(head, bold=True) if color else head)
+    click.echo(ans.get("text", ""))
+    for src in ans.get("sources", []):
+        line = f"  [{src.get('id')}] {src.get('link')}"
+        click.echo(click.style(line, fg="cyan") if color else line)
+    click.echo("")
