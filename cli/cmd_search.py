@@ -69,11 +69,13 @@ def _emit(obj: Any) -> None:
 @click.option("--limit", default=None, help="1..50 (default 10).")
 @click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
+@click.option("--answer", "want_answer", is_flag=True,
+              help="Also answer from the top hits with one cheap model (docs/answers.md).")
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
            since: str | None, until: str | None, limit: str | None, include_archived: bool,
-           as_json: bool) -> None:
+           as_json: bool, want_answer: bool = False) -> None:
     """Search the history for QUERY (literal words, all required)."""
     from cli.catchup import search_engine
     from projections.errors import QueryError
@@ -95,9 +97,17 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
                             engine=search_engine(home))
     except QueryError as exc:
         _bad(ctx, exc)
+    if want_answer:
+        from cli.answers import answer as make_answer
+
+        result["answer"] = make_answer(home, text, list(result["hits"]))
     if as_json:
         _emit(result)
         return
+    if want_answer:
+        from cli.answers.render import echo_answer
+
+        echo_answer(result["answer"])
     _print_hits(result, text)
 
 
