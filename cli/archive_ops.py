@@ -293,7 +293,7 @@ def archive(home: Home, *, now: int | None = None, after_days: int | None = None
     details = {k: out[k] for k in ("now", "afterDays", "candidates", "archived", "filesWritten",
                                    "filesReused", "alreadyRecorded")}
     if res.archived:
-        log.append([_op_event("archive.tick", at, details)])
+        log.append([_op_event("archive.tick", now_ms(), details)])
         _after_append(home)
     else:
         note_operation(home, "archive.tick", details)
