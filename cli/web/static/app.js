@@ -66,21 +66,25 @@ function appendHighlighted(parent, text, terms) {
 }
 
 // --- coverage -------------------------------------------------------------------------
+function humanBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+}
+
 function describeCoverage(cov) {
   if (!cov || typeof cov !== "object") return "";
-  if (typeof cov.summary === "string") return cov.summary;
   const parts = [];
-  for (const [key, val] of Object.entries(cov)) {
-    if (val === null || val === undefined) continue;
-    if (typeof val === "object") {
-      const inner = Object.entries(val)
-        .filter(([, v]) => typeof v === "number" || typeof v === "string")
-        .map(([k, v]) => k + " " + (k.endsWith("at") || k.startsWith("last") ? fmtTime(v) || v : v));
-      if (inner.length) parts.push(key + ": " + inner.slice(0, 4).join(", "));
-    } else {
-      parts.push(key + " " + ((key.endsWith("at") || key.startsWith("last")) && typeof val === "number" ? fmtTime(val) : val));
-    }
+  if (typeof cov.events === "number") parts.push(cov.events + " events");
+  if (typeof cov.sources === "number") {
+    parts.push(cov.sources + " sources" + (cov.sourcesPending ? " (" + cov.sourcesPending + " pending)" : ""));
   }
+  if (typeof cov.recordsParsed === "number") parts.push(cov.recordsParsed + " records");
+  if (typeof cov.bytesCaptured === "number") parts.push(humanBytes(cov.bytesCaptured) + " captured");
+  const unknown = Object.values(cov.unknownRecordTypes || {}).reduce((a, b) => a + (Number(b) || 0), 0);
+  if (unknown) parts.push(unknown + " unknown records");
+  parts.push(cov.lastCaptureAt ? "last capture " + fmtTime(cov.lastCaptureAt) : "no capture yet");
   return parts.join(" · ");
 }
 
@@ -161,6 +165,7 @@ function renderItem(item) {
   const who = item.role || item.kind || "";
   if (who) meta.appendChild(el("span", "pill", who));
   if (item.tool) meta.appendChild(el("span", "pill", item.tool));
+  if (item.subagent_name || item.subagent) meta.appendChild(el("span", "field", "subagent " + (item.subagent_name || item.subagent)));
   if (item.agent) meta.appendChild(el("span", "field", item.agent));
   if (item.sender) meta.appendChild(el("span", "field", "from " + item.sender));
   meta.appendChild(el("time", null, fmtTime(item.at)));
@@ -168,6 +173,7 @@ function renderItem(item) {
   let body = item.text ?? item.body ?? item.snippet;
   if (body === undefined || body === null) body = JSON.stringify(item, null, 2);
   li.appendChild(el("pre", "body", body));
+  if (item.truncated) li.appendChild(el("p", "muted truncated", "(shortened; the full record is kept in the log)"));
   return li;
 }
 
@@ -184,43 +190,58 @@ function renderDocument(doc, title) {
   return view;
 }
 
-// A conversation page list with a "more" button that follows `next` cursors.
-async function pageConversation(view, id, after) {
+// A conversation page list with a "more" button that follows `next` cursors. With `focus`
+// (a predicate on items), pages are loaded until a matching item appears (at most 20
+// pages), which is then selected and scrolled to.
+async function pageConversation(view, id, focus) {
   const list = el("ol", "items");
   view.appendChild(list);
   const more = el("button", "more", "Load more");
   more.type = "button";
-  let cursor = after || null;
+  let cursor = null;
+  let found = -1;
   async function load() {
     more.disabled = true;
-    const qs = new URLSearchParams({ limit: "50" });
+    const qs = new URLSearchParams({ limit: "100" });
     if (cursor) qs.set("after", cursor);
     const page = await api("/api/conversations/" + encodeURIComponent(id) + "?" + qs);
-    (page.items || []).forEach((item) => list.appendChild(renderItem(item)));
+    (page.items || []).forEach((item) => {
+      const li = renderItem(item);
+      if (found < 0 && focus && focus(item)) { found = list.children.length; li.classList.add("focus"); }
+      list.appendChild(li);
+    });
     cursor = page.next || null;
     more.disabled = false;
     more.hidden = !cursor;
-    status((list.children.length) + " item(s)" + (cursor ? "" : " · end of conversation"));
+    status(list.children.length + " item(s)" + (cursor ? "" : " · end of conversation"));
   }
   more.addEventListener("click", () => load().catch((e) => status(e.message, true)));
   view.appendChild(more);
   await load();
+  for (let i = 0; focus && found < 0 && cursor && i < 20; i++) await load();
+  if (found >= 0) select(found);
 }
 
 async function showConversation(params) {
   const id = params.get("conversation");
   const view = clearView("Conversation " + id);
-  await pageConversation(view, id, params.get("after"));
+  await pageConversation(view, id, null);
 }
 
 async function showMessage(params) {
   const id = params.get("message");
-  const doc = await api("/api/history/" + encodeURIComponent("message:" + id));
-  const view = renderDocument(doc, "Message " + id);
-  if (doc.conversation) {
-    view.appendChild(el("h3", null, "Conversation"));
-    await pageConversation(view, doc.conversation, null);
+  const view = clearView("Message " + id);
+  // A message hit may be a broker message, an owner question or its answer.
+  for (const prefix of ["message:", "question:"]) {
+    try {
+      await pageConversation(view, prefix + id, (item) => item.message === id || item.id === prefix + id);
+      return;
+    } catch (e) {
+      if (!/not found/.test(e.message)) throw e;
+      view.replaceChildren(el("h2", null, "Message " + id));
+    }
   }
+  status("message " + id + " not found", true);
 }
 
 async function showSession(params) {
@@ -229,8 +250,9 @@ async function showSession(params) {
   const agent = params.get("agent") || "";
   // Conversation ids of transcripts are "<agent>:<session>[/<child>]".
   const id = (agent ? agent + ":" : "") + session + (child ? "/" + child : "");
+  const from = params.get("from");
   const view = clearView((params.get("agent") || "") + " session " + session + (child ? " / " + child : ""));
-  await pageConversation(view, id, params.get("from"));
+  await pageConversation(view, id, from ? (item) => item.cursor === from : null);
 }
 
 async function showDoc(params) {
