@@ -160,7 +160,9 @@ class LogMachine(RuleBasedStateMachine):
         self.log = EventLog(self.dir, map_size=SMALL_MAP, max_map_size=cap, command="test")
         self.writer_pending = True
         self.nonce += 1
-        batch = [(b"huge-%d-%d" % (self.nonce, i), event(b"h", cap // 2, i)) for i in range(extra + 1)]
+        batch = [
+            (b"huge-%d-%d" % (self.nonce, i), event(b"h", cap // 2, i)) for i in range(extra + 1)
+        ]
         with pytest.raises(LogFull, match="full"):
             self.log.append(batch, at=9)
         self.reopen()
