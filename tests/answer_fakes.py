@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 FAKE_SOURCE = r"""
-import json, os, sys, time
+import json, os, re, sys, time
 
 tool = os.path.basename(sys.argv[0])
 args = sys.argv[1:]
@@ -37,6 +37,11 @@ with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
 def out(obj):
     sys.stdout.write((obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
     sys.stdout.flush()
+
+def answer_text():
+    # The scenario's answer; "{first_id}" becomes the first excerpt id of the prompt.
+    found = re.search(r'<excerpt-[0-9a-f]+ id="([^"]+)"', stdin)
+    return scenario.get("text", "").replace("{first_id}", found.group(1) if found else "?")
 
 def mode(key, default="success"):
     return scenario.get(key, default)
@@ -75,7 +80,7 @@ if tool == "claude":
         out({"type": "result", "subtype": "success", "is_error": True, "result": text,
              "session_id": sid, "total_cost_usd": 0, "terminal_reason": "api_error"})
         sys.exit(1)
-    text = scenario.get("text", "")
+    text = answer_text()
     out({"type": "assistant", "message": {"model": "claude-haiku-4-5-20251001",
          "role": "assistant", "content": [{"type": "text", "text": text}]},
          "session_id": sid})
@@ -133,7 +138,7 @@ if tool == "codex":
     out({"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
          "text": "Looking at the excerpts"}})
     out({"type": "item.completed", "item": {"id": "item_1", "type": "agent_message",
-         "text": scenario.get("text", "")}})
+         "text": answer_text()}})
     out({"type": "turn.completed", "usage": {"input_tokens": 1200, "cached_input_tokens": 0,
          "output_tokens": 80}})
     sys.exit(0)
@@ -164,7 +169,7 @@ if tool == "opencode":
     if run == "tool":
         out({"type": "tool_use", "timestamp": 2, "sessionID": sid,
              "part": {"type": "tool", "tool": "bash", "state": {"status": "error"}}})
-    text = scenario.get("text", "")
+    text = answer_text()
     half = len(text) // 2
     for chunk in (text[:half], text[half:]):
         out({"type": "text", "timestamp": 3, "sessionID": sid,
