@@ -349,7 +349,9 @@ def _record(
         _run_record(con, st, info, rec, run_basename(rec.run))
         return
     agent = agent_family(rec.agent)
-    text = rec.text if not rec.tool_input else f"{rec.text}\n{rec.tool_input}"
+    text = rec.text
+    if rec.tool_input and rec.tool_input not in text:
+        text = f"{text}\n{rec.tool_input}"
     job = rec.job
     title = rec.title
     subagent_name = rec.subagent_name

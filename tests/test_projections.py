@@ -1,0 +1,301 @@
+"""history.db projection: apply, catch-up == rebuild, transcripts, swaps, crashes, drift."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eventlog import EventLog
+from eventlog.events import ChunkCaptured, MessageSent
+from projections import catchup, db, query
+from projections.apply import appliers
+from projections.catchup import catch_up, status
+from projections.drift import check, digests
+from projections.rebuild import build, rebuild
+from tests.conftest import ROOT
+from tests.test_projections_support import (
+    CLAUDE_SRC,
+    append,
+    broker_events,
+    chunks_of,
+    claude_line,
+    mixed_events,
+    seen,
+)
+
+
+def _rows(path: Path) -> dict[str, tuple[int, str]]:
+    con = db.connect(path, readonly=True)
+    try:
+        return digests(con)
+    finally:
+        con.close()
+
+
+def _docs(path: Path) -> dict[str, tuple[object, ...]]:
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT id, kind, agent, at, role, session, text FROM documents")
+        return {r[0]: r[1:] for r in rows}
+    finally:
+        con.close()
+
+
+def test_broker_events_become_documents(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events())
+    res = catch_up(tmp_path / "h.db", log)
+    assert res.rebuilt and res.last_seq == log.head().seq
+    docs = _docs(tmp_path / "h.db")
+    assert docs["message:m1"][:3] == ("message", "claude", 1_000)  # agent via alias binding
+    assert docs["message:m2"][0] == "report"
+    assert docs["message:m3"][0] == "approval"
+    assert docs["decision:storage engine#2"][0] == "decision"
+    assert docs["run:run-7.log"][:2] == ("run", "codex")
+    assert docs["question:q1"][3] == "question"
+    assert [k for k in docs if k.startswith("answer:q1:")]
+
+
+def test_catch_up_is_incremental_and_a_noop_when_current(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events()[:3])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    append(log, broker_events()[3:])
+    assert status(path, log.head().seq) == "behind"
+    res = catch_up(path, log)
+    assert not res.rebuilt and res.events == 7
+    assert status(path, log.head().seq) == "current"
+    assert catch_up(path, log).events == 0
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
+
+
+def _fresh(tmp_path: Path, log: EventLog) -> Path:
+    out = tmp_path / f"fresh-{time.monotonic_ns()}.db"
+    build(out, log)
+    return out
+
+
+def test_transcripts_assembled_across_chunks_and_generations(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    docs = _docs(path)
+    assert docs["transcript:claude:u1"][3:] == ("user", "s1", "find the zebra in the code")
+    assert "transcript:claude:u2" in docs and "transcript:claude:u3" in docs
+    assert "transcript:claude:u9" in docs  # generation 1 restarted at offset 0
+    codex = [d for k, d in docs.items() if k.startswith("transcript:codex")]
+    assert {d[4] for d in codex} == {"cs1"}  # session from session_meta, via parser state
+    assert any(d[5] == "quartz answer" for d in codex)
+    assert any(k.startswith("run:run-7.log@") for k in docs)
+    cov = query.coverage(path, per_source=True)
+    claude = next(s for s in cov["perSource"] if s["source"] == CLAUDE_SRC)
+    assert claude["generation"] == 1 and claude["pendingBytes"] == 0
+    assert cov["sources"] == 3 and cov["recordsParsed"] >= 6
+
+
+def test_oversized_lines_are_counted_not_indexed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("projections.transcripts.MAX_LINE", 200)
+    log = EventLog(tmp_path / "log")
+    big = claude_line("big", "user", "x" * 500)
+    data = claude_line("a", "user", "before giraffe") + big + claude_line("b", "user", "after")
+    cuts = list(range(30, len(data), 90))  # the big line spans several chunks
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"), *chunks_of(CLAUDE_SRC, data, cuts)])
+    path = tmp_path / "h.db"
+    catch_up(path, log, batch=2)
+    docs = _docs(path)
+    assert "transcript:claude:a" in docs and "transcript:claude:b" in docs
+    assert "transcript:claude:big" not in docs
+    assert query.coverage(path)["oversizedLines"] == 1
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
+
+
+def test_partial_tail_is_pending_until_its_newline(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    line = claude_line("p1", "user", "pending pelican")
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"),
+                 ChunkCaptured(source=CLAUDE_SRC, generation=0, offset=0, size=20,
+                               data=line[:20], at=3)])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    assert query.coverage(path)["sourcesPending"] == 1
+    assert "transcript:claude:p1" not in _docs(path)
+    rest = line[20:]
+    cctx = zstandard.ZstdCompressor()
+    append(log, [ChunkCaptured(source=CLAUDE_SRC, generation=0, offset=20, size=len(rest),
+                               data=cctx.compress(rest), codec="zstd", at=4)])
+    catch_up(path, log)
+    assert "transcript:claude:p1" in _docs(path)
+    assert query.coverage(path)["sourcesPending"] == 0
+
+
+def test_archive_appliers_are_picked_up_when_present() -> None:
+    import importlib.util
+
+    table = appliers()
+    assert "message.sent" in table and "chunk.captured" in table
+    if importlib.util.find_spec("projections.archive") is not None:
+        import importlib
+
+        extra = importlib.import_module("projections.archive").APPLIERS
+        for tag in extra:
+            assert table[tag] is extra[tag]
+
+
+def test_parser_or_schema_change_triggers_rebuild(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events())
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    inode = path.stat().st_ino
+    assert not catch_up(path, log).rebuilt
+    monkeypatch.setattr(db, "parser_version", lambda: "999")
+    assert status(path, log.head().seq) == "stale"
+    assert catch_up(path, log).rebuilt
+    assert path.stat().st_ino != inode
+    monkeypatch.setattr(db, "SCHEMA_VERSION", 99)
+    assert catch_up(path, log).rebuilt
+
+
+def test_a_replaced_log_triggers_rebuild(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events())
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    other = EventLog(tmp_path / "log2")
+    append(other, [MessageSent(id="z", sender="s", to=[], kind="message", body="zanzibar",
+                               at=1)] * 1 + broker_events()[3:])
+    res = catch_up(path, other)
+    assert res.rebuilt
+    assert "message:z" in _docs(path) and "message:m1" not in _docs(path)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_catch_up_in_random_batches_equals_rebuild(tmp_path_factory: pytest.TempPathFactory,
+                                                   data: st.DataObject) -> None:
+    tmp = tmp_path_factory.mktemp("prop")
+    events = mixed_events()
+    log = EventLog(tmp / "log")
+    live = tmp / "live.db"
+    pos = 0
+    while pos < len(events):  # appends interleaved with catch-ups of random sizes
+        n = data.draw(st.integers(1, 6), label="append")
+        append(log, events[pos : pos + n], prefix=f"p{pos}")
+        pos += n
+        if data.draw(st.booleans(), label="catch up now"):
+            catch_up(live, log, batch=data.draw(st.integers(1, 7), label="batch"),
+                     max_events=data.draw(st.one_of(st.none(), st.integers(1, 9)), label="max"))
+    catch_up(live, log, batch=data.draw(st.integers(1, 50), label="final batch"))
+    assert _rows(live) == _rows(_fresh(tmp, log))
+    log.close()
+
+
+def test_drift_check_reports_a_tampered_row(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    assert check(path, log)["ok"]
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM aliases")
+    con.commit()
+    con.close()
+    report = check(path, log)
+    assert not report["ok"] and "aliases" in report["detail"]
+
+
+def _bulk_log(path: Path, n: int) -> EventLog:
+    log = EventLog(path)
+    words = ["alpha", "beta", "gamma", "delta", "omega"]
+    for start in range(0, n, 2000):
+        log.append([(f"b{i}".encode(), MessageSent(
+            id=f"b{i}", sender="s", to=[], kind="message",
+            body=f"common {words[i % 5]} token{i} " + "filler text " * 20, at=i))
+            for i in range(start, min(n, start + 2000))])
+    return log
+
+
+def test_search_keeps_answering_during_reindex(tmp_path: Path) -> None:
+    log = _bulk_log(tmp_path / "log", 6000)
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    errors: list[BaseException] = []
+    answered = [0]
+    stop = threading.Event()
+
+    def searcher() -> None:
+        while not stop.is_set():
+            try:
+                res = query.search(path, "common gamma", limit=5)
+                assert len(res["hits"]) == 5
+                answered[0] += 1
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+                return
+        query.close_connections()
+
+    t = threading.Thread(target=searcher)
+    t.start()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.main", "--home", str(tmp_path), "reindex", "--json"],
+        cwd=ROOT, capture_output=True, timeout=120)
+    time.sleep(0.2)
+    stop.set()
+    t.join()
+    assert proc.returncode == 0, proc.stderr
+    assert not errors, errors
+    assert answered[0] > 3
+    assert query.search(path, "token5999")["hits"][0]["id"] == "message:b5999"
+
+
+def test_killed_reindex_leaves_the_old_file_serving(tmp_path: Path) -> None:
+    log = _bulk_log(tmp_path / "log", 20000)
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    before = _rows(path)
+    log.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--home", str(tmp_path), "reindex"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("history.db.reindex-*")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _rows(path) == before
+    assert query.search(path, "token19999")["hits"][0]["id"] == "message:b19999"
+    log = EventLog(tmp_path / "log")
+    rebuild(path, log)  # cleans up the dead process's temporary file
+    assert not list(tmp_path.glob("history.db.reindex-*"))
+    assert _rows(path) == before
+
+
+def test_writer_on_a_swapped_file_reopens(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events()[:2])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    stale = db.connect(path)  # like a process that opened the file before a reindex
+    rebuild(path, log)
+    with pytest.raises(sqlite3.OperationalError) as info:
+        stale.execute("INSERT INTO aliases VALUES ('x', 'y', 'z', 1)")
+    assert info.value.sqlite_errorcode == catchup.db_moved_code()
+    stale.close()
+    append(log, broker_events()[2:])
+    assert catch_up(path, log).last_seq == log.head().seq
