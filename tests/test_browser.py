@@ -40,9 +40,10 @@ INERT_JS = """() => ({
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = tmp_path_factory.mktemp("browser") / "home"
+    root = tmp_path_factory.mktemp("browser")
+    home = root / "home"
     home.mkdir()
-    make_history(home)
+    make_history(home, transcripts=root / "sources")
     s = start_server(home)
     yield s
     stop(s)
@@ -121,6 +122,31 @@ def test_search_and_conversation(served: Served, browser: Any) -> None:
     page.wait_for_selector("li.item")
     assert page.locator("li.item").count() == 2
     assert errors == []
+    context.close()
+
+
+def test_transcript_renders_inert(served: Served, browser: Any) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(served.url)
+    page.fill("#q", "platypus")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit")
+    assert page.locator("li.hit").count() == 2
+    assert_inert(page, dialogs)
+    answer = page.locator("li.hit", has_text="platypus answer")
+    answer.locator("a.open").click()
+    page.wait_for_selector("li.item.focus")
+    assert "agent=claude" in page.url and "session=" in page.url and "from=0%3A" in page.url
+    assert "onerror=" in page.locator("li.item.focus").inner_text()
+    assert "<script>" in page.locator("li.item").first.inner_text()
+    assert_inert(page, dialogs)
+    # The navigation key alone (as an agent would hand it out) opens the same view.
+    page.goto(page.url)
+    page.wait_for_selector("li.item.focus")
+    assert_inert(page, dialogs)
     context.close()
 
 

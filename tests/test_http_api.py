@@ -20,9 +20,10 @@ TOKEN = "t" * 43
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    home = tmp_path_factory.mktemp("api") / "home"
+    root = tmp_path_factory.mktemp("api")
+    home = root / "home"
     home.mkdir()
-    make_history(home)
+    make_history(home, transcripts=root / "sources")
     app = create_app(Home(home), token=TOKEN, session="s" * 43, port=PORT,
                      allowed_hosts=loopback_hosts(PORT))
     c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}", follow_redirects=False)
@@ -162,6 +163,18 @@ def test_every_link_resolves(client: TestClient) -> None:
             if "message" in keys:
                 cid = quote("message:" + keys["message"][0], safe="")
                 assert client.get("/api/conversations/" + cid).status_code == 200
+
+
+def test_transcript_links_resolve(client: TestClient) -> None:
+    hits = search(client, q="platypus")["hits"]
+    assert {h["kind"] for h in hits} == {"transcript"}
+    for hit in hits:
+        assert client.get(hit["sourceLink"]).status_code == 200
+        keys = parse_qs(urlsplit(hit["link"]).query)
+        assert keys["agent"] == ["claude"] and keys["from"] == [hit["cursor"]]
+        conv = f"{keys['agent'][0]}:{keys['session'][0]}"
+        page = client.get("/api/conversations/" + quote(conv, safe="")).json()
+        assert hit["id"] in {i["id"] for i in page["items"]}
 
 
 def test_coverage(client: TestClient) -> None:

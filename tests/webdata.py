@@ -52,6 +52,39 @@ THREAD = [
 ]
 
 
+SESSION = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+_LINE = {"isSidechain": False, "userType": "external", "cwd": "/p/alpha", "sessionId": SESSION,
+         "version": "2.1.90", "gitBranch": "main"}
+TRANSCRIPT = [
+    {**_LINE, "parentUuid": None, "uuid": "c1000000-0000-4000-8000-000000000001",
+     "timestamp": "2026-03-07T10:00:00.000Z", "type": "user",
+     "message": {"role": "user", "content": "explain the platypus importer "
+                 "<script>window.__pwned = 't-script'</script>"}},
+    {**_LINE, "parentUuid": "c1000000-0000-4000-8000-000000000001",
+     "uuid": "c1000000-0000-4000-8000-000000000002", "timestamp": "2026-03-07T10:00:05.000Z",
+     "type": "assistant",
+     "message": {"id": "msg_p1", "type": "message", "role": "assistant", "model": "claude-x",
+                 "content": [{"type": "text", "text": "platypus answer "
+                              "<img src=x onerror=\"window.__pwned = 't-img'\"> "
+                              "[docs](javascript:window.__pwned='t-link')"}],
+                 "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}},
+]
+
+
+def capture_transcript(home: Path, root: Path) -> None:
+    """Write a Claude Code transcript under `root` and capture it into `home`."""
+    claude = root / "claude"
+    project = claude / "projects" / "-p-alpha"
+    project.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in TRANSCRIPT), encoding="utf-8")
+    empty = root / "empty"
+    empty.mkdir()
+    proc = run_cli(home, "capture", "--claude-dir", str(claude), "--codex-dir", str(empty),
+                   "--opencode-dir", str(empty), "--runs-dir", str(empty))
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
 def record(home: Path, facts: list[dict[str, object]]) -> None:
     data = "\n".join(json.dumps(f) for f in facts).encode()
     proc = run_cli(home, "record", input=data)
@@ -67,7 +100,9 @@ def catch_up(home: Path) -> None:
     project(h.history_db, h.log(readonly=True))
 
 
-def make_history(home: Path) -> Path:
+def make_history(home: Path, transcripts: Path | None = None) -> Path:
     record(home, FACTS + THREAD)
+    if transcripts is not None:
+        capture_transcript(home, transcripts)
     catch_up(home)
     return home
