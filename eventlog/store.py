@@ -222,16 +222,32 @@ class EventLog:
                     self.env.set_mapsize(0)
                 except lmdb.Error as exc:
                     if "Input/output error" in str(exc) or "No space" in str(exc):
-                        raise LogFull(f"cannot commit to {self.path}: {exc} (disk full?)") from exc
+                        raise LogFull(self._disk_full_message(exc, encoded)) from exc
                     raise
             raise LogFull(f"could not grow {self.path} enough for this batch")
+
+    def _disk_full_message(self, exc: Exception, encoded: list[tuple[bytes, bytearray]]) -> str:
+        """LMDB reports a full disk on commit as EIO; say which it most likely was."""
+        try:
+            st = os.statvfs(self.path)
+            free = st.f_bavail * st.f_frsize
+        except OSError:
+            return f"cannot commit to {self.path}: {exc} (disk full?)"
+        need = sum(len(v) for _, v in encoded)
+        if free < max(need * 2, 1 << 20):
+            return (
+                f"disk full: cannot commit {len(encoded)} event(s) to {self.path} "
+                f"({free} bytes free on its filesystem; LMDB said: {exc}); "
+                "nothing of this batch was written, earlier events are intact"
+            )
+        return f"cannot commit to {self.path}: {exc} (an I/O error; {free} bytes free)"
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
         if current >= self.max_map_size:
             raise LogFull(
                 f"event log {self.path} is full: map size {current} bytes reached its cap "
-                f"{self.max_map_size}"
+                f"{self.max_map_size}; nothing of this batch was written"
             )
         self.env.set_mapsize(min(current * 2, self.max_map_size))
 
