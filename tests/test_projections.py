@@ -184,7 +184,8 @@ def test_a_replaced_log_triggers_rebuild(tmp_path: Path) -> None:
     assert "message:z" in _docs(path) and "message:m1" not in _docs(path)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_catch_up_in_random_batches_equals_rebuild(tmp_path_factory: pytest.TempPathFactory,
                                                    data: st.DataObject) -> None:
@@ -244,7 +245,7 @@ def test_search_keeps_answering_during_reindex(tmp_path: Path) -> None:
                 res = query.search(path, "common gamma", limit=5)
                 assert len(res["hits"]) == 5
                 answered[0] += 1
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 errors.append(exc)
                 return
         query.close_connections()

@@ -1,0 +1,288 @@
+"""The search_history contract of projections.query: fields, filters, limits, times, errors,
+injection safety, both engines, CJK, ranking, dedupe, archived documents."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog import EventLog
+from eventlog.events import AliasBound, MessageSent
+from projections import query
+from projections.catchup import catch_up
+from projections.errors import BadId, NotFound, QueryError
+from tests.test_projections_support import append, mixed_events
+
+HIT_FIELDS = {"id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message", "job",
+              "run", "session", "cursor", "conversation", "project"}
+
+
+@pytest.fixture(scope="module")
+def hdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("search")
+    log = EventLog(tmp / "log")
+    append(log, mixed_events())
+    path = tmp / "history.db"
+    catch_up(path, log)
+    log.close()
+    return path
+
+
+def ids(res: dict[str, Any]) -> set[str]:
+    return {h["id"] for h in res["hits"]}
+
+
+def test_hit_shape_and_links(hdb: Path) -> None:
+    res = query.search(hdb, "café")
+    assert set(res) == {"engine", "hits", "coverage"} and res["engine"] == "fts5"
+    assert ids(res) == {"message:m1", "transcript:claude:u2"}
+    for hit in res["hits"]:
+        assert set(hit) == HIT_FIELDS
+        assert len(hit["snippet"]) <= 320 and "café" in hit["snippet"]
+        assert hit["sourceLink"] == "/api/history/" + hit["id"].replace(":", "%3A")
+    m1 = next(h for h in res["hits"] if h["id"] == "message:m1")
+    assert m1["link"] == "/?message=m1" and m1["message"] == "m1" and m1["job"] == "deploy"
+    t = next(h for h in res["hits"] if h["kind"] == "transcript")
+    assert t["link"] == f"/?session=s1&agent=claude&from={t['cursor'].replace(':', '%3A')}"
+    assert t["conversation"] == "claude:s1" and t["project"] == "/proj"
+    run = query.search(hdb, "plugh")["hits"][0]
+    assert run["kind"] == "run" and run["link"] == "/api/runs/run-7?from=0"
+    assert run["run"] == "run-7.log" and run["job"] == "nightly"
+    dec = query.search(hdb, "lmdb", {"kind": "decision"})["hits"][0]
+    assert dec["link"] == "/api/decisions/storage%20engine/history"
+    cov = res["coverage"]
+    assert cov["events"] > 20 and cov["sources"] == 3 and cov["lastCaptureAt"] == 5
+
+
+def test_diacritics_and_case_fold(hdb: Path) -> None:
+    assert ids(query.search(hdb, "CAFE")) == ids(query.search(hdb, "café"))
+    assert ids(query.search(hdb, "world")) == {"message:m1"}
+
+
+@pytest.mark.parametrize(("filters", "expected"), [
+    ({"project": "/q"}, {"message:m2", "message:m3", "message:m4"}),
+    ({"kind": "approval"}, {"message:m3"}),
+    ({"kind": "progress"}, {"message:m4"}),
+    ({"kind": "report"}, {"message:m2"}),
+    ({"agent": "claude"}, {"message:m1", "transcript:claude:u2"}),
+    ({"session": "S1"}, {"message:m1"}),
+    ({"session": "peer-a"}, {"message:m1"}),  # a peer identity, through its alias binding
+    ({"job": "deploy"}, {"message:m1"}),
+    ({"since": 2_000, "until": 2_500}, {"message:m2", "message:m3"}),
+    ({"since": "2000", "until": "2500"}, {"message:m2", "message:m3"}),
+    ({"until": "1970-01-01T00:00:02.500Z"}, {"message:m1", "message:m2", "message:m3"}),
+    ({"since": "1970-01-01T02:00:02.600+02:00"}, "not-m1"),
+])
+def test_filters(hdb: Path, filters: dict[str, Any], expected: Any) -> None:
+    got: set[str] = set()
+    for word in ("the", "migration", "report", "café"):
+        got |= ids(query.search(hdb, word, filters, 50))
+    if expected == "not-m1":
+        assert "message:m1" not in got and "message:m4" in got
+    else:
+        assert {g for g in got if g.startswith("message:")} | (
+            got & {"transcript:claude:u2"}) == expected
+
+
+def test_run_metadata_connects_transcripts_to_jobs(tmp_path: Path) -> None:
+    from eventlog.events import RunStarted
+
+    log = EventLog(tmp_path / "log")
+    append(log, [*mixed_events(), RunStarted(job="zebra-job", run="r9", started_at=1,
+                                             session="s1")])
+    catch_up(tmp_path / "h.db", log)
+    got = ids(query.search(tmp_path / "h.db", "zebra", {"job": "zebra-job"}))
+    assert "transcript:claude:u1" in got and not any("codex" in g for g in got)
+
+
+@pytest.mark.parametrize(("limit", "n"), [(None, 10), (1, 1), ("3", 3), (50, 12), ("50", 12)])
+def test_limit(tmp_path: Path, limit: Any, n: int) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, [MessageSent(id=f"x{i}", sender="s", to=[], kind="message",
+                             body=f"lemur number {i}", at=i) for i in range(12)])
+    catch_up(tmp_path / "h.db", log)
+    assert len(query.search(tmp_path / "h.db", "lemur", None, limit)["hits"]) == n
+
+
+@pytest.mark.parametrize("limit", [0, 51, -1, "0", "abc", "5.0", True, 2.5, " ", [], "٣"])
+def test_bad_limit(hdb: Path, limit: Any) -> None:
+    with pytest.raises(QueryError) as info:
+        query.search(hdb, "café", None, limit)
+    assert info.value.param == "limit" and str(info.value).startswith("limit:")
+
+
+@pytest.mark.parametrize(("filters", "param"), [
+    ({"color": "red"}, "color"),
+    ({"agent": "gpt"}, "agent"),
+    ({"kind": "email"}, "kind"),
+    ({"since": "yesterday"}, "since"),
+    ({"since": "2026-11-01T10:00:00"}, "since"),  # no timezone
+    ({"until": -5}, "until"),
+    ({"until": True}, "until"),
+    ({"since": 10, "until": 5}, "since"),
+    ({"project": ""}, "project"),
+    ({"session": 7}, "session"),
+    ({"include_archived": "yes"}, "include_archived"),
+])
+def test_bad_filters(hdb: Path, filters: dict[str, Any], param: str) -> None:
+    with pytest.raises(QueryError) as info:
+        query.search(hdb, "café", filters)
+    assert info.value.param == param
+
+
+@pytest.mark.parametrize("q", ["", "   ", "x" * 1001, " ".join(f"w{i}" for i in range(33))])
+def test_bad_query(hdb: Path, q: str) -> None:
+    with pytest.raises(QueryError) as info:
+        query.search(hdb, q)
+    assert info.value.param == "query"
+
+
+def test_query_bounds_accepted(hdb: Path) -> None:
+    query.search(hdb, "x" * 1000)
+    query.search(hdb, " ".join(f"w{i}" for i in range(32)))
+    query.search(hdb, "  café  " + " " * 1000)  # trimmed before measuring
+
+
+INJECTIONS = [
+    '"', '""', 'café"', '"café', "a\"b", "'", "café OR zebra", "café AND", "NOT café",
+    "NOT", "AND", "OR", "NEAR(café zebra)", "NEAR(", "text:café", "title:secret", "*",
+    "café*", "^café", "+café", "-café", "(café", "café)", "((", ")", "{text}: café",
+    "col:*", "\\", "%", "_", "; DROP TABLE documents; --", "\x00", "café\x00zebra",
+    "!!!", "...", "🙂", "🙂 café", "מזל טוב", "مرحبا بالعالم", "\u202ecafé", "ǆ", "ﬁle",
+    "ß", "İstanbul", "中", "中文", "我们使用中文搜索", "a" * 1000,
+]
+
+
+@pytest.mark.parametrize("q", INJECTIONS)
+@pytest.mark.parametrize("engine", ["fts5", "plain"])
+def test_injection_never_raises(hdb: Path, q: str, engine: str) -> None:
+    res = query.search(hdb, q, engine=engine)
+    assert res["engine"] == engine
+    if q in ("café OR zebra", "NEAR(café zebra)"):
+        assert res["hits"] == []  # operators are literal words that must all be present
+    if q in ("(café", "café*", "^café", "café)", "+café", "-café"):
+        assert ids(res) == {"message:m1", "transcript:claude:u2"}
+
+
+ENGINE_QUERIES = ["café", "zebra", "migration", "lmdb sqlite", "中文", "文搜", "使用中文",
+                  "database", "xyzzy", "plugh", "okapi", "quartz", "report", "progress half"]
+
+
+@pytest.mark.parametrize("q", ENGINE_QUERIES)
+def test_engines_agree(hdb: Path, q: str) -> None:
+    fts = query.search(hdb, q, limit=50)
+    plain = query.search(hdb, q, limit=50, engine="plain")
+    assert (fts["engine"], plain["engine"]) == ("fts5", "plain")
+    assert ids(fts) == ids(plain) and ids(fts)
+
+
+def test_cjk_two_characters(hdb: Path) -> None:
+    assert ids(query.search(hdb, "中文")) == {"message:m2", "transcript:claude:u3"}
+    assert ids(query.search(hdb, "搜索")) == {"message:m2"}
+    assert ids(query.search(hdb, "中文 works")) == {"message:m2"}
+    assert ids(query.search(hdb, "文中")) == set()
+
+
+def test_ranking_user_above_assistant_above_tool(tmp_path: Path) -> None:
+    from eventlog.events import SourceSeen
+    from tests.test_projections_support import CLAUDE_SRC, chunks_of, claude_line
+
+    data = (claude_line("t1", "assistant", "gnu gnu appears here")
+            + claude_line("t2", "user", "gnu gnu appears here too"))
+    log = EventLog(tmp_path / "log")
+    append(log, [SourceSeen(source=CLAUDE_SRC, agent="claude", root="/r",
+                            path="projects/-proj/s1.jsonl", layout="claude.session", at=1),
+                 *chunks_of(CLAUDE_SRC, data, [])])
+    catch_up(tmp_path / "h.db", log)
+    hits = query.search(tmp_path / "h.db", "gnu")["hits"]
+    assert [h["id"] for h in hits] == ["transcript:claude:t2", "transcript:claude:t1"]
+
+
+def test_duplicates_are_dropped_and_common_terms_bounded(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, [MessageSent(id=f"d{i}", sender="s", to=[], kind="message",
+                             body="identical body of text", at=i) for i in range(3)])
+    append(log, [MessageSent(id=f"c{i}", sender="s", to=[], kind="message",
+                             body=f"wombat {i}", at=100 + i) for i in range(6000)], prefix="c")
+    catch_up(tmp_path / "h.db", log)
+    assert len(query.search(tmp_path / "h.db", "identical")["hits"]) == 1
+    assert len(query.search(tmp_path / "h.db", "identical", engine="plain")["hits"]) == 1
+    assert len(query.search(tmp_path / "h.db", "wombat", limit=50)["hits"]) == 50
+
+
+def test_archived_documents_are_skipped_unless_asked(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE documents SET archived = 1 WHERE session = 's1'")
+    con.commit()
+    con.close()
+    assert "transcript:claude:u1" not in ids(query.search(path, "zebra"))
+    got = ids(query.search(path, "zebra", {"include_archived": True}))
+    assert "transcript:claude:u1" in got
+
+
+def test_missing_db_answers_empty(tmp_path: Path) -> None:
+    res = query.search(tmp_path / "none.db", "anything")
+    assert res["hits"] == [] and res["coverage"]["events"] == 0
+    assert query.get_document(tmp_path / "none.db", "message:x") is None
+
+
+def test_get_document(hdb: Path) -> None:
+    doc = query.get_document(hdb, "message:m1")
+    assert doc is not None
+    assert set(doc) == {"id", "kind", "agent", "at", "body", "link", "message", "job", "run",
+                        "session", "cursor"}
+    assert doc["body"] == "Hello wörld, the café opens"
+    assert query.get_document(hdb, "message:nope") is None
+    for bad in ["", "m1", "message:", ":x", "MESSAGE:x", "message:a\nb", "x" * 5000]:
+        with pytest.raises(BadId):
+            query.get_document(hdb, bad)
+
+
+def test_conversation_pages(hdb: Path) -> None:
+    first = query.get_conversation(hdb, "claude:s1", limit=2)
+    assert [i["id"] for i in first["items"]] == ["transcript:claude:u1", "transcript:claude:u2"]
+    assert first["next"] is not None
+    rest = query.get_conversation(hdb, "claude:s1", after=first["next"], limit="20")
+    assert [i["id"] for i in rest["items"]] == ["transcript:claude:u3", "transcript:claude:u9"]
+    assert rest["next"] is None
+    assert query.get_conversation(hdb, "s1")["id"] == "claude:s1"  # a bare session id
+    with pytest.raises(NotFound):
+        query.get_conversation(hdb, "claude:nope")
+    with pytest.raises(QueryError) as info:
+        query.get_conversation(hdb, "claude:s1", after="abc")
+    assert info.value.param == "after"
+    with pytest.raises(QueryError):
+        query.get_conversation(hdb, "claude:s1", limit=0)
+    with pytest.raises(BadId):
+        query.get_conversation(hdb, "")
+
+
+def test_decision_history_and_run_log(hdb: Path) -> None:
+    hist = query.decision_history(hdb, "storage engine")
+    assert hist is not None
+    assert [r["revision"] for r in hist["revisions"]] == [1, 2]
+    assert query.decision_history(hdb, "nothing") is None
+    log = query.run_log(hdb, "run-7")
+    assert log is not None and log["text"] == "starting plugh\nstep two\n"
+    assert log["job"] == "nightly" and log["next"] is None
+    assert query.run_log(hdb, "run-7.log", "9")["text"] == "plugh\nstep two\n"  # type: ignore[index]
+    assert query.run_log(hdb, "nope") is None
+    with pytest.raises(QueryError):
+        query.run_log(hdb, "run-7", -1)
+
+
+def test_alias_of_unknown_agent_is_other(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, [AliasBound(alias="bot", session="S9", agent="aider", at=1),
+                 MessageSent(id="b1", sender="bot", to=[], kind="message", body="narwhal",
+                             at=2, session="S9")])
+    catch_up(tmp_path / "h.db", log)
+    hit = query.search(tmp_path / "h.db", "narwhal", {"agent": "other", "session": "bot"})
+    assert ids(hit) == {"message:b1"}
