@@ -332,7 +332,7 @@ def _tool_use(ctx: _Context, block: dict[str, Any], index: int, result: ParseRes
 
 def _system(ctx: _Context, result: ParseResult) -> None:
     subtype = ctx.obj.get("subtype")
-    if subtype in _QUIET_SYSTEM:
+    if isinstance(subtype, str) and subtype in _QUIET_SYSTEM:
         result.skipped += 1
         return
     text = _TAG.sub("", text_of(ctx.obj.get("content"))).strip()

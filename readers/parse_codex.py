@@ -233,7 +233,7 @@ class _Line:
             text = text_of(payload.get("message"))
             if text.strip():
                 self.emit("system", "error", text)
-        elif etype in _QUIET_EVENTS:
+        elif isinstance(etype, str) and etype in _QUIET_EVENTS:
             self.result.skipped += 1
         else:
             self.result.count_unknown(f"codex:event_msg:{str(etype)[:64]}")

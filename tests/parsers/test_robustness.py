@@ -1,0 +1,197 @@
+"""No input makes a parser raise, and state survives a JSON round trip between calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from readers import parse
+from readers.records import ParseResult
+from tests.parsers.feed import source_info
+from tests.parsers.golden import FIXTURES
+
+LINE = sorted(parse.LINE_LAYOUTS)
+SNAPSHOT = sorted(parse.SNAPSHOT_LAYOUTS)
+PATHS = {
+    "claude.session": "projects/-x/11111111-2222-4333-8444-555555555555.jsonl",
+    "claude.subagent": "projects/-x/s/subagents/agent-abc.jsonl",
+    "claude.history": "history.jsonl",
+    "claude.subagent_meta": "projects/-x/s/subagents/agent-abc.meta.json",
+    "claude.tool_result": "projects/-x/s/tool-results/toolu_1.txt",
+    "codex.rollout": "sessions/2026/01/01/rollout-2026-01-01T00-00-00-x.jsonl",
+    "codex.history": "history.jsonl",
+    "opencode.json": "storage/part/msg_1/prt_1.json",
+    "opencode.db": "opencode.db",
+    "runs.log": "a.log",
+    "runs.meta": "a.json",
+}
+KEYS = st.sampled_from(
+    [
+        "type", "message", "content", "payload", "role", "text", "uuid", "sessionId", "cwd",
+        "timestamp", "isSidechain", "agentId", "name", "input", "id", "tool_use_id", "summary",
+        "call_id", "arguments", "output", "data", "state", "messageID", "sessionID", "time",
+        "attachment", "subtype", "isMeta", "thinking", "source", "url", "title", "directory",
+    ]
+)  # fmt: skip
+WORDS = st.sampled_from(
+    [
+        "user", "assistant", "text", "tool_use", "tool_result", "thinking", "image", "message",
+        "response_item", "event_msg", "session_meta", "compacted", "reasoning", "function_call",
+        "function_call_output", "summary", "system", "part", "tool", "file", "data:x;base64,",
+        "\ud800", "2026-01-01T00:00:00Z", "", "queued_command", "user_message",
+    ]
+)  # fmt: skip
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), WORDS, st.text()
+)
+JSONISH = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=6)),
+    max_leaves=25,
+)
+
+
+def _check(result: ParseResult) -> None:
+    assert isinstance(result, ParseResult)
+    # parse.* turns a parser exception into an ":error" count; a test must see it as a bug
+    assert not [kind for kind in result.unknown if kind.endswith(":error")], result.unknown
+    msgspec.json.encode(result)  # all strings valid UTF-8
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=True).encode()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=st.sampled_from(LINE), data=st.binary(max_size=300), offset=st.integers(0, 10**9))
+def test_arbitrary_line_bytes(layout: str, data: bytes, offset: int) -> None:
+    state: dict[str, Any] = {}
+    _check(parse.parse_line(source_info(layout, PATHS[layout]), state, data, offset, 0))
+    msgspec.json.encode(state)
+
+
+@settings(max_examples=200, deadline=None)
+@given(layout=st.sampled_from(LINE), values=st.lists(JSONISH, min_size=1, max_size=5))
+def test_arbitrary_json_lines(layout: str, values: list[Any]) -> None:
+    state: dict[str, Any] = {}
+    source = source_info(layout, PATHS[layout])
+    for i, value in enumerate(values):
+        _check(parse.parse_line(source, state, _encode(value), i * 100, 0))
+    msgspec.json.encode(state)
+
+
+@settings(max_examples=300, deadline=None)
+@given(layout=st.sampled_from(SNAPSHOT), value=JSONISH, raw=st.binary(max_size=200))
+def test_arbitrary_snapshots(layout: str, value: Any, raw: bytes) -> None:
+    state: dict[str, Any] = {}
+    source = source_info(layout, PATHS[layout])
+    _check(parse.parse_snapshot(source, state, _encode(value)))
+    _check(parse.parse_snapshot(source, state, raw))
+    msgspec.json.encode(state)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    table=st.sampled_from(["session", "message", "part", "account", ""]),
+    row=st.dictionaries(KEYS, st.one_of(JSONISH, JSONISH.map(json.dumps)), max_size=6),
+    raw=st.binary(max_size=100),
+)
+def test_arbitrary_rows(table: str, row: dict[str, Any], raw: bytes) -> None:
+    state: dict[str, Any] = {}
+    source = source_info("opencode.db", "opencode.db")
+    _check(parse.parse_row(source, state, table, "r1", _encode(row)))
+    _check(parse.parse_row(source, state, table, "r1", raw))
+
+
+def _fixture_lines() -> list[tuple[str, str, Any]]:
+    """(layout, path, decoded JSON) of every JSON line of the golden fixtures."""
+    out = []
+    for case in sorted(FIXTURES.glob("*/*/case.json")):
+        for item in json.loads(case.read_text())["sources"]:
+            if item["layout"] not in parse.LINE_LAYOUTS:
+                continue
+            for line in (case.parent / "input" / item["path"]).read_bytes().splitlines():
+                try:
+                    out.append((item["layout"], item["path"], json.loads(line)))
+                except ValueError:
+                    continue
+    return out
+
+
+FIXTURE_LINES = _fixture_lines()
+
+
+def _mutate(value: Any, path: list[int], replacement: Any) -> Any:
+    """Replace the node reached by following `path` (indices into children) by `replacement`."""
+    if not path:
+        return replacement
+    if isinstance(value, dict) and value:
+        key = list(value)[path[0] % len(value)]
+        return {**value, key: _mutate(value[key], path[1:], replacement)}
+    if isinstance(value, list) and value:
+        i = path[0] % len(value)
+        return [*value[:i], _mutate(value[i], path[1:], replacement), *value[i + 1 :]]
+    return replacement
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pick=st.integers(0, 10**6),
+    path=st.lists(st.integers(0, 50), min_size=1, max_size=6),
+    replacement=JSONISH,
+)
+def test_real_shapes_with_one_wrong_value(pick: int, path: list[int], replacement: Any) -> None:
+    """Fixture lines with one node replaced by anything: deep paths meet wrong types."""
+    layout, rel, value = FIXTURE_LINES[pick % len(FIXTURE_LINES)]
+    state: dict[str, Any] = {}
+    source = source_info(layout, rel)
+    _check(parse.parse_line(source, state, _encode(_mutate(value, path, replacement)), 0, 0))
+    msgspec.json.encode(state)
+
+
+def test_wrong_layout_is_counted_not_raised() -> None:
+    source = source_info("runs.log", "a.log")
+    odd = msgspec.structs.replace(source, layout="gemini.session")
+    assert parse.parse_line(odd, {}, b"{}", 0, 0).unknown == {"gemini.session:line": 1}
+    assert parse.parse_snapshot(odd, {}, b"{}").unknown == {"gemini.session:snapshot": 1}
+    assert parse.parse_row(odd, {}, "part", "x", b"{}").unknown == {"gemini.session:row": 1}
+
+
+def test_state_survives_a_json_round_trip_between_lines() -> None:
+    """The caller may persist state as JSON after every call: results must not change."""
+    for case in sorted(FIXTURES.glob("*/*/case.json")):
+        spec = json.loads(case.read_text())
+        for item in spec["sources"]:
+            if item["layout"] not in parse.LINE_LAYOUTS:
+                continue
+            source = source_info(item["layout"], item["path"])
+            data = (case.parent / "input" / item["path"]).read_bytes()
+            kept: dict[str, Any] = {}
+            persisted: dict[str, Any] = {}
+            offset = 0
+            for line in data.split(b"\n")[:-1]:
+                a = parse.parse_line(source, kept, line, offset, 0)
+                b = parse.parse_line(source, persisted, line, offset, 0)
+                persisted = json.loads(json.dumps(persisted))
+                assert a == b, (case, offset)
+                offset += len(line) + 1
+
+
+def test_scopes_pair_the_files_that_share_knowledge() -> None:
+    scope = parse.state_scope
+    meta = source_info("claude.subagent_meta", "projects/-x/s/subagents/agent-abc.meta.json")
+    lines = source_info("claude.subagent", "projects/-x/s/subagents/agent-abc.jsonl")
+    assert scope(meta) == scope(lines)
+    assert scope(source_info("runs.log", "archive/r1.log")) == scope(
+        source_info("runs.meta", "archive/r1.json")
+    )
+    assert scope(source_info("opencode.db", "opencode.db")) == scope(
+        source_info("opencode.json", "storage/part/m/p.json")
+    )
+    assert scope(source_info("claude.session", "projects/-x/a.jsonl")) != scope(
+        source_info("claude.session", "projects/-x/b.jsonl")
+    )
