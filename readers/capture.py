@@ -20,13 +20,17 @@ Promises (docs/capture.md):
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from eventlog import EventLog
 from eventlog.events import Event, SourceSeen
@@ -35,13 +39,15 @@ from readers import cursor as cur
 from readers.discovery import Entry, classify, kind_of, walk
 from readers.roots import Root, split_source
 
+ASYNC_PACK_MIN = 16 * 1024  # smaller payloads are compressed inline
+
 
 @dataclass(slots=True)
 class Options:
     settle_s: float = 2.0
     discover_per_tick: int = 32
     polls_per_tick: int = 2
-    batch_bytes: int = 8 * 1024 * 1024
+    batch_bytes: int = 16 * 1024 * 1024
     batch_events: int = 4000
     rediscover_s: float = 30.0
     max_clean_sweeps: int = 3
@@ -113,6 +119,8 @@ class Capturer:
         self._epoch: bytes | None = None
         self._held: contextlib.ExitStack | None = None
         self._events: list[tuple[bytes, Event]] = []
+        self._futures: list[tuple[int, Future[tuple[bytes, str]]]] = []
+        self._pool: ThreadPoolExecutor | None = None
         self._state: dict[bytes, bytes | None] = {}
         self._pending_bytes = 0
         self.ready: deque[str] = deque()
@@ -127,6 +135,7 @@ class Capturer:
         self._next_discovery = 0.0
         self._load()
         self._new_sweep()
+        gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
 
     # --- state ------------------------------------------------------------------------
 
@@ -162,6 +171,12 @@ class Capturer:
     def flush(self) -> None:
         """Commit pending events and cursors in one transaction, then release the lock."""
         try:
+            for idx, fut in self._futures:
+                packed, codec = fut.result()
+                if codec:
+                    key, ev = self._events[idx]
+                    self._events[idx] = (key, msgspec.structs.replace(ev, data=packed,
+                                                                      codec=codec))
             if self._events or self._state:
                 token = os.urandom(8)
                 self._state[cur.EPOCH_KEY] = token
@@ -171,6 +186,7 @@ class Capturer:
                 self.stats.duplicates += res.duplicates
         finally:
             self._events, self._state, self._pending_bytes = [], {}, 0
+            self._futures = []
             if self._held is not None:
                 self._held.close()
                 self._held = None
@@ -181,7 +197,8 @@ class Capturer:
         new = polled.cursor if polled is not None else c
         assert new is not None
         if polled is not None:
-            self._events.extend(polled.events)
+            for key, ev in polled.events:
+                self._add(key, ev)
             self._pending_bytes += polled.bytes
             self.stats.bytes += polled.bytes
             if polled.events:
@@ -192,6 +209,31 @@ class Capturer:
             src.cursor = new
             self._state[cur.cursor_key(new.source)] = cur.encode(new)
             self._sweep_dirty = True
+
+    def _add(self, key: bytes, ev: Event) -> None:
+        """Queue an event; its payload is compressed on the pool while capture goes on."""
+        idx = len(self._events)
+        self._events.append((key, ev))
+        data = getattr(ev, "data", None)
+        if not isinstance(data, bytes) or len(data) < cf.COMPRESS_MIN:
+            return
+        if len(data) < ASYNC_PACK_MIN:
+            packed, codec = cf.pack(data)
+            if codec:
+                self._events[idx] = (key, msgspec.structs.replace(ev, data=packed, codec=codec))
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
+        self._futures.append((idx, self._pool.submit(cf.pack, data)))
+
+    def close(self) -> None:
+        """Commit what is pending and stop the compression threads."""
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
     def _maybe_flush(self) -> None:
         if (
@@ -340,17 +382,16 @@ class Capturer:
         except sr.RowsError as exc:
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
-        for row in rows:
-            packed, codec = cf.pack(row.data)
-            from eventlog.events import RowSnapshotted
+        from eventlog.events import RowSnapshotted
 
+        for row in rows:
             ev = RowSnapshotted(
                 source=c.source, table=table, row_id=row.row_id, time_updated=row.time_updated,
-                data=packed, codec=codec, at=at,
+                data=row.data, at=at,
             )
             k = cur.event_key(b"row", c.source, table, row.row_id, row.time_updated,
                               cur.span_hash(row.data))
-            self._events.append((k, ev))
+            self._add(k, ev)
             self._pending_bytes += len(row.data)
             self.stats.bytes += len(row.data)
         self.stats.rows += len(rows)
@@ -410,8 +451,13 @@ class Capturer:
         return self.sweeps_clean >= 1 or self.sweeps_done >= self.opt.max_clean_sweeps + 1
 
     def run_once(self, progress: Callable[[Capturer], None] | None = None) -> Stats:
-        """Tick back to back until idle; several ticks share a transaction."""
+        """Tick back to back until idle; several ticks share a transaction.
+
+        The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
+        scanning thousands of cursors again and again costs more than the capture."""
         last = time.monotonic()
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
             while not self.done():
                 self.tick()
@@ -419,7 +465,9 @@ class Capturer:
                     last = time.monotonic()
                     progress(self)
         finally:
-            self.flush()
+            self.close()
+            if was_enabled:
+                gc.enable()
         return self.finish()
 
     def run_watch(
@@ -440,7 +488,7 @@ class Capturer:
                     after_commit()
                 stop.wait(busy_s if busy else idle_s)
         finally:
-            self.flush()
+            self.close()
         return self.finish()
 
     def finish(self) -> Stats:

@@ -11,7 +11,8 @@ Promises:
   a byte prefix of the new file (a replaced, grown file) is not a rewrite;
 - a snapshot is taken whenever the blake3 of the whole file differs from the last one;
   files above `SNAPSHOT_MAX` are marked oversized and skipped (counted by audit);
-- every function returns new events and a new cursor; the caller commits both in one
+- every function returns new events (data raw, `codec` ""; the engine compresses them
+  with `pack` before committing) and a new cursor; the caller commits both in one
   transaction, so a crash loses nothing that was committed and repeats nothing.
 """
 
@@ -19,30 +20,34 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, SourceRewound
-from readers.cursor import HASH_SPAN, Cursor, event_key, span_hash
+from readers.cursor import HASH_SPAN, Cursor, content_hash, event_key, span_hash
 
 READ_MAX = 64 * 1024
 SNAPSHOT_MAX = 32 * 1024 * 1024
 COMPRESS_MIN = 256
-ZSTD_LEVEL = 3
+ZSTD_LEVEL = 1
 
-_compressor: Any = None
+_local = threading.local()
 
 
 def pack(data: bytes) -> tuple[bytes, str]:
-    """`data` compressed with zstd when that saves at least a tenth, else raw."""
-    global _compressor
+    """`data` compressed with zstd when that saves at least a tenth, else raw.
+
+    Thread-safe (one compressor per thread): the engine runs it in a small pool, since
+    zstd releases the GIL."""
     if len(data) < COMPRESS_MIN:
         return data, ""
-    if _compressor is None:
+    comp = getattr(_local, "zstd", None)
+    if comp is None:
         import zstandard
 
-        _compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
-    packed: bytes = _compressor.compress(data)
+        comp = _local.zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    packed: bytes = comp.compress(data)
     if len(packed) * 10 < len(data) * 9:
         return packed, "zstd"
     return data, ""
@@ -145,13 +150,12 @@ def poll_append(
         if take:
             chunk = data[:take]
             new_off = c.offset + take
-            packed, codec = pack(chunk)
             out.events.append(
                 (
-                    event_key(b"chunk", source, c.gen, c.offset, span_hash(chunk)),
+                    event_key(b"chunk", source, c.gen, c.offset, content_hash(chunk)),
                     ChunkCaptured(
                         source=source, generation=c.gen, offset=c.offset, size=take,
-                        data=packed, codec=codec, at=at,
+                        data=chunk, at=at,
                     ),
                 )
             )
@@ -196,9 +200,8 @@ def poll_snapshot(path: str, c: Cursor, *, at: int) -> Polled:
     digest = blake3.blake3(data).hexdigest()
     if digest == c.blake3:
         return Polled(_with_stat(c, st, oversized=False))
-    packed, codec = pack(data)
     ev = FileSnapshotted(
-        source=c.source, blake3=digest, size=len(data), data=packed, codec=codec,
+        source=c.source, blake3=digest, size=len(data), data=data,
         mtime_ms=st.st_mtime_ns // 1_000_000, at=at,
     )
     out = Polled(_with_stat(c, st, blake3=digest, offset=len(data), oversized=False))

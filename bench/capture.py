@@ -1,0 +1,196 @@
+"""Benchmark of `agentlog capture` on a synthetic home it writes itself.
+
+    .venv/bin/python bench/capture.py --quick   # 6,000 small files + one 20 MB file
+    .venv/bin/python bench/capture.py           # 6,000 files (~250 MB) + one 200 MB file
+    .venv/bin/python bench/capture.py --gb      # ~1 GB
+
+Prints, in one run: cold capture MB/s and its ratio to reading + SHA-256 of the same files
+(baseline measured here), peak RSS of the capture process, a no-change re-capture of all
+files as a whole process (goal <= 0.12 s), capture of one new session (goal <= 0.2 s), and
+log bytes on disk against bytes captured. Every capture is a real `agentlog` subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENTLOG = ROOT / ".venv" / "bin" / "agentlog"
+WORDS = ("capture", "restore", "lmdb", "cursor", "tick", "session", "refactor", "parser",
+         "the", "a", "and", "to", "of", "test", "function", "error", "file", "query", "index")
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _claude_line(rng: random.Random, sid: str, i: int, width: int) -> bytes:
+    role = "user" if i % 2 == 0 else "assistant"
+    rec = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/w/p",
+           "sessionId": sid, "version": "2.1.90", "gitBranch": "main", "type": role,
+           "message": {"role": role, "content": [{"type": "text", "text": _text(rng, width)}]},
+           "uuid": f"{sid[:8]}-{i:06d}", "timestamp": "2026-04-07T15:31:35.362Z"}
+    return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
+
+
+def _codex_line(rng: random.Random, i: int, width: int) -> bytes:
+    rec = {"timestamp": "2025-09-16T06:12:37.392Z", "type": "response_item",
+           "payload": {"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": _text(rng, width)}]}}
+    return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
+
+
+def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int = 7) -> dict[
+        str, Path]:
+    """Claude sessions (~45%), Codex rollouts (~25%), opencode JSON files (~30%)."""
+    rng = random.Random(seed)
+    claude, codex, oc = base / "claude", base / "codex", base / "opencode"
+    n_claude, n_codex = int(files * 0.45), int(files * 0.25)
+    n_oc = files - n_claude - n_codex
+    per_file = max(target_bytes // max(n_claude + n_codex, 1), 600)
+    for i in range(n_claude):
+        sid = f"{rng.getrandbits(128):032x}"
+        sid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}"
+        p = claude / "projects" / f"-w-proj{i % 40}" / f"{sid}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "wb") as f:
+            size, j = 0, 0
+            while size < per_file:
+                line = _claude_line(rng, sid, j, rng.randint(10, 120))
+                f.write(line)
+                size += len(line)
+                j += 1
+    for i in range(n_codex):
+        p = codex / "sessions" / "2025" / f"{1 + i % 12:02d}" / f"{1 + i % 28:02d}" / (
+            f"rollout-2025-01-01T00-00-00-{i:08d}.jsonl")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "wb") as f:
+            size, j = 0, 0
+            while size < per_file:
+                line = _codex_line(rng, j, rng.randint(10, 120))
+                f.write(line)
+                size += len(line)
+                j += 1
+    for i in range(n_oc):
+        ses = f"ses_{i // 30:012x}"
+        if i % 30 == 0:
+            p = oc / "storage" / "session" / "global" / f"{ses}.json"
+            body = {"id": ses, "title": _text(rng, 6), "directory": "/w/p"}
+        else:
+            p = oc / "storage" / "part" / f"msg_{i // 3:012x}" / f"prt_{i:012x}.json"
+            body = {"id": f"prt_{i:012x}", "sessionID": ses, "type": "text",
+                    "text": _text(rng, rng.randint(10, 200))}
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(body, indent=2))
+    if big_mb:
+        p = claude / "projects" / "-w-big" / "big-session.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "wb") as f:
+            written, j = 0, 0
+            while written < big_mb * 1024 * 1024:
+                line = _claude_line(rng, "big", j, 400)
+                f.write(line)
+                written += len(line)
+                j += 1
+    return {"claude": claude, "codex": codex, "opencode": oc}
+
+
+def all_files(roots: dict[str, Path]) -> list[Path]:
+    return [p for r in roots.values() for p in r.rglob("*") if p.is_file()]
+
+
+def read_and_hash(files: list[Path]) -> float:
+    t0 = time.perf_counter()
+    for p in files:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return time.perf_counter() - t0
+
+
+def run_capture(home: Path, roots: dict[str, Path]) -> tuple[float, int, dict[str, object]]:
+    """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process."""
+    cmd = [str(AGENTLOG), "--home", str(home), "capture", "--json",
+           "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
+           "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    out = p.stdout.read() if p.stdout else b""
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read() if p.stderr else b""
+    if p.returncode != 0:
+        raise SystemExit(f"capture failed: {err.decode()}")
+    return wall, usage.ru_maxrss * 1024, json.loads(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes (~1 minute)")
+    ap.add_argument("--gb", action="store_true", help="about 1 GB of history")
+    ap.add_argument("--files", type=int, default=6000)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args()
+    if args.gb:
+        target, big = 800 << 20, 200
+    elif args.quick:
+        target, big = 12 << 20, 20
+    else:
+        target, big = 250 << 20, 200
+    tmp = Path(tempfile.mkdtemp(prefix="agentlog-bench-"))
+    try:
+        t0 = time.perf_counter()
+        roots = write_home(tmp / "src", args.files, target, big)
+        files = all_files(roots)
+        total = sum(p.stat().st_size for p in files)
+        mb = total / 1e6
+        print(f"synthetic home: {len(files)} files, {mb:.1f} MB "
+              f"(largest {big} MB), written in {time.perf_counter() - t0:.1f} s")
+        base = min(read_and_hash(files) for _ in range(2))
+        print(f"baseline read + SHA-256: {base:.2f} s = {mb / base:.0f} MB/s")
+        home = tmp / "home"
+        wall, rss, summary = run_capture(home, roots)
+        print(f"cold capture: {wall:.2f} s = {mb / wall:.0f} MB/s "
+              f"(ratio to read+SHA-256: {base / wall:.2f}x), peak RSS {rss / 2**20:.0f} MiB "
+              f"(goal < 200 MiB), appended {summary['appended']}, files {summary['files']}")
+        assert summary["bytes"] == total, (summary["bytes"], total)
+        times = []
+        for _ in range(7):
+            w, _, s = run_capture(home, roots)
+            assert s["appended"] == 0, s
+            times.append(w)
+        print(f"no-change re-capture of {summary['files']} files: median "
+              f"{statistics.median(times):.3f} s, best {min(times):.3f} s (goal <= 0.12 s)")
+        new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
+        new.parent.mkdir(parents=True)
+        rng = random.Random(1)
+        new.write_bytes(b"".join(_claude_line(rng, "new", j, 60) for j in range(120)))
+        w, _, s = run_capture(home, roots)
+        print(f"capture of one new session ({new.stat().st_size / 1e3:.0f} KB): {w:.3f} s "
+              f"(goal <= 0.2 s), appended {s['appended']}")
+        data = home / "log" / "data.mdb"
+        st = data.stat()
+        print(f"log on disk: {st.st_size / 1e6:.1f} MB file, {st.st_blocks * 512 / 1e6:.1f} MB "
+              f"allocated, for {mb:.1f} MB captured (ratio {st.st_blocks * 512 / total:.2f})")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
