@@ -18,7 +18,6 @@ from pathlib import Path
 
 from eventlog import EventLog
 from projections import db
-from projections.apply import appliers, apply_event
 from projections.rebuild import BuildResult, Progress, build_lock, rebuild
 
 BATCH = 1000
@@ -131,6 +130,9 @@ def _apply_batches(
     progress: Progress | None,
     head_seq: int,
 ) -> int:
+
+    from projections.apply import appliers, apply_event
+
     table = appliers()
     done = 0
     while max_events is None or done < max_events:

@@ -20,17 +20,22 @@ _CJK_CLASS = (
     "\uf900-\ufaff"  # CJK compatibility ideographs
     "\U00020000-\U0002ffff"  # CJK extensions B..
 )
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_HAS_CJK = re.compile(f"[{_CJK_CLASS}]")
+_compiled: list[re.Pattern[str]] = []
+
+
+def _run_re() -> re.Pattern[str]:
+    if not _compiled:  # compiled on first use: it costs milliseconds at import time
+        _compiled.append(re.compile(f"[{_CJK_CLASS}]+"))
+    return _compiled[0]
 
 
 def has_cjk(text: str) -> bool:
-    return _HAS_CJK.search(text) is not None
+    return _run_re().search(text) is not None
 
 
 def runs(text: str) -> list[str]:
     """The maximal CJK runs of `text`, in order."""
-    return _CJK_RUN.findall(text)
+    return _run_re().findall(text)
 
 
 def bigrams(run: str) -> list[str]:
@@ -56,5 +61,5 @@ def grams_text(text: str, cap: int = 200_000) -> str:
 def split_token(token: str) -> tuple[list[str], list[str]]:
     """(CJK runs, non-CJK parts) of one query token."""
     cjk = runs(token)
-    rest = [p for p in _CJK_RUN.split(token) if p]
+    rest = [p for p in _run_re().split(token) if p]
     return cjk, rest

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -149,10 +151,29 @@ def parser_module() -> ModuleType | None:
     return importlib.import_module("readers.parse")
 
 
+_VERSION_LINE = re.compile(rb"^PARSER_VERSION\s*=\s*(\d+|\"[^\"]*\"|'[^']*')\s*$", re.M)
+
+
 def parser_version() -> str:
-    mod = parser_module()
-    if mod is None:
+    """`readers.parse.PARSER_VERSION` as a string ("none" while there is no parser).
+
+    Read from the module's source when it is a plain literal, so the fast search path
+    (compare with the checkpoint) does not import every parser.
+    """
+    try:
+        spec = importlib.util.find_spec("readers.parse")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
         return NO_PARSER
+    if "readers.parse" not in sys.modules and spec.origin and spec.origin.endswith(".py"):
+        try:
+            match = _VERSION_LINE.search(Path(spec.origin).read_bytes())
+        except OSError:
+            match = None
+        if match:
+            return match.group(1).decode().strip("\"'")
+    mod = importlib.import_module("readers.parse")
     return str(getattr(mod, "PARSER_VERSION", "0"))
 
 

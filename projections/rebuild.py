@@ -25,7 +25,6 @@ from pathlib import Path
 
 from eventlog import EventLog
 from projections import db
-from projections.apply import appliers, apply_event
 from projections.errors import ProjectionBusy
 
 Progress = Callable[[int, int], None]
@@ -102,6 +101,8 @@ def build(
         con.execute("PRAGMA synchronous = OFF")
         con.execute("PRAGMA cache_size = -262144")
         con.execute("PRAGMA temp_store = MEMORY")
+        from projections.apply import appliers, apply_event
+
         chosen = db.create_schema(con, engine=engine)
         table = appliers()
         con.execute("BEGIN")
