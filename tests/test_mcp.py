@@ -194,4 +194,4 @@ async def test_startup_time(home: Path) -> None:
     async with spawn(home) as client:
         await client.list_tools()
         elapsed = time.perf_counter() - start
-    assert elapsed < 5.0  # the goal (< 1 s) is measured by bench/mcp.py; this catches regressions
+    assert elapsed < 10.0  # the goal (< 1 s) is measured by bench/mcp.py; this catches regressions
