@@ -46,6 +46,8 @@ def _root_options(f: Any) -> Any:
 @_root_options
 @click.option("--watch", is_flag=True, help="Keep capturing until SIGINT/SIGTERM.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--index/--no-index", default=True, show_default=True,
+              help="Bring history.db up to date after capturing (search also catches up).")
 @click.option("--settle", type=float, default=2.0, show_default=True, hidden=True,
               help="Seconds an unterminated final line must be quiet before it is captured.")
 @click.pass_context
@@ -57,6 +59,7 @@ def capture(
     runs_dir: str | None,
     watch: bool,
     as_json: bool,
+    index: bool,
     settle: float,
 ) -> None:
     """Capture agent history into the log (read-only on the sources).
@@ -75,7 +78,7 @@ def capture(
         log = home.log()
         engine = Capturer(log, roots, Options(settle_s=settle))
         if watch:
-            stats = _watch(home, engine)
+            stats = _watch(home, engine, index)
         else:
             stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
     except EventLogError as exc:
@@ -95,7 +98,7 @@ def capture(
         )
         for err in out["errors"]:
             click.echo(f"warning: {err}", err=True)
-    if stats.appended and not watch:
+    if stats.appended and index and not watch:
         from cli import hooks
 
         hooks.after_append(home)
@@ -121,7 +124,7 @@ def _once(engine: Any, *, show_progress: bool) -> Any:
         return engine.run_once(tick)
 
 
-def _watch(home: Home, engine: Any) -> Any:
+def _watch(home: Home, engine: Any, index: bool) -> Any:
     import signal
     import threading
 
@@ -134,7 +137,7 @@ def _watch(home: Home, engine: Any) -> Any:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
-    return engine.run_watch(stop, lambda: hooks.after_append(home))
+    return engine.run_watch(stop, (lambda: hooks.after_append(home)) if index else None)
 
 
 @click.command()
