@@ -101,7 +101,8 @@ def parse_line(
     elif kind == "attachment":
         _attachment(ctx, result)
     elif kind == "summary":
-        _title(ctx, obj.get("summary"), "summary", result)
+        leaf = str_or_none(obj.get("leafUuid"), 200)
+        _title(ctx, obj.get("summary"), "summary", result, f"claude:{leaf}" if leaf else None)
     elif kind in _TITLE_TYPES:
         _title(ctx, obj.get(_TITLE_TYPES[kind]), kind, result)
     elif kind in _QUIET_TYPES:
@@ -352,12 +353,19 @@ def _attachment(ctx: _Context, result: ParseResult) -> None:
     result.skipped += 1
 
 
-def _title(ctx: _Context, value: Any, kind: str, result: ParseResult) -> None:
+def _title(
+    ctx: _Context, value: Any, kind: str, result: ParseResult, leaf: str | None = None
+) -> None:
     title = text_of(value, MAX_TITLE).strip()
     if title and ctx.session:
         result.titles.append(
             SessionTitle(
-                agent=AGENT, session=ctx.session, title=title, project=ctx.project, kind=kind
+                agent=AGENT,
+                session=ctx.session,
+                title=title,
+                project=ctx.project,
+                kind=kind,
+                leaf=leaf,
             )
         )
     else:

@@ -138,6 +138,9 @@ def parse_line(
     if source.layout == "codex.history":
         _history_line(obj, cursor, result)
         return result
+    if state.get("gen", generation) != generation:
+        state.clear()  # a rewritten file is read again from its start: count afresh
+    state["gen"] = generation
     _Line(source, state, cursor, result).handle(obj)
     return result
 

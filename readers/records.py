@@ -78,6 +78,9 @@ class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
     title: str
     project: str | None = None
     kind: str | None = None
+    # Claude `summary` lines title the branch ending at `leaf` (a record uid), which usually
+    # lives in ANOTHER session file; `session` is then only the file that held the line.
+    leaf: str | None = None
 
 
 class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True):
