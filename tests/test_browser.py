@@ -62,7 +62,7 @@ def browser() -> Iterator[Any]:
 def assert_inert(page: Any, dialogs: list[str]) -> None:
     state = page.evaluate(INERT_JS)
     assert state["pwned"] is None, state
-    assert state["scripts"] == 1  # only /static/app.js
+    assert state["scripts"] == 2  # only /static/app.js and /static/history.js
     assert state["imgs"] == 0 and state["jsLinks"] == 0, state
     assert state["marksOnly"], state
     assert state["cookie"] == ""  # the session cookie is HttpOnly

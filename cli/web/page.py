@@ -17,6 +17,7 @@ FILES: dict[str, str] = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "history.js": "text/javascript; charset=utf-8",
 }
 
 
