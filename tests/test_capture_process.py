@@ -31,7 +31,8 @@ def _tree(base: Path, files: int, lines: int, *, noise: bool = False) -> Path:
 
 def _cap(home: Path, root: Path, *extra: str) -> dict[str, object]:
     out = run_cli(home, "capture", "--claude-dir", str(root), "--codex-dir", str(root / "nx"),
-                  "--opencode-dir", str(root / "ny"), "--json", *extra)
+                  "--opencode-dir", str(root / "ny"), "--runs-dir", str(root / "nz"), "--json",
+                  *extra)
     assert out.returncode == 0, out.stderr.decode()
     result: dict[str, object] = json.loads(out.stdout)
     return result
@@ -52,7 +53,7 @@ def test_recapture_appends_nothing(tmp_path: Path, home: Path) -> None:
 def test_two_concurrent_captures_store_each_byte_once(tmp_path: Path, home: Path) -> None:
     root = _tree(tmp_path, 120, 400)
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
-           "--claude-dir", str(root)]
+           "--no-index", "--claude-dir", str(root)]
     procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -72,7 +73,7 @@ def test_two_concurrent_captures_store_each_byte_once(tmp_path: Path, home: Path
 def test_kill_9_mid_capture_then_resume(tmp_path: Path, home: Path) -> None:
     root = _tree(tmp_path, 200, 1500, noise=True)  # ~30 MB, incompressible
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
-           "--claude-dir", str(root)]
+           "--no-index", "--claude-dir", str(root)]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     data = home / "log" / "data.mdb"
@@ -82,7 +83,7 @@ def test_kill_9_mid_capture_then_resume(tmp_path: Path, home: Path) -> None:
     p.wait(timeout=30)
     assert p.returncode == -signal.SIGKILL
     assert run_cli(home, "verify").returncode == 0
-    res = _cap(home, root)
+    res = _cap(home, root, "--no-index")
     assert res["pending"] == 0
     log = EventLog(home / "log", readonly=True)
     try:
