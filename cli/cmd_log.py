@@ -33,10 +33,14 @@ def record(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"line {err['line']}: {err['error']}", err=True)
         click.echo(f"{len(errors)} bad line(s); nothing appended", err=True)
         ctx.exit(2)
+    if not events:  # nothing to write: do not create a log just to say so
+        head = home.log(readonly=True).head().seq if home.has_log() else 0
+        emit_json({"appended": 0, "duplicates": 0, "head": head})
+        return
     try:
         log = home.log()
         result = log.append(events)
-    except EventLogError as exc:
+    except (EventLogError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     emit_json({"appended": result.appended, "duplicates": result.duplicates, "head": result.head})
     if result.appended:

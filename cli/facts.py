@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
+import msgspec
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from eventlog.events import (
@@ -26,29 +27,37 @@ from eventlog.events import (
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_KEY_BYTES = 400
+MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+_check_encoder = msgspec.msgpack.Encoder()
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def parse_time(value: Any) -> int:
     """Epoch milliseconds from epoch ms (int or decimal string) or ISO-8601 with timezone."""
     if isinstance(value, bool):
         raise ValueError("expected epoch milliseconds or ISO-8601 with timezone")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value.strip())
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError("epoch milliseconds must be >= 0")
+        if not 0 <= value <= MAX_EPOCH_MS:
+            raise ValueError(f"epoch milliseconds must be in 0..{MAX_EPOCH_MS}, got {value}")
         return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
     if isinstance(value, str):
         s = value.strip()
-        if s.isdigit():
-            return int(s)
         try:
             parsed = dt.datetime.fromisoformat(s.replace("Z", "+00:00") if s.endswith("Z") else s)
         except ValueError:
             raise ValueError(f"not ISO-8601 or epoch milliseconds: {value!r}") from None
         if parsed.tzinfo is None:
             raise ValueError(f"ISO-8601 time needs a timezone: {value!r}")
-        return int(parsed.timestamp() * 1000)
+        ms = (parsed - _EPOCH) // dt.timedelta(milliseconds=1)  # exact, no float rounding
+        if not 0 <= ms <= MAX_EPOCH_MS:
+            raise ValueError(f"time before 1970 or after 9999: {value!r}")
+        return ms
+    if isinstance(value, float):
+        raise ValueError(f"epoch milliseconds must be a whole number, got {value}")
     raise ValueError("expected epoch milliseconds or ISO-8601 with timezone")
 
 
@@ -193,6 +202,8 @@ def parse_lines(data: bytes) -> tuple[list[tuple[bytes, Event]], list[dict[str, 
             errors.append({"line": lineno, "error": f"{len(line)} bytes exceeds the "
                            f"{MAX_LINE_BYTES // (1024 * 1024)} MiB limit of one fact"})
             continue
+        if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]  # a UTF-8 byte order mark
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -213,9 +224,16 @@ def parse_lines(data: bytes) -> tuple[list[tuple[bytes, Event]], list[dict[str, 
             continue
         try:
             fact = _adapter.validate_python(obj)
-            events.append(to_event(fact))
+            key, event = to_event(fact)
+            _check_encoder.encode(event)  # what the log will store must encode
+            events.append((key, event))
         except ValidationError as exc:
             errors.append({"line": lineno, "error": _describe(exc)})
         except UnicodeEncodeError as exc:
-            errors.append({"line": lineno, "error": f"invalid text: {exc.reason}"})
+            errors.append({"line": lineno, "error": f"invalid text: a string holds a lone "
+                           f"surrogate ({exc.object[exc.start:exc.end]!a}), not UTF-8 text"})
+        except OverflowError:
+            errors.append({"line": lineno, "error": "a number does not fit in 64 bits"})
+        except (msgspec.EncodeError, TypeError, ValueError) as exc:
+            errors.append({"line": lineno, "error": f"cannot be stored: {exc}"})
     return events, errors
