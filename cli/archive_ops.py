@@ -16,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -326,6 +328,33 @@ def archive_tick(home: Home, now: int | None = None) -> dict[str, Any] | None:
         return archive(home, now=at)
     except NoLog:
         return None
+
+
+def start_archive_ticker(home: Home, stop: threading.Event, every_s: float = 3600.0,
+                         first_after_s: float = 300.0) -> threading.Thread | None:
+    """Call `archive_tick` hourly (it archives once a day) until `stop` is set.
+
+    Used by `capture --watch`; the first call waits `first_after_s` so the initial capture
+    burst finishes first. Disabled by config {"archive": {"auto": false}}. A failing tick
+    is reported on stderr (no transcript text) and retried an hour later.
+    """
+    cfg = home.config.get("archive")
+    if isinstance(cfg, dict) and cfg.get("auto") is False:
+        return None
+
+    def loop() -> None:
+        stop.wait(first_after_s)
+        while not stop.is_set():
+            try:
+                archive_tick(home)
+            except Exception as exc:  # keep capturing whatever happens here
+                sys.stderr.write(f"agentlog: archive tick failed: {type(exc).__name__}: "
+                                 f"{exc}\n")
+            stop.wait(every_s)
+
+    t = threading.Thread(target=loop, name="agentlog-archive", daemon=True)
+    t.start()
+    return t
 
 
 # --- the whole log ----------------------------------------------------------------------

@@ -137,6 +137,9 @@ def _watch(home: Home, engine: Any, index: bool) -> Any:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
+
+    start_archive_ticker(home, stop)
     return engine.run_watch(stop, (lambda: hooks.after_append(home)) if index else None)
 
 

@@ -184,3 +184,21 @@ def test_cli_archive_and_audit(tmp_path: Path) -> None:
     assert [o["op"] for o in section["archive_ticks"]] == ["archive.tick"]
     ops_seen = [o["op"] for o in section["imports"]]
     assert "import.applied" in ops_seen and "import.dry_run" in ops_seen
+
+
+def test_watch_ticker_runs_and_stops(h: Home) -> None:
+    import threading
+    import time
+
+    stop = threading.Event()
+    t = ops.start_archive_ticker(h, stop, every_s=0.05, first_after_s=0)
+    assert t is not None
+    deadline = time.monotonic() + 20
+    while not (h.archive_dir / ".last-tick").exists() and time.monotonic() < deadline:
+        stop.wait(0.05)
+    stop.set()
+    t.join(10)
+    assert not t.is_alive()
+    assert (h.archive_dir / ".last-tick").exists()
+    (h.root / "config.json").write_text('{"archive": {"auto": false}}')
+    assert ops.start_archive_ticker(Home(h.root), threading.Event()) is None
