@@ -228,7 +228,9 @@ def build_server(home: Home) -> Server[Any]:
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
         try:
-            return _result(call_tool(home, params.name, dict(args)))
+            # In a worker thread: a long call (answer: true) must not stall pings.
+            result = await anyio.to_thread.run_sync(call_tool, home, params.name, dict(args))
+            return _result(result)
         except calls.CallError as exc:
             return _error(str(exc))
         except Exception as exc:  # a tool failure must not end the session
