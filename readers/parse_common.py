@@ -62,6 +62,8 @@ def load_text_json(value: Any) -> Any:
 
 def clean(text: str) -> str:
     """The same text, guaranteed to encode as UTF-8 (lone surrogates become U+FFFD)."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text
