@@ -26,9 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -36,37 +34,57 @@ from eventlog import EventLog
 from eventlog.events import Event, SourceSeen
 from readers import capture_files as cf
 from readers import cursor as cur
-from readers.discovery import Entry, classify, kind_of, walk
+from readers.discovery import Entry, classify, files, kind_of, walk
 from readers.roots import Root, split_source
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 ASYNC_PACK_MIN = 16 * 1024  # smaller payloads are compressed inline
 
 
-@dataclass(slots=True)
 class Options:
-    settle_s: float = 2.0
-    discover_per_tick: int = 32
-    polls_per_tick: int = 2
-    batch_bytes: int = 16 * 1024 * 1024
-    batch_events: int = 4000
-    rediscover_s: float = 30.0
-    max_clean_sweeps: int = 3
+    """Bounds and pacing of the engine (defaults are the seed's figures)."""
+
+    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
+                 "polls_per_tick", "rediscover_s", "settle_s")
+
+    def __init__(
+        self,
+        *,
+        settle_s: float = 2.0,
+        discover_per_tick: int = 32,
+        polls_per_tick: int = 2,
+        batch_bytes: int = 16 * 1024 * 1024,
+        batch_events: int = 4000,
+        rediscover_s: float = 30.0,
+        max_clean_sweeps: int = 3,
+    ) -> None:
+        self.settle_s = settle_s
+        self.discover_per_tick = discover_per_tick
+        self.polls_per_tick = polls_per_tick
+        self.batch_bytes = batch_bytes
+        self.batch_events = batch_events
+        self.rediscover_s = rediscover_s
+        self.max_clean_sweeps = max_clean_sweeps
 
 
-@dataclass(slots=True)
 class Stats:
-    files: int = 0
-    bytes: int = 0
-    appended: int = 0
-    duplicates: int = 0
-    registered: int = 0
-    rewound: int = 0
-    snapshots: int = 0
-    rows: int = 0
-    missing: int = 0
-    pending: int = 0
-    errors: list[str] = field(default_factory=list)
-    changed: set[str] = field(default_factory=set)
+    """Counters of one capture run (`to_dict` is the `--json` summary)."""
+
+    def __init__(self) -> None:
+        self.files = 0
+        self.bytes = 0
+        self.appended = 0
+        self.duplicates = 0
+        self.registered = 0
+        self.rewound = 0
+        self.snapshots = 0
+        self.rows = 0
+        self.missing = 0
+        self.pending = 0
+        self.errors: list[str] = []
+        self.changed: set[str] = set()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,18 +102,19 @@ class Stats:
         }
 
 
-@dataclass(slots=True)
 class Source:
-    root: Root
-    rel: str
-    kind: str
-    cursor: cur.Cursor
-    table_idx: int = 0
-    round_sig: tuple[int, int, int] | None = None
+    """A registered source: where it is and its cursor."""
 
-    @property
-    def path(self) -> str:
-        return os.path.join(self.root.path, self.rel)
+    __slots__ = ("cursor", "kind", "path", "rel", "root", "round_sig", "table_idx")
+
+    def __init__(self, root: Root, rel: str, kind: str, cursor: cur.Cursor) -> None:
+        self.root = root
+        self.rel = rel
+        self.kind = kind
+        self.cursor = cursor
+        self.path = os.path.join(root.path, rel)
+        self.table_idx = 0
+        self.round_sig: tuple[int, int, int] | None = None
 
 
 class Capturer:
@@ -133,9 +152,14 @@ class Capturer:
         self._walker: Iterator[tuple[Root, Entry]] | None = self._walk_all()
         self.discovery_done = False
         self._next_discovery = 0.0
-        self._load()
-        self._new_sweep()
-        gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
+        self._loaded = False
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            self._load()
+            self._new_sweep()
+            gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
 
     # --- state ------------------------------------------------------------------------
 
@@ -223,17 +247,40 @@ class Capturer:
                 self._events[idx] = (key, msgspec.structs.replace(ev, data=packed, codec=codec))
             return
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
         self._futures.append((idx, self._pool.submit(cf.pack, data)))
 
     def close(self) -> None:
-        """Commit what is pending and stop the compression threads."""
+        """Commit what is pending (and the stat cache) and stop the compression threads."""
         try:
+            if self._loaded:
+                self._stage_statcache()
             self.flush()
         finally:
             if self._pool is not None:
                 self._pool.shutdown()
                 self._pool = None
+
+    def _stage_statcache(self) -> None:
+        """Stage each root's stat cache (for the no-change check) when it changed."""
+        for attempt in range(2):
+            caches: dict[str, cur.StatCache] = {r.id: {} for r in self.roots}
+            for src in self.sources.values():
+                c = src.cursor
+                if c.missing:
+                    continue
+                stat = (c.size, c.mtime_ns, c.ino) if is_idle(c, src) else cur.NEVER
+                caches[src.root.id][src.rel] = stat
+            staged = {cur.statcache_key(rid): cur.encode_statcache(v) for rid, v in caches.items()}
+            changed = {k: v for k, v in staged.items() if self.log.get_state(k) != v}
+            if not changed:
+                return
+            if attempt == 0 and self._lock():
+                continue  # another process committed meanwhile: rebuild from its cursors
+            self._state.update(changed)
+            return
 
     def _maybe_flush(self) -> None:
         if (
@@ -421,6 +468,7 @@ class Capturer:
 
     def tick(self) -> bool:
         """One bounded step; True when there is a backlog (tick again soon)."""
+        self._ensure_loaded()
         self._discover()
         polled: list[str] = []
         from_ready = True
@@ -455,10 +503,16 @@ class Capturer:
 
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
+        if not self._loaded:
+            files = unchanged_files(self.log, self.roots)
+            if files is not None:
+                self.stats.files = files
+                return self.stats
         last = time.monotonic()
         was_enabled = gc.isenabled()
         gc.disable()
         try:
+            self._ensure_loaded()
             while not self.done():
                 self.tick()
                 if progress is not None and time.monotonic() - last > 0.1:
@@ -497,6 +551,52 @@ class Capturer:
         s.missing = sum(1 for x in self.sources.values() if x.cursor.missing)
         s.pending = sum(1 for x in self.sources.values() if is_pending(x.cursor))
         return s
+
+
+def is_idle(c: cur.Cursor, src: Source) -> bool:
+    """Nothing left to do until the file's metadata changes."""
+    if c.backlog or c.size < 0 or c.missing:
+        return False
+    if src.kind == "append":
+        return c.offset == c.size
+    if src.kind == "rows":
+        return src.round_sig is None
+    return True
+
+
+def unchanged_files(log: EventLog, roots: list[Root]) -> int | None:
+    """The number of files when every file under `roots` has exactly the metadata of the
+    last capture (read from the stat caches, one small value per root); None otherwise.
+
+    This is the no-change fast path: no cursor is loaded and no file is opened."""
+    total = 0
+    for root in roots:
+        if not root.exists:
+            continue
+        raw = log.get_state(cur.statcache_key(root.id))
+        if raw is None:
+            return None
+        cache = cur.decode_statcache(raw)
+        seen = 0
+        for rel, entry in files(root.agent, str(root.path), known=cache):
+            want = cache.get(rel)
+            if want is None:
+                return None  # a new file
+            try:
+                if rel == "opencode.db":
+                    got = cf.db_signature(entry.path)
+                else:
+                    st = entry.stat()
+                    got = (st.st_size, st.st_mtime_ns, st.st_ino)
+            except OSError:
+                return None
+            if got != want:
+                return None
+            seen += 1
+        if seen != len(cache):
+            return None
+        total += seen
+    return total
 
 
 def is_pending(c: cur.Cursor) -> bool:

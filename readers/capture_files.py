@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, SourceRewound
@@ -53,13 +52,31 @@ def pack(data: bytes) -> tuple[bytes, str]:
     return data, ""
 
 
-@dataclass(slots=True)
 class Polled:
-    cursor: Cursor
-    events: list[tuple[bytes, Event]] = field(default_factory=list)
-    bytes: int = 0
-    busy: bool = False
-    rewound: bool = False
+    """What one poll produced: the new cursor, events, bytes read, whether to poll again."""
+
+    __slots__ = ("busy", "bytes", "cursor", "events", "rewound")
+
+    def __init__(self, cursor: Cursor, *, busy: bool = False) -> None:
+        self.cursor = cursor
+        self.events: list[tuple[bytes, Event]] = []
+        self.bytes = 0
+        self.busy = busy
+        self.rewound = False
+
+
+def db_signature(path: str) -> tuple[int, int, int]:
+    """(size, mtime_ns, inode) of a SQLite database folded with its -wal: changes on
+    every commit, so an unchanged database is recognised without opening it."""
+    st = os.stat(path)
+    size, mtime, ino = st.st_size, st.st_mtime_ns, st.st_ino
+    try:
+        w = os.stat(path + "-wal")
+        size += w.st_size << 32
+        mtime = max(mtime, w.st_mtime_ns)
+    except OSError:
+        pass
+    return size, mtime, ino
 
 
 def unchanged(c: Cursor, st: os.stat_result) -> bool:

@@ -19,6 +19,7 @@ import msgspec
 CURSOR_PREFIX = b"cur\0"
 ROWS_PREFIX = b"rows\0"
 EPOCH_KEY = b"capture\0epoch"
+STATCACHE_PREFIX = b"statcache\0"
 HASH_SPAN = 4096  # bytes hashed at the head and before the cursor to detect rewrites
 
 
@@ -73,6 +74,23 @@ def cursor_key(source: str) -> bytes:
 
 def rows_key(source: str, table: str) -> bytes:
     return _bounded(ROWS_PREFIX, f"{table}\0{source}")
+
+
+StatCache = dict[str, tuple[int, int, int]]
+_statcache_dec = msgspec.msgpack.Decoder(StatCache)
+NEVER = (-1, -1, -1)  # a cache entry that matches no file: "look at this one"
+
+
+def statcache_key(root_id: str) -> bytes:
+    return STATCACHE_PREFIX + root_id.encode()
+
+
+def encode_statcache(cache: StatCache) -> bytes:
+    return _enc.encode(cache)
+
+
+def decode_statcache(data: bytes) -> StatCache:
+    return _statcache_dec.decode(data)
 
 
 def encode(obj: Cursor | RowCursor) -> bytes:

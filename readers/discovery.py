@@ -16,8 +16,8 @@ Promises:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 APPEND_LAYOUTS = frozenset(
     {
@@ -43,8 +43,7 @@ _TOP_DIRS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One examined directory entry; `layout` is None for folders and ignored files."""
 
     rel: str
@@ -156,3 +155,34 @@ def walk(agent: str, root: str) -> Iterator[Entry]:
             else:
                 yield Entry(rel, classify(agent, rel))
         stack.extend(reversed(subdirs))
+
+
+def files(
+    agent: str, root: str, known: Mapping[str, object] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(rel, entry) of every history file under `root`, in no particular order: the lean
+    walk of the no-change check (same folders and layouts as `walk`). Names in `known`
+    are yielded without classifying them again."""
+    known = known or {}
+    stack: list[str] = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                if rel in known:
+                    yield rel, e
+                    continue
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    continue
+                if is_dir:
+                    if _descend(agent, rel):
+                        stack.append(rel)
+                elif classify(agent, rel) is not None:
+                    yield rel, e

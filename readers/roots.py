@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +28,27 @@ CONFIG_KEYS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class Root:
-    """One configured source root of one agent."""
+    """One configured source root of one agent (`id` = `root_id(path)`)."""
 
-    agent: str
-    path: Path
-    origin: str  # "flag", "config", "env", "default"
-    exists: bool
+    __slots__ = ("agent", "exists", "id", "origin", "path")
 
-    @property
-    def id(self) -> str:
-        return root_id(self.path)
+    def __init__(self, agent: str, path: Path, origin: str, exists: bool) -> None:
+        self.agent = agent
+        self.path = path
+        self.origin = origin  # "flag", "config", "env", "default"
+        self.exists = exists
+        self.id = root_id(path)
+
+    def __repr__(self) -> str:
+        return f"Root({self.agent!r}, {str(self.path)!r}, {self.origin!r}, {self.exists})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Root) and (self.agent, self.path, self.origin, self.exists) == (
+            other.agent, other.path, other.origin, other.exists)
+
+    def __hash__(self) -> int:
+        return hash((self.agent, self.path))
 
     def to_dict(self) -> dict[str, Any]:
         return {

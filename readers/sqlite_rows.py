@@ -26,10 +26,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from readers.capture_files import db_signature
+
 TABLES = ("session", "message", "part", "project")
 FORBIDDEN = frozenset({"account", "control_account", "credential", "session_share"})
 PAGE = 100
 SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
+
+
+__all__ = ["TABLES", "Row", "RowsError", "db_signature", "fetch_page", "open_readonly"]
 
 
 class RowsError(Exception):
@@ -42,19 +47,6 @@ class Row:
     row_id: str
     time_updated: int
     data: bytes
-
-
-def db_signature(path: str) -> tuple[int, int, int]:
-    """(size, mtime_ns, inode) of the database folded with its -wal: changes on commit."""
-    st = os.stat(path)
-    size, mtime, ino = st.st_size, st.st_mtime_ns, st.st_ino
-    try:
-        w = os.stat(path + "-wal")
-        size += w.st_size << 32
-        mtime = max(mtime, w.st_mtime_ns)
-    except OSError:
-        pass
-    return size, mtime, ino
 
 
 def _is_wal(path: str) -> bool:
