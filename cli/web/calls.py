@@ -7,7 +7,6 @@ Promises:
   plus `answer` when asked, so MCP and HTTP answer alike.
 - The answer step runs only when asked, and only through `cli.answers` when that module
   exists; otherwise `answer.error` says so while hits and sources are kept.
-- Light to import: `projections.query` is imported on first use.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ import importlib.util
 from typing import Any
 
 from cli.config import Home
+from projections import query as q
+from projections.errors import NotFound, ProjectionBusy, QueryError
 
 AGENTS = ("claude", "codex", "opencode", "other")
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
@@ -46,14 +47,6 @@ class Busy(CallError):
     status = 503
 
 
-def _query() -> Any:
-    return importlib.import_module("projections.query")
-
-
-def _errors() -> Any:
-    return importlib.import_module("projections.errors")
-
-
 def _engine(home: Home) -> str | None:
     search_cfg = home.config.get("search")
     if isinstance(search_cfg, dict):
@@ -65,14 +58,13 @@ def _engine(home: Home) -> str | None:
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call a query function, turning its errors into CallErrors."""
-    errors = _errors()
     try:
         return fn(*args, **kwargs)
-    except errors.NotFound as exc:
+    except NotFound as exc:
         raise Missing(str(exc)) from None
-    except errors.ProjectionBusy as exc:
+    except ProjectionBusy as exc:
         raise Busy(f"history.db is busy: {exc}") from None
-    except errors.QueryError as exc:
+    except QueryError as exc:
         raise BadArgument(str(exc)) from None
 
 
@@ -88,7 +80,7 @@ def search(
         raise BadArgument("query: expected a string")
     clean = {k: v for k, v in (filters or {}).items() if v is not None}
     result: dict[str, Any] = _call(
-        _query().search, home.history_db, query, clean or None, limit, engine=_engine(home)
+        q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
     )
     if answer:
         result["answer"] = make_answer(home, query, list(result.get("hits", [])))
@@ -114,7 +106,7 @@ def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str,
 
 def document(home: Home, hit_id: str) -> dict[str, Any]:
     """The bounded source document of a hit id."""
-    doc = _call(_query().get_document, home.history_db, hit_id)
+    doc = _call(q.get_document, home.history_db, hit_id)
     if doc is None:
         raise Missing(f"no document {hit_id!r}")
     result: dict[str, Any] = doc
@@ -129,14 +121,14 @@ def conversation(
     if limit is not None:
         kwargs["limit"] = limit
     result: dict[str, Any] = _call(
-        _query().get_conversation, home.history_db, conversation_id, **kwargs
+        q.get_conversation, home.history_db, conversation_id, **kwargs
     )
     return result
 
 
 def decision_history(home: Home, topic: str) -> dict[str, Any]:
     """Every revision of a decision topic."""
-    found = _call(_query().decision_history, home.history_db, topic)
+    found = _call(q.decision_history, home.history_db, topic)
     if found is None:
         raise Missing(f"no decision {topic!r}")
     result: dict[str, Any] = found
@@ -145,7 +137,7 @@ def decision_history(home: Home, topic: str) -> dict[str, Any]:
 
 def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
     """A bounded window of a run log from a byte offset."""
-    found = _call(_query().run_log, home.history_db, basename, from_offset)
+    found = _call(q.run_log, home.history_db, basename, from_offset)
     if found is None:
         raise Missing(f"no run {basename!r}")
     result: dict[str, Any] = found
@@ -154,9 +146,5 @@ def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
 
 def coverage(home: Home) -> dict[str, Any]:
     """What is captured and how fresh, from the query API when it offers it."""
-    query = _query()
-    fn = getattr(query, "coverage", None)
-    if fn is None:
-        return {}
-    result: dict[str, Any] = _call(fn, home.history_db)
+    result: dict[str, Any] = _call(q.coverage, home.history_db)
     return result
