@@ -64,6 +64,12 @@ _QUIET_TYPES = frozenset(
     }
 )
 _TITLE_TYPES = {"ai-title": "aiTitle", "custom-title": "customTitle", "last-prompt": "lastPrompt"}
+_OUTPUT_WRAPPERS = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
 _QUIET_SYSTEM = frozenset({"turn_duration", "stop_hook_summary", "compact_boundary"})
 _TOOL_MAP_LIMIT = 2048
 
@@ -206,8 +212,12 @@ def _user_text(raw: str) -> tuple[str, str] | None:
     """(role, text) of a user string, or None when it is injected noise."""
     if raw.startswith("<local-command-caveat>"):
         return None
-    if raw.startswith(("<local-command-stdout>", "<local-command-stderr>")):
-        return "system", _TAG.sub("", raw).strip()
+    if raw.startswith(_OUTPUT_WRAPPERS) or raw.startswith("[Request interrupted by user"):
+        text = _TAG.sub("", raw).strip()
+        return ("system", text) if text else None
+    if raw.startswith("<bash-input>"):
+        text = _TAG.sub("", raw).strip()
+        return ("user", f"! {text}") if text else None
     if "<command-name>" in raw:
         name = _COMMAND_NAME.search(raw)
         args = _COMMAND_ARGS.search(raw)

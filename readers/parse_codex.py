@@ -295,7 +295,10 @@ class _Line:
                 return
         elif role == "user":
             texts: list[str] = []
-            for block in _list(item.get("content")):
+            content = item.get("content")
+            if isinstance(content, str):
+                content = [{"type": "input_text", "text": content}]
+            for block in _list(content):
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") in ("input_image", "image"):
