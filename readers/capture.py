@@ -270,8 +270,11 @@ class Capturer:
             for src in self.sources.values():
                 c = src.cursor
                 if c.missing:
-                    continue
-                stat = (c.size, c.mtime_ns, c.ino) if is_idle(c, src) else cur.NEVER
+                    stat = cur.GONE
+                elif is_idle(c, src):
+                    stat = (c.size, c.mtime_ns, c.ino)
+                else:
+                    stat = cur.NEVER
                 caches[src.root.id][src.rel] = stat
             staged = {cur.statcache_key(rid): cur.encode_statcache(v) for rid, v in caches.items()}
             changed = {k: v for k, v in staged.items() if self.log.get_state(k) != v}
@@ -504,9 +507,9 @@ class Capturer:
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
         if not self._loaded:
-            files = unchanged_files(self.log, self.roots)
-            if files is not None:
-                self.stats.files = files
+            quick = unchanged_files(self.log, self.roots)
+            if quick is not None:
+                self.stats.files, self.stats.missing = quick
                 return self.stats
         last = time.monotonic()
         was_enabled = gc.isenabled()
@@ -564,12 +567,12 @@ def is_idle(c: cur.Cursor, src: Source) -> bool:
     return True
 
 
-def unchanged_files(log: EventLog, roots: list[Root]) -> int | None:
-    """The number of files when every file under `roots` has exactly the metadata of the
-    last capture (read from the stat caches, one small value per root); None otherwise.
+def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
+    """(files, missing files) when every file under `roots` has exactly the metadata of
+    the last capture (read from the stat caches, one small value per root); else None.
 
     This is the no-change fast path: no cursor is loaded and no file is opened."""
-    total = 0
+    total = gone = 0
     for root in roots:
         if not root.exists:
             continue
@@ -577,6 +580,7 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> int | None:
         if raw is None:
             return None
         cache = cur.decode_statcache(raw)
+        missing = sum(1 for v in cache.values() if v == cur.GONE)
         seen = 0
         for rel, entry in files(root.agent, str(root.path), known=cache):
             want = cache.get(rel)
@@ -593,10 +597,11 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> int | None:
             if got != want:
                 return None
             seen += 1
-        if seen != len(cache):
+        if seen + missing != len(cache):
             return None
         total += seen
-    return total
+        gone += missing
+    return total, gone
 
 
 def is_pending(c: cur.Cursor) -> bool:

@@ -79,6 +79,7 @@ def rows_key(source: str, table: str) -> bytes:
 StatCache = dict[str, tuple[int, int, int]]
 _statcache_dec = msgspec.msgpack.Decoder(StatCache)
 NEVER = (-1, -1, -1)  # a cache entry that matches no file: "look at this one"
+GONE = (-2, -2, -2)  # a source whose file was missing at the last capture
 
 
 def statcache_key(root_id: str) -> bytes:

@@ -232,3 +232,32 @@ def test_bounded_ticks(tmp_path: Path, log: EventLog) -> None:
     assert eng.stats.bytes - polled_before <= 2 * 20
     eng.run_once()
     assert eng.finish().files == 100
+
+
+def test_no_change_fast_path_sees_new_changed_and_returning_files(
+    tmp_path: Path, log: EventLog
+) -> None:
+    from readers.capture import unchanged_files
+
+    root = tmp_path / "claude"
+    a = write(root / "projects" / "-p" / "a.jsonl", b'{"a":1}\n')
+    roots = roots_of(claude=root)
+    assert unchanged_files(log, roots) is None  # no stat cache yet
+    capture(log, roots)
+    assert unchanged_files(log, roots) == (1, 0)
+    b = write(root / "projects" / "-p" / "b.jsonl", b'{"b":1}\n')
+    assert unchanged_files(log, roots) is None
+    assert capture(log, roots).registered == 1
+    append(a, b'{"a":2}\n')
+    assert unchanged_files(log, roots) is None
+    assert capture(log, roots).bytes == 8
+    assert unchanged_files(log, roots) == (2, 0)
+    b.rename(tmp_path / "b.jsonl")
+    assert unchanged_files(log, roots) is None
+    assert capture(log, roots).missing == 1
+    assert unchanged_files(log, roots) == (1, 1)
+    (tmp_path / "b.jsonl").rename(b)
+    assert unchanged_files(log, roots) is None
+    st = capture(log, roots)
+    assert st.missing == 0 and st.appended == 0
+    assert unchanged_files(log, roots) == (2, 0)
