@@ -47,6 +47,7 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _QUIET_TYPES = frozenset(
     {
         "progress",
+        "last-prompt",
         "file-history-snapshot",
         "file-history-delta",
         "queue-operation",
@@ -63,7 +64,7 @@ _QUIET_TYPES = frozenset(
         "bridge-session",
     }
 )
-_TITLE_TYPES = {"ai-title": "aiTitle", "custom-title": "customTitle", "last-prompt": "lastPrompt"}
+_TITLE_TYPES = {"ai-title": "aiTitle", "custom-title": "customTitle"}
 _OUTPUT_WRAPPERS = (
     "<local-command-stdout>",
     "<local-command-stderr>",
@@ -107,8 +108,13 @@ def parse_line(
     elif kind == "attachment":
         _attachment(ctx, result)
     elif kind == "summary":
+        # A summary titles the branch ending at leafUuid, usually in ANOTHER (earlier) session
+        # file: only a leaf known to end this file names this session.
         leaf = str_or_none(obj.get("leafUuid"), 200)
-        _title(ctx, obj.get("summary"), "summary", result, f"claude:{leaf}" if leaf else None)
+        if leaf and leaf == state.get("last_uuid"):
+            _title(ctx, obj.get("summary"), "summary", result, f"claude:{leaf}")
+        else:
+            result.skipped += 1
     elif kind in _TITLE_TYPES:
         _title(ctx, obj.get(_TITLE_TYPES[kind]), kind, result)
     elif kind in _QUIET_TYPES:
@@ -189,6 +195,8 @@ class _Context:
         self.subagent_name: str | None = state.get("subagent_name") if self.subagent else None
         uuid = str_or_none(obj.get("uuid"), 200)
         self.uuid = uuid or "line-" + digest(cursor, str(obj.get("timestamp")))
+        if uuid:
+            state["last_uuid"] = uuid
         self.at = iso_ms(obj.get("timestamp"))
 
     def record(self, role: str, text: str, block: int | None = None, **extra: Any) -> Record:
