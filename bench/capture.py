@@ -120,9 +120,13 @@ def read_and_hash(files: list[Path]) -> float:
     return time.perf_counter() - t0
 
 
-def run_capture(home: Path, roots: dict[str, Path]) -> tuple[float, int, dict[str, object]]:
-    """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process."""
+def run_capture(
+    home: Path, roots: dict[str, Path], *, index: bool = False
+) -> tuple[float, int, dict[str, object]]:
+    """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process
+    (`--no-index` unless `index`: history.db catch-up is the projections' cost)."""
     cmd = [str(AGENTLOG), "--home", str(home), "capture", "--json",
+           "--index" if index else "--no-index",
            "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
            "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
     t0 = time.perf_counter()
@@ -142,6 +146,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes (~1 minute)")
     ap.add_argument("--gb", action="store_true", help="about 1 GB of history")
     ap.add_argument("--files", type=int, default=6000)
+    ap.add_argument("--index", action="store_true",
+                    help="also time capture with history.db catch-up (the projections' cost)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     if args.gb:
@@ -181,6 +187,15 @@ def main() -> None:
         w, _, s = run_capture(home, roots)
         print(f"capture of one new session ({new.stat().st_size / 1e3:.0f} KB): {w:.3f} s "
               f"(goal <= 0.2 s), appended {s['appended']}")
+
+        if args.index:
+            w, rss2, _ = run_capture(tmp / "home2", roots, index=True)
+            print(f"cold capture + history.db indexing (capture --index): {w:.2f} s, "
+                  f"peak RSS {rss2 / 2**20:.0f} MiB")
+            new2 = new.with_name("new-session-2.jsonl")
+            new2.write_bytes(new.read_bytes().replace(b'"new"', b'"new2"'))
+            w, _, s = run_capture(tmp / "home2", roots, index=True)
+            print(f"one new session with history.db catch-up: {w:.3f} s")
         data = home / "log" / "data.mdb"
         st = data.stat()
         print(f"log on disk: {st.st_size / 1e6:.1f} MB file, {st.st_blocks * 512 / 1e6:.1f} MB "
