@@ -9,7 +9,7 @@ Promises:
   and field), so an import refuses the whole file and writes nothing;
 - turns are kept exactly as given (a dict each, unknown fields included): the event log
   stores what was imported, not our interpretation of it;
-- `turn_of_document` and `document_of_turn` are inverse on the fields we write, so an
+- `turn_of_row` and `document_of_turn` are inverse on the fields we write, so an
   export imported into a fresh home yields the same documents.
 
 Limits (documented in docs/archive.md): a file of at most 256 MiB, at most 1,000,000 turns,
@@ -20,6 +20,7 @@ characters, roles from `readers.records.ROLES`.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -166,24 +167,31 @@ def format_ts(ms: int | None) -> str | None:
     """ISO-8601 UTC with milliseconds (`parse_ts(format_ts(x)) == x`)."""
     if ms is None:
         return None
-    d = dt.datetime.fromtimestamp(ms // 1000, tz=dt.UTC).replace(microsecond=(ms % 1000) * 1000)
-    return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 # --- turn <-> document -------------------------------------------------------------------
 
 
-def turn_of_document(row: dict[str, Any], turn_idx: int) -> dict[str, Any]:
-    """The envelope turn of a transcript document (null optional fields omitted)."""
+# columns of a transcript document, in the order `turn_of_row` reads them
+TURN_COLUMNS = ("session", "at", "role", "text", "id", "agent", "tool", "subagent",
+                "subagent_name", "title")
+_OPTIONAL_AT = tuple(
+    (name, TURN_COLUMNS.index(col)) for name, col in OPTIONAL_FIELDS.items()
+)
+
+
+def turn_of_row(row: tuple[Any, ...], turn_idx: int) -> dict[str, Any]:
+    """The envelope turn of a document row in `TURN_COLUMNS` order (nulls omitted)."""
     turn: dict[str, Any] = {
-        "sessionId": row["session"],
+        "sessionId": row[0],
         "turnIdx": turn_idx,
-        "ts": format_ts(row["at"]),
-        "role": row["role"],
-        "content": row["text"],
+        "ts": format_ts(row[1]),
+        "role": row[2],
+        "content": row[3],
     }
-    for name, col in OPTIONAL_FIELDS.items():
-        v = row.get(col)
+    for name, i in _OPTIONAL_AT:
+        v = row[i]
         if v is not None:
             turn[name] = v
     return turn

@@ -22,16 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from projections.envelope import SCHEMA_VERSION, iter_json_chunks, turn_of_document
+from projections.envelope import SCHEMA_VERSION, TURN_COLUMNS, iter_json_chunks, turn_of_row
 
 FETCH = 500
 
 _SELECT = (
-    "SELECT session, at, role, text, id, agent, tool, subagent, subagent_name, title"
+    f"SELECT {', '.join(TURN_COLUMNS)}"
     " FROM documents WHERE kind = 'transcript' AND project = ? AND session IS NOT NULL"
 )
-_NAMES = ("session", "at", "role", "text", "id", "agent", "tool", "subagent", "subagent_name",
-          "title")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +97,10 @@ def export_chunks(
                 for row in rows:
                     if written >= count:
                         return
-                    doc = dict(zip(_NAMES, row, strict=True))
-                    idx = idx + 1 if doc["session"] == last else 0
-                    last = doc["session"]
+                    idx = idx + 1 if row[0] == last else 0
+                    last = row[0]
                     written += 1
-                    yield turn_of_document(doc, idx)
+                    yield turn_of_row(row, idx)
 
         yield from iter_json_chunks(header, turns())
         if written != count:  # impossible inside one transaction; never emit a lie silently
