@@ -116,7 +116,12 @@ def parse_line(
         else:
             result.skipped += 1
     elif kind in _TITLE_TYPES:
-        _title(ctx, obj.get(_TITLE_TYPES[kind]), kind, result)
+        if kind == "custom-title":
+            state["named"] = True  # the user's own name outranks any later AI title
+        if kind == "ai-title" and state.get("named"):
+            result.skipped += 1
+        else:
+            _title(ctx, obj.get(_TITLE_TYPES[kind]), kind, result)
     elif kind in _QUIET_TYPES:
         result.skipped += 1
     else:
