@@ -104,3 +104,20 @@ def test_config_defaults_match_the_seed() -> None:
         parse({"historyAnswer": {"preference": ["codex", "codex"]}})
     with pytest.raises(AnswerConfigError, match="unknown key 'model'"):
         parse({"historyAnswer": {"model": "x"}})
+
+
+def test_human_view_drops_terminal_escapes(capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.answers.render import echo_answer
+
+    echo_answer(
+        {
+            "text": "clear\x1b[2J screen [message:1]\x9b31m",
+            "agent": "codex",
+            "model": "gpt-6-luna",
+            "sources": [{"id": "message:1", "link": "/api/history/message%3A1"}],
+        }
+    )
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out
+    assert out.startswith("Answer (codex · gpt-6-luna)\nclear[2J screen [message:1]31m\n")
+    assert "  [message:1] /api/history/message%3A1\n" in out
