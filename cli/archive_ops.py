@@ -46,6 +46,11 @@ class NoLog(OpError):
     exit_code = 1
 
 
+class Busy(OpError):
+    status = 503
+    exit_code = 1
+
+
 # --- plumbing ---------------------------------------------------------------------------
 
 
@@ -59,12 +64,17 @@ def open_history(home: Home, *, required: bool = True) -> sqlite3.Connection | N
     """history.db caught up to the log head, opened read-only (None when there is none)."""
     from projections import db
     from projections.catchup import catch_up
+    from projections.errors import ProjectionBusy
 
     if not home.has_log():
         if required:
             raise NoLog(f"no event log in {home.root} (nothing captured or imported yet)")
         return None
-    catch_up(home.history_db, home.log())
+    try:
+        catch_up(home.history_db, home.log())
+    except ProjectionBusy as exc:  # another process rebuilds: answer from the live file
+        if not home.history_db.exists():
+            raise Busy(f"history.db is being built by another process: {exc}") from None
     return db.connect(home.history_db, readonly=True)
 
 
