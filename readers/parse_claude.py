@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from readers import parse_known as known
 from readers.parse_common import (
     MAX_TEXT,
     MAX_TITLE,
@@ -43,35 +44,12 @@ _TAG = re.compile(r"</?[a-z][a-z0-9-]*>")
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 
-# Metadata and UI lines: understood, deliberately not indexed.
-_QUIET_TYPES = frozenset(
-    {
-        "progress",
-        "last-prompt",
-        "file-history-snapshot",
-        "file-history-delta",
-        "queue-operation",
-        "permission-mode",
-        "mode",
-        "agent-name",
-        "pr-link",
-        "teleported-from",
-        "fork-context-ref",
-        "agent-setting",
-        "worktree-state",
-        "frame-link",
-        "relocated",
-        "bridge-session",
-    }
-)
-_TITLE_TYPES = {"ai-title": "aiTitle", "custom-title": "customTitle"}
 _OUTPUT_WRAPPERS = (
     "<local-command-stdout>",
     "<local-command-stderr>",
     "<bash-stdout>",
     "<bash-stderr>",
 )
-_QUIET_SYSTEM = frozenset({"turn_duration", "stop_hook_summary", "compact_boundary"})
 _TOOL_MAP_LIMIT = 2048
 
 
@@ -115,14 +93,14 @@ def parse_line(
             _title(ctx, obj.get("summary"), "summary", result, f"claude:{leaf}")
         else:
             result.skipped += 1
-    elif kind in _TITLE_TYPES:
+    elif kind in known.CLAUDE_TITLE_TYPES:
         if kind == "custom-title":
             state["named"] = True  # the user's own name outranks any later AI title
         if kind == "ai-title" and state.get("named"):
             result.skipped += 1
         else:
-            _title(ctx, obj.get(_TITLE_TYPES[kind]), kind, result)
-    elif kind in _QUIET_TYPES:
+            _title(ctx, obj.get(known.CLAUDE_TITLE_TYPES[kind]), kind, result)
+    elif kind in known.CLAUDE_QUIET_TYPES:
         result.skipped += 1
     else:
         result.count_unknown(f"claude:{kind[:64]}")
@@ -356,7 +334,7 @@ def _tool_use(ctx: _Context, block: dict[str, Any], index: int, result: ParseRes
 
 def _system(ctx: _Context, result: ParseResult) -> None:
     subtype = ctx.obj.get("subtype")
-    if isinstance(subtype, str) and subtype in _QUIET_SYSTEM:
+    if isinstance(subtype, str) and subtype in known.CLAUDE_QUIET_SYSTEM:
         result.skipped += 1
         return
     text = _TAG.sub("", text_of(ctx.obj.get("content"))).strip()

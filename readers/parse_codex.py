@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from readers import parse_known as known
 from readers.parse_common import (
     MAX_TITLE,
     compact_json,
@@ -40,86 +41,7 @@ from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "codex"
 
-_INJECTED = (
-    "<environment_context>",
-    "# AGENTS.md instructions",
-    "<user_instructions>",
-    "<turn_aborted>",
-    "<permissions instructions>",
-    "<collaboration_mode>",
-    "<user_shell_command>",
-)
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
-_RESPONSE_TYPES = frozenset(
-    {
-        "message",
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "local_shell_call",
-        "web_search_call",
-        "tool_search_call",
-        "tool_search_output",
-        "image_generation_call",
-        "ghost_snapshot",
-        "agent_message",
-    }
-)
-# UI copies of response items, and UI-only events: understood, deliberately not indexed.
-_QUIET_EVENTS = frozenset(
-    {
-        "user_message",
-        "agent_message",
-        "agent_reasoning",
-        "agent_reasoning_raw_content",
-        "agent_reasoning_section_break",
-        "token_count",
-        "task_started",
-        "task_complete",
-        "turn_aborted",
-        "exec_command_begin",
-        "exec_command_end",
-        "patch_apply_begin",
-        "patch_apply_end",
-        "item_started",
-        "item_completed",
-        "context_compacted",
-        "web_search_begin",
-        "web_search_end",
-        "mcp_tool_call_begin",
-        "mcp_tool_call_end",
-        "entered_review_mode",
-        "exited_review_mode",
-        "thread_settings_applied",
-        "sub_agent_activity",
-        "image_generation_end",
-        "thread_goal_updated",
-        "collab_agent_spawn_end",
-        "collab_waiting_end",
-        "collab_close_end",
-        "collab_agent_interaction_end",
-        "guardian_assessment",
-        "view_image_tool_call",
-        "dynamic_tool_call_request",
-        "dynamic_tool_call_response",
-        "undo_completed",
-        "turn_diff",
-        "plan_update",
-        "stream_error",
-        "background_event",
-        "warning",
-        "get_history_entry_response",
-        "mcp_list_tools_response",
-        "list_custom_prompts_response",
-        "shutdown_complete",
-        "session_configured",
-        "conversation_path",
-        "undo_started",
-    }
-)
-_QUIET_TOP = frozenset({"turn_context", "world_state", "inter_agent_communication_metadata"})
 _SEEN_LIMIT = 50_000
 _CALLS_LIMIT = 2048
 
@@ -161,7 +83,7 @@ class _Line:
         if isinstance(kind, str) and isinstance(payload, dict):
             self.at = iso_ms(obj.get("timestamp"))
             self.wrapped(kind, payload)
-        elif isinstance(kind, str) and kind in _RESPONSE_TYPES:
+        elif isinstance(kind, str) and kind in known.CODEX_RESPONSE_TYPES:
             self.response_item(obj)  # bare era: a response item with no envelope
         elif kind is None and obj.get("record_type") == "state":
             self.result.skipped += 1
@@ -183,7 +105,7 @@ class _Line:
                 self.emit("system", "compacted", text)
             else:
                 self.result.skipped += 1
-        elif kind in _QUIET_TOP:
+        elif kind in known.CODEX_QUIET_TOP:
             cwd = str_or_none(payload.get("cwd"), 4096)
             if cwd:
                 self.state["cwd"] = cwd
@@ -236,7 +158,7 @@ class _Line:
             text = text_of(payload.get("message"))
             if text.strip():
                 self.emit("system", "error", text)
-        elif isinstance(etype, str) and etype in _QUIET_EVENTS:
+        elif isinstance(etype, str) and etype in known.CODEX_QUIET_EVENTS:
             self.result.skipped += 1
         else:
             self.result.count_unknown(f"codex:event_msg:{str(etype)[:64]}")
@@ -306,7 +228,7 @@ class _Line:
                         texts.append("[image]")
                     continue
                 text = text_of(block.get("text"))
-                if text.lstrip().startswith(_INJECTED):
+                if text.lstrip().startswith(known.CODEX_INJECTED):
                     cwd = _CWD.search(text)
                     if cwd and not self.state.get("cwd"):
                         self.state["cwd"] = cwd.group(1).strip()

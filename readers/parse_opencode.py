@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from readers import parse_known as known
 from readers.parse_common import (
     MAX_TITLE,
     compact_json,
@@ -39,10 +40,6 @@ from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "opencode"
 
-_QUIET_PARTS = frozenset(
-    {"step-start", "step-finish", "snapshot", "patch", "compaction", "retry", "agent"}
-)
-_QUIET_FILES = frozenset({"project", "session_diff", "todo", "migration", "share"})
 _MESSAGES_LIMIT = 8192
 _SESSIONS_LIMIT = 8192
 
@@ -50,7 +47,7 @@ _SESSIONS_LIMIT = 8192
 def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> ParseResult:
     result = ParseResult()
     kind = _kind_of_path(source.path)
-    if kind in _QUIET_FILES:
+    if kind in known.OPENCODE_QUIET_FILES:
         result.skipped += 1
         return result
     obj = load_object(data)
@@ -115,7 +112,7 @@ def _kind_of_path(path: str) -> str | None:
         return None
     if rest[0] == "session" and len(rest) > 1 and rest[1] in ("info", "message", "part"):
         return "session" if rest[1] == "info" else rest[1]
-    if rest[0] in ("session", "message", "part") or rest[0] in _QUIET_FILES:
+    if rest[0] in ("session", "message", "part") or rest[0] in known.OPENCODE_QUIET_FILES:
         return rest[0]
     return None
 
@@ -226,23 +223,23 @@ def _part(
     if not part or not isinstance(ptype, str):
         result.count_unknown("opencode:part-without-id")
         return
-    if ptype in _QUIET_PARTS:
+    if ptype in known.OPENCODE_QUIET_PARTS:
         result.skipped += 1
         return
     message = str_or_none(obj.get("messageID"), 200)
     messages = state.get("messages")
-    known = messages.get(message) if isinstance(messages, dict) and message else None
-    known = known if isinstance(known, list) and len(known) == 4 else [None] * 4
-    session = str_or_none(obj.get("sessionID"), 200) or known[2]
+    msg_info = messages.get(message) if isinstance(messages, dict) and message else None
+    msg_info = msg_info if isinstance(msg_info, list) and len(msg_info) == 4 else [None] * 4
+    session = str_or_none(obj.get("sessionID"), 200) or msg_info[2]
     times = obj.get("time")
     tstate = obj.get("state")
     if not isinstance(times, dict) and isinstance(tstate, dict):
         times = tstate.get("time")  # tool parts keep their timing in their state
     start = iso_ms(times.get("start")) if isinstance(times, dict) else None
-    at = start or row_at or (known[1] if isinstance(known[1], int) else None)
-    role = known[0] or ("assistant" if isinstance(times, dict) else "user")
+    at = start or row_at or (msg_info[1] if isinstance(msg_info[1], int) else None)
+    role = msg_info[0] or ("assistant" if isinstance(times, dict) else "user")
     base = {"agent": AGENT, "cursor": part, "at": at, "message": message}
-    base.update(_where(state, session, known[3]))
+    base.update(_where(state, session, msg_info[3]))
     if ptype == "text":
         text = text_of(obj.get("text"))
         if text.strip():
