@@ -27,7 +27,7 @@ class Envelope(msgspec.Struct, frozen=True):
     event: msgspec.Raw
 
 
-class _EnvelopeOut(msgspec.Struct, frozen=True):
+class EnvelopeOut(msgspec.Struct, frozen=True):
     """Encodes exactly like `Envelope` (same fields, same order) from a live event."""
 
     at: int
@@ -39,8 +39,9 @@ class _TagOnly(msgspec.Struct):
     type: str = ""
 
 
-_BLANK = bytes([FORMAT]) + bytes(32)
+BLANK_HEADER = bytes([FORMAT]) + bytes(32)  # format byte, then room for the hash
 _enc = msgspec.msgpack.Encoder()
+encode_into = _enc.encode_into  # for hot loops (see store._append_txn)
 _env_dec = msgspec.msgpack.Decoder(Envelope)
 _event_dec = msgspec.msgpack.Decoder(Event)
 _tag_dec = msgspec.msgpack.Decoder(_TagOnly)
@@ -61,8 +62,8 @@ def encode_value(at: int, key: bytes, event: Event) -> bytearray:
     One encoder call and no copies; the caller writes the hash into bytes [1, 33). The
     stored bytes equal `encode_stored(at, key, encode_event(event))`.
     """
-    buf = bytearray(_BLANK)
-    _enc.encode_into(_EnvelopeOut(at, key, event), buf, HEADER)
+    buf = bytearray(BLANK_HEADER)
+    _enc.encode_into(EnvelopeOut(at, key, event), buf, HEADER)
     return buf
 
 

@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -37,6 +38,7 @@ VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
 DEFAULT_MAX_MAP_SIZE = 1 << 40
 READ_BATCH = 1000
+_SEQ = struct.Struct(">Q")  # = chain.seq_key
 
 _DBS = (b"events", b"keys", b"state", b"meta")
 _registry: dict[str, EventLog] = {}
@@ -211,32 +213,31 @@ class EventLog:
             if not key or len(key) > 480:
                 raise EventLogError(f"idempotency key must be 1..480 bytes, got {len(key)}")
         stamp = now_ms() if at is None else at
-        encoded = [(k, codec.encode_value(stamp, k, e)) for k, e in items]
+        batch = list(items)
         with self.exclusive():
             for _ in range(64):
                 try:
-                    return self._append_txn(encoded, state or {}, stamp)
+                    return self._append_txn(batch, state or {}, stamp)
                 except lmdb.MapFullError:
                     self._grow()
                 except lmdb.MapResizedError:
                     self.env.set_mapsize(0)
                 except lmdb.Error as exc:
                     if "Input/output error" in str(exc) or "No space" in str(exc):
-                        raise LogFull(self._disk_full_message(exc, encoded)) from exc
+                        raise LogFull(self._disk_full_message(exc, len(batch))) from exc
                     raise
             raise LogFull(f"could not grow {self.path} enough for this batch")
 
-    def _disk_full_message(self, exc: Exception, encoded: list[tuple[bytes, bytearray]]) -> str:
+    def _disk_full_message(self, exc: Exception, count: int) -> str:
         """LMDB reports a full disk on commit as EIO; say which it most likely was."""
         try:
             st = os.statvfs(self.path)
             free = st.f_bavail * st.f_frsize
         except OSError:
             return f"cannot commit to {self.path}: {exc} (disk full?)"
-        need = sum(len(v) for _, v in encoded)
-        if free < max(need * 2, 1 << 20):
+        if free < 8 << 20:
             return (
-                f"disk full: cannot commit {len(encoded)} event(s) to {self.path} "
+                f"disk full: cannot commit {count} event(s) to {self.path} "
                 f"({free} bytes free on its filesystem; LMDB said: {exc}); "
                 "nothing of this batch was written, earlier events are intact"
             )
@@ -253,11 +254,11 @@ class EventLog:
 
     def _append_txn(
         self,
-        encoded: list[tuple[bytes, bytearray]],
+        items: list[tuple[bytes, Event]],
         state: Mapping[bytes, bytes | None],
         at: int,
     ) -> AppendResult:
-        """One write transaction. Values come from `codec.encode_value` (hash not yet set).
+        """One write transaction: index keys, encode, chain, put, commit.
 
         Fast path: the whole batch's keys go into the index with one `putmulti`
         (overwrite=False); if every key was new, seqs follow the head in order. Otherwise
@@ -266,21 +267,26 @@ class EventLog:
         marks a duplicate before a seq is assigned, so seqs stay gapless.
         """
         keys_db = self._dbs[b"keys"]
-        sha256, seq_key = hashlib.sha256, chain.seq_key
+        # hot loop: locals only, no Python-level calls per event but the C ones
+        sha256, pack_seq = hashlib.sha256, _SEQ.pack
+        envelope, blank, encode_into = codec.EnvelopeOut, codec.BLANK_HEADER, codec.encode_into
         txn = self.env.begin(write=True)
         try:
             head = self._head_in(txn)
             seq, prev = head.seq, head.hash
             pending = 0 if self._wrote_writer else 1
             rows: list[tuple[bytes, bytearray]] = []
-            if encoded and self._index_all(txn, encoded, seq + 1 + pending):
+            if items and self._index_all(txn, items, seq + 1 + pending):
                 # fast path: every key was new; seqs are head+1+pending, head+2+pending, ...
                 if pending:
                     seq += 1
                     prev = self._add_writer(txn, rows, seq, prev, at)
-                for _, value in encoded:
+                for key, event in items:
+                    # encode (= codec.encode_value) and hash while the bytes are hot in cache
+                    value = bytearray(blank)
+                    encode_into(envelope(at, key, event), value, HEADER)
                     seq += 1
-                    skey = seq_key(seq)
+                    skey = pack_seq(seq)
                     h = sha256(prev + skey)
                     h.update(memoryview(value)[HEADER:])
                     prev = value[1:HEADER] = h.digest()
@@ -292,16 +298,18 @@ class EventLog:
                 head = self._head_in(txn)
                 seq, prev = head.seq, head.hash
                 put_key = txn.put
-                for key, value in encoded:
+                for key, event in items:
                     # the first fresh key is indexed one seq further on: the writer
                     # event slots in before it (none for a batch that adds nothing)
-                    skey = seq_key(seq + 1 + pending)
+                    skey = pack_seq(seq + 1 + pending)
                     if not put_key(key, skey, db=keys_db, overwrite=False):
                         continue
                     if pending:
                         pending = 0
                         seq += 1
                         prev = self._add_writer(txn, rows, seq, prev, at)
+                    value = bytearray(blank)
+                    encode_into(envelope(at, key, event), value, HEADER)
                     seq += 1
                     h = sha256(prev + skey)
                     h.update(memoryview(value)[HEADER:])
@@ -314,7 +322,7 @@ class EventLog:
                     raise CorruptRecord(head.seq + added + 1, "append refused: key out of order")
             writer_added = bool(rows) and not self._wrote_writer
             writer_extra = 1 if writer_added else 0
-            duplicates = len(encoded) - (len(rows) - writer_extra)
+            duplicates = len(items) - (len(rows) - writer_extra)
             for skey_, sval in state.items():
                 if sval is None:
                     txn.delete(skey_, db=self._dbs[b"state"])
@@ -338,13 +346,13 @@ class EventLog:
             seqs=tuple(range(seq - len(rows) + writer_extra + 1, seq + 1)),
         )
 
-    def _index_all(self, txn: Any, encoded: list[tuple[bytes, bytearray]], first: int) -> bool:
+    def _index_all(self, txn: Any, items: list[tuple[bytes, Event]], first: int) -> bool:
         """Index every key at first, first+1, ... if all are new; False if any is known."""
-        seq_key = chain.seq_key
+        pack_seq = _SEQ.pack
         cur = txn.cursor(db=self._dbs[b"keys"])
-        items = [(key, seq_key(first + i)) for i, (key, _) in enumerate(encoded)]
-        _, added = cur.putmulti(items, overwrite=False)
-        return bool(added == len(items))
+        pairs = [(key, pack_seq(first + i)) for i, (key, _) in enumerate(items)]
+        _, added = cur.putmulti(pairs, overwrite=False)
+        return bool(added == len(pairs))
 
     def _add_writer(
         self, txn: Any, rows: list[tuple[bytes, bytearray]], seq: int, prev: bytes, at: int
