@@ -28,7 +28,7 @@ stdin = "" if interactive else (sys.stdin.read() if not sys.stdin.isatty() else 
 env_keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CODEX_HOME", "CLAUDE_CONFIG_DIR",
             "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
             "OPENCODE_CONFIG_CONTENT", "OPENCODE_DISABLE_PROJECT_CONFIG", "AGENTLOG_HOME",
-            "AGENTLOG_ANSWER_RUN")
+            "AGENTLOG_ANSWER_RUN", "CLAUDECODE")
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps({"tool": tool, "argv": args, "cwd": os.getcwd(),
                           "cwd_entries": sorted(os.listdir(".")), "stdin": stdin,
@@ -239,4 +239,5 @@ def install(monkeypatch: Any, fakes: Fakes) -> None:
         monkeypatch.setenv(key, value)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.setenv(key, "sk-must-not-reach-the-cli")
+    monkeypatch.setenv("CLAUDECODE", "1")  # as inside a Claude Code session
     os.environ.setdefault("FAKE_AGENT_LOG", str(fakes.log_path))

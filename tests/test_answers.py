@@ -117,6 +117,8 @@ def test_codex_exhausted_in_probe_falls_to_claude(fakes: Fakes, ahome: Home) -> 
     assert argv[argv.index("--tools") + 1] == ""
     assert argv[argv.index("--model") + 1] == "haiku"
     assert "--fallback-model" not in argv
+    # Inside a Claude Code session (CLAUDECODE=1) a child claude would refuse to start.
+    assert run["env"]["CLAUDECODE"] is None and run["env"]["ANTHROPIC_API_KEY"] is None
 
 
 @pytest.mark.parametrize(
@@ -333,3 +335,23 @@ def test_long_answer_is_cut_to_4000_characters(fakes: Fakes, ahome: Home) -> Non
     out = answer(ahome, "q", make_hits(1))
     assert "error" not in out
     assert len(out["text"]) <= 4000 and out["text"].endswith("…")
+
+
+def test_a_crashing_probe_skips_only_its_provider(
+    fakes: Fakes, ahome: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.answers import codex
+
+    def boom(*_: Any) -> None:
+        raise RuntimeError("probe exploded")
+
+    monkeypatch.setattr(codex, "select", boom)
+    fakes.set("claude", text="ok [message:1]")
+    out = answer(ahome, "q", make_hits(1))
+    assert out["agent"] == "claude" and "error" not in out
+
+
+def test_empty_preference_means_no_provider(fakes: Fakes, ahome: Home) -> None:
+    out = answer(configure(ahome, preference=[]), "q", make_hits(1))
+    assert out["error"] == "no answer provider available (no provider configured)"
+    assert fakes.calls() == []

@@ -23,11 +23,11 @@ import importlib
 from typing import Any
 
 from cli.answers import result
-from cli.answers.base import AnswerError
+from cli.answers.base import AnswerError, Generation, Selection
 from cli.answers.config import PROVIDERS, AnswerConfig, parse
-from cli.answers.prompt import build, top_hits
+from cli.answers.prompt import Prompt, build, top_hits
 from cli.answers.result import NO_HITS_TEXT
-from cli.answers.run import GENERATION_TIMEOUT, workspace
+from cli.answers.run import GENERATION_TIMEOUT, Workspace, workspace
 from cli.config import Home
 
 __all__ = ["GENERATION_TIMEOUT", "NO_HITS_TEXT", "PROVIDERS", "answer"]
@@ -62,24 +62,37 @@ def answer(
     except AnswerError as exc:
         return result.failed(f"config: {exc}", chosen)
     prompt = build(query, chosen)
+    try:
+        with workspace(
+            generation_timeout=generation_timeout,
+            probe_scale=probe_scale,
+            home_state=home.root / "answers",
+        ) as ws:
+            return _first_answer(ws, settings, prompt)
+    except OSError as exc:  # no temp dir, unwritable home, process table full
+        return result.failed(f"cannot run an answer: {exc}", prompt.hits)
+
+
+def _first_answer(ws: Workspace, settings: AnswerConfig, prompt: Prompt) -> dict[str, Any]:
     skipped: list[str] = []
-    with workspace(
-        generation_timeout=generation_timeout,
-        probe_scale=probe_scale,
-        home_state=home.root / "answers",
-    ) as ws:
-        for name in settings.preference:
-            mod = _provider(name)
+    for name in settings.preference:
+        mod = _provider(name)
+        try:
             picked = mod.select(ws, settings.models.get(name))
-            if not picked.ok or not picked.model:
-                skipped.append(f"{name}: {picked.reason}")
-                continue
+        except Exception as exc:  # a probe must never break the search it decorates
+            picked = Selection(False, reason=f"probe failed ({type(exc).__name__}: {exc})")
+        if not picked.ok or not picked.model:
+            skipped.append(f"{name}: {picked.reason}")
+            continue
+        try:
             made = mod.generate(ws, prompt.text, picked.model)
-            if made.error is None:
-                return result.validate(made.text, prompt.hits, name, made.model or picked.model)
-            if made.capacity:
-                skipped.append(made.error)
-                continue
-            return result.failed(made.error, prompt.hits, name, made.model or picked.model)
+        except Exception as exc:
+            made = Generation(error=f"{name}: run failed ({type(exc).__name__}: {exc})")
+        if made.error is None:
+            return result.validate(made.text, prompt.hits, name, made.model or picked.model)
+        if made.capacity:
+            skipped.append(made.error)
+            continue
+        return result.failed(made.error, prompt.hits, name, made.model or picked.model)
     detail = "; ".join(skipped) if skipped else "no provider configured"
     return result.failed(f"no answer provider available ({detail})", prompt.hits)

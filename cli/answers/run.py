@@ -44,6 +44,11 @@ SCRUBBED_VARS = (
     "OPENCODE_CONFIG_DIR",
     "OPENCODE_CONFIG_CONTENT",
     "AGENTLOG_HOME",
+    # Set inside a Claude Code session (its Bash tool, its MCP servers); a child `claude`
+    # refuses to start as a "nested session" while it is set.
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
 )
 
 QUIET_VARS = {
