@@ -1,0 +1,55 @@
+"""`agentlog demo`: capture a small synthetic multi-agent history, then search it.
+
+The demo sources go to `--dir` (default `<home>/demo-sources`); they are captured into the
+home's log like real ones (same engine, same events), history.db catches up, and each
+distinctive phrase is searched when the `search` command is available.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import click
+
+from cli.config import get_home
+
+
+@click.command()
+@click.option("--dir", "dir_", type=click.Path(file_okay=False), default=None,
+              help="Where to write the demo sources (default: <home>/demo-sources).")
+@click.option("--no-search", is_flag=True, help="Capture only; do not run the searches.")
+@click.pass_context
+def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
+    """Write a demo Claude/Codex/opencode/runs history, capture it and search it."""
+    from cli import hooks
+    from cli.demo_corpus import PHRASES, write_demo
+    from eventlog import EventLogError
+    from readers.capture import Capturer, Options
+    from readers.roots import Root
+
+    home = get_home(ctx)
+    base = Path(dir_).absolute() if dir_ else home.root / "demo-sources"
+    paths = write_demo(base)
+    roots = [Root(agent, p, "flag", p.is_dir()) for agent, p in paths.items()]
+    try:
+        stats = Capturer(home.log(), roots, Options(settle_s=0)).run_once()
+    except EventLogError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"demo sources in {base}")
+    click.echo(f"captured {stats.files} files, {stats.bytes} bytes, "
+               f"{stats.appended} events appended into {home.log_dir}")
+    if stats.appended:
+        hooks.after_append(home)
+    if no_search or importlib.util.find_spec("cli.cmd_search") is None:
+        click.echo("try: agentlog search " + next(iter(PHRASES.values())))
+        return
+    from cli.cmd_search import search
+
+    for name, phrase in PHRASES.items():
+        click.echo(f"\n$ agentlog search {phrase}      # {name}")
+        try:
+            ctx.invoke(search, query=tuple(phrase.split()))
+        except SystemExit as exc:  # a search with no hits exits non-zero: keep going
+            if exc.code not in (0, None):
+                click.echo(f"(search exited {exc.code})")
