@@ -1,0 +1,63 @@
+"""`agentlog audit` and `agentlog backup` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+
+def fact(i: int, at: str = "2026-11-01T10:00:00Z") -> dict[str, object]:
+    return {"type": "question", "id": f"q{i}", "from": "lead", "body": f"q {i}?", "at": at}
+
+
+def record(home: Path, *facts: dict[str, object]) -> dict[str, int]:
+    data = "".join(json.dumps(f) + "\n" for f in facts).encode()
+    res = run_cli(home, "record", input=data)
+    assert res.returncode == 0, res.stderr
+    out: dict[str, int] = json.loads(res.stdout)
+    return out
+
+
+def test_audit_counts_writers_and_duplicates(home: Path) -> None:
+    record(home, fact(1), fact(2))
+    record(home, fact(2), fact(3), {"type": "alias", "alias": "a", "session": "s",
+                                    "agent": "codex", "at": 0})
+    res = run_cli(home, "audit", "--json")
+    assert res.returncode == 0, res.stderr
+    a = json.loads(res.stdout)
+    assert a["events"] == 6
+    assert a["by_tag"] == {"alias.bound": 1, "question.asked": 3, "writer.started": 2}
+    assert a["duplicates_skipped"] == 1
+    assert a["head"]["seq"] == 6 and len(a["head"]["hash"]) == 64
+    assert [w["command"] for w in a["writers"]] == ["agentlog record"] * 2
+    assert [w["seq"] for w in a["writers"]] == [1, 4]
+    assert sum(a["by_day"].values()) == 6
+    assert a["first_capture"] <= a["last_capture"]
+    assert a["log_bytes"] > 0
+    text = run_cli(home, "audit")
+    assert text.returncode == 0 and b"question.asked" in text.stdout
+
+
+def test_audit_without_a_log_is_a_clear_error(home: Path) -> None:
+    res = run_cli(home, "audit")
+    assert res.returncode == 1 and b"no event log" in res.stderr
+
+
+def test_backup_is_verified_and_verifiable(home: Path) -> None:
+    record(home, *(fact(i) for i in range(50)))
+    res = run_cli(home, "backup", "--json")
+    assert res.returncode == 0, res.stderr
+    m = json.loads(res.stdout)
+    path = Path(m["path"])
+    assert path.parent == home / "backups" and (path / "data.mdb").is_file()
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["head_seq"] == m["head_seq"] == 51
+    audit = json.loads(run_cli(home, "audit", "--json").stdout)
+    assert manifest["head_hash"] == audit["head"]["hash"]
+    v = run_cli(home, "verify", "--log", str(path), "--json")
+    assert v.returncode == 0, v.stderr
+    rep = json.loads(v.stdout)
+    assert rep["head_hash"] == manifest["head_hash"] and rep["records"] == 51
+    assert not list((home / "backups").glob(".*.tmp"))
