@@ -114,7 +114,8 @@ def probe(binary: str, ws: Workspace) -> dict[str, Any]:
     deadline = time.monotonic() + PROBE_TIMEOUT * ws.probe_scale
     try:
         proc = subprocess.Popen(
-            [binary, "app-server"],
+            # No user MCP server is started just to read limits.
+            [binary, "app-server", "-c", "mcp_servers={}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
