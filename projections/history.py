@@ -33,6 +33,7 @@ SEARCH_CAP = 200
 PREVIEW_CHARS = 100
 MAX_PAGE = 100_000
 MAX_SESSIONS = 1000
+DENSE = 20_000  # matches above which the search walks the time index instead
 
 _COLS = (
     "d.rowid, d.id, d.project, d.session, d.at, d.role, d.text, d.tool, d.agent, d.subagent,"
@@ -79,8 +80,14 @@ def _turn(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def _text_clause(con: sqlite3.Connection, tokens: list[str]) -> tuple[str, list[Any]]:
-    """SQL (on alias `d`) requiring every token, planned like `projections.search`."""
+def _text_clause(
+    con: sqlite3.Connection, tokens: list[str], *, probe: bool = False
+) -> tuple[str, list[Any]]:
+    """SQL (on alias `d`) requiring every token, planned like `projections.search`.
+
+    With `probe`, the main-index condition is a per-row EXISTS (for a scan in time order
+    that stops after the first hits) instead of an IN over every match.
+    """
     from projections.search import _cjk_expr, _plan
 
     if not tokens:
@@ -90,8 +97,12 @@ def _text_clause(con: sqlite3.Connection, tokens: list[str]) -> tuple[str, list[
     if has_fts(con):
         main, grams, lits = _plan(tokens)
         if main:
-            parts.append("d.rowid IN (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?)")
-            params.append(" AND ".join(fts_phrase(t) for t in main))
+            parts.append(
+                "EXISTS (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ?"
+                " AND rowid = d.rowid)" if probe else
+                "d.rowid IN (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?)"
+            )
+            params.append(_main_expr(main))
         if grams:
             parts.append("d.rowid IN (SELECT rowid FROM documents_cjk WHERE documents_cjk MATCH ?)")
             params.append(_cjk_expr(grams))
@@ -101,6 +112,30 @@ def _text_clause(con: sqlite3.Connection, tokens: list[str]) -> tuple[str, list[
         parts.append("instr(fold(d.text), ?) > 0")
         params.append(fold(t))
     return " AND ".join(parts), params
+
+
+def _main_expr(main: list[str]) -> str:
+    return " AND ".join(fts_phrase(t) for t in main)
+
+
+def _dense(con: sqlite3.Connection, tokens: list[str]) -> bool:
+    """True when the words match more than DENSE documents (then scan newest first)."""
+    from projections.search import _plan
+
+    if not has_fts(con):
+        return False
+    main = _plan(tokens)[0]
+    if not main:
+        return False
+    has_index = con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'documents_at'"
+    ).fetchone()
+    if has_index is None:
+        return False
+    (n,) = con.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?"
+        " LIMIT ?)", (_main_expr(main), DENSE + 1)).fetchone()
+    return bool(n > DENSE)
 
 
 def history_page(
@@ -203,15 +238,19 @@ def search(
     tokens = query_tokens(query)
     if not tokens:
         return {"query": query.strip(), "hits": [], "capped": False}
-    clause, params = _text_clause(con, tokens)
+    # A rare word: collect its matches, sort them by time. A very common word: walk the
+    # time index newest first and test each document, stopping after the cap.
+    dense = _dense(con, tokens)
+    clause, params = _text_clause(con, tokens, probe=dense)
     where = ["d.kind = 'transcript'", clause]
     if not include_archived:
         where.append("d.archived = 0")
     if role is not None:
         where.append("d.role = ?")
         params.append(role)
+    hint = " INDEXED BY documents_at" if dense else ""
     rows = con.execute(
-        f"SELECT {_COLS} FROM documents d WHERE {' AND '.join(where)}"
+        f"SELECT {_COLS} FROM documents d{hint} WHERE {' AND '.join(where)}"
         " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?",
         [*params, SEARCH_CAP + 1],
     ).fetchall()

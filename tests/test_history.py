@@ -136,3 +136,26 @@ def test_cli_history_and_search(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["projects"][0]["project"] == "proj-a"
     r = run_cli(home, "history", "-p", "proj-a", "--sessions", "--json")
     assert [s["sessionId"] for s in json.loads(r.stdout)["sessions"]] == ["s3", "s2", "s1"]
+
+
+def test_dense_and_sparse_search_plans_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections import history as hist
+
+    home = home_at(tmp_path / "h")
+    # out of log order in time, with ties, archived turns and two roles
+    import_turns(home, "p1", [turn("a", i, T0 + (i * 7919) % 500, "user", f"common word {i}")
+                              for i in range(300)])
+    import_turns(home, "p2", [turn("b", i, T0 + (i * 104729) % 450, "assistant", f"common {i}")
+                              for i in range(100)])
+    ops.archive(home, now=T0 + 10 * DAY, after_days=0)
+    import_turns(home, "p3", [turn("c", i, T0 + 5 * DAY + i, "user", f"common late {i}")
+                              for i in range(50)])
+    for kwargs in ({}, {"role": "assistant"}, {"include_archived": True}):
+        monkeypatch.setattr(hist, "DENSE", 10**9)
+        sparse = ops.search(home, "common", **kwargs)  # type: ignore[arg-type]
+        monkeypatch.setattr(hist, "DENSE", 10)
+        dense = ops.search(home, "common", **kwargs)  # type: ignore[arg-type]
+        assert dense == sparse, kwargs
+    assert len(ops.search(home, "common", include_archived=True)["hits"]) == 200
