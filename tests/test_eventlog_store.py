@@ -36,7 +36,7 @@ class Boom(Exception):
 
 
 class ExplodingState(Mapping[bytes, bytes | None]):
-    """A state mapping whose iteration fails: `append` reads it after putting events."""
+    """A state mapping that fails half-way: `append` reads it after putting events."""
 
     def __getitem__(self, key: bytes) -> bytes | None:
         raise KeyError(key)
@@ -48,6 +48,8 @@ class ExplodingState(Mapping[bytes, bytes | None]):
         raise Boom("state iteration failed mid-batch")
 
     def items(self) -> Any:
+        # one state entry goes into the transaction first: it must vanish with the batch
+        yield b"cur/a", b"written-then-aborted"
         raise Boom("state iteration failed mid-batch")
 
 
