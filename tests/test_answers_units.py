@@ -79,6 +79,14 @@ def test_citations_accept_lists_and_ignore_prose() -> None:
     ]
 
 
+def test_an_id_with_a_comma_is_one_citation() -> None:
+    known = {"run:job,a.log", "message:2"}
+    assert result.citations("x [run:job,a.log] y [message:2]", known) == [
+        "run:job,a.log",
+        "message:2",
+    ]
+
+
 def test_prompt_sends_at_most_eight_bounded_snippets() -> None:
     hits = [{"id": f"message:{i}", "snippet": "x" * 5000, "at": 0} for i in range(12)]
     hits.insert(0, {"id": None, "snippet": "no id"})

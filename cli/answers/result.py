@@ -61,6 +61,10 @@ def citations(text: str, known: set[str]) -> list[str]:
     """
     found: list[str] = []
     for m in _BRACKET.finditer(text):
+        whole = m.group(1).strip().strip("`'\"")
+        if whole in known:  # an id may itself hold a comma or semicolon
+            found.append(whole)
+            continue
         for part in re.split(r"[,;]", m.group(1)):
             token = part.strip().strip("`'\"")
             if not token:
