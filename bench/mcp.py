@@ -61,8 +61,11 @@ def facts(n: int, seed: int = 7) -> bytes:
 
 
 def cli(home: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "cli.main", "--home", str(home), *args],
-                          input=data, capture_output=True, cwd=ROOT, check=True)
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "--home", str(home), *args],
+                          input=data, capture_output=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"agentlog {' '.join(args)} failed: {proc.stderr.decode()[-2000:]}")
+    return proc
 
 
 def build_history(home: Path, n: int) -> float:

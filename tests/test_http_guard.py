@@ -146,3 +146,10 @@ def test_routes_assembled_from_modules() -> None:
     paths = {getattr(r, "path", "") for r in gather_routes()}
     assert {"/", "/api/search", "/api/history/{hit_id:path}"} <= paths
     assert gather_routes(["cli.web.no_such_module"]) == []
+
+
+def test_only_get(client: TestClient) -> None:
+    resp = authed(client).post("/api/search?q=x")
+    assert resp.status_code == 405 and "error" in resp.json()
+    assert_secure_headers(resp)
+    assert client.post("/?token=" + TOKEN, headers={"Authorization": ""}).status_code in (403, 405)
