@@ -14,6 +14,8 @@ Promises:
   agent "other" unless the metadata names one.
 - `run` is the log's basename (`<name>.log`); the time of a chunk is the run start
   (`jobStartedAt`, else a UTC timestamp in the file name).
+- JSON event lines (`claude -p --output-format stream-json`, `codex exec --json`) are
+  reduced to their words; setup, result and partial-item events add nothing.
 - Metadata yields one "system" record: known fields as `key: value`, unknown fields kept
   searchable as quoted JSON text.
 """
@@ -71,8 +73,7 @@ def parse_line(
     source: SourceInfo, state: dict[str, Any], line: bytes, offset: int, generation: int
 ) -> ParseResult:
     result = ParseResult()
-    text = text_of(line.decode("utf-8", "replace").rstrip("\r"), CHUNK_CHARS)
-    role = "system" if text.lstrip().lower().startswith(_SYSTEM_PREFIXES) else "assistant"
+    role, text = _line_text(line)
     chunk = state.get("chunk")
     fits = (
         isinstance(chunk, dict)
@@ -84,6 +85,12 @@ def parse_line(
         and chunk["lines"] < CHUNK_LINES
         and len(chunk["text"]) + len(text) < CHUNK_CHARS
     )
+    if not text.strip() and line.strip():
+        # an event line with nothing to index: it keeps the chunk contiguous, adds nothing
+        if fits and isinstance(chunk, dict):
+            chunk["end"] = offset + len(line) + 1
+        result.skipped += 1
+        return result
     if fits and isinstance(chunk, dict):
         chunk["text"] = f"{chunk['text']}\n{text}"
         chunk["lines"] += 1
@@ -108,6 +115,57 @@ def parse_line(
         )
     )
     return result
+
+
+def _line_text(line: bytes) -> tuple[str, str]:
+    """(role, text) of one log line.
+
+    JSON event lines (`claude -p --output-format stream-json`, `codex exec --json`) are reduced
+    to their words; any other line is kept as it is.
+    """
+    if line[:1] == b"{":
+        event = load_object(line)
+        if event is not None:
+            found = _event_text(event)
+            if found is not None:
+                return found
+    text = text_of(line.decode("utf-8", "replace").rstrip("\r"), CHUNK_CHARS)
+    role = "system" if text.lstrip().lower().startswith(_SYSTEM_PREFIXES) else "assistant"
+    return role, text
+
+
+def _event_text(event: dict[str, Any]) -> tuple[str, str] | None:
+    kind = event.get("type")
+    message = event.get("message")
+    if kind in ("assistant", "user") and isinstance(message, dict):
+        parts: list[str] = []
+        content = message.get("content")
+        for block in content if isinstance(content, list) else [{"text": content}]:
+            if not isinstance(block, dict):
+                continue
+            if isinstance(block.get("text"), str):
+                parts.append(text_of(block["text"], CHUNK_CHARS))
+            elif isinstance(block.get("thinking"), str):
+                parts.append(text_of(block["thinking"], CHUNK_CHARS))
+            elif block.get("type") == "tool_use":
+                name = str_or_none(block.get("name"), 200) or "tool"
+                parts.append(f"{name} {compact_json(block.get('input'), 2048)}")
+            elif block.get("type") == "tool_result":
+                inner = block.get("content")
+                parts.append(text_of(inner, CHUNK_CHARS) if isinstance(inner, str) else "")
+        role = "assistant" if kind == "assistant" else "system"
+        return role, "\n".join(p for p in parts if p)[:CHUNK_CHARS]
+    item = event.get("item")
+    if kind == "item.completed" and isinstance(item, dict):
+        words = [item.get("text"), item.get("command"), item.get("aggregated_output")]
+        text = "\n".join(text_of(w, CHUNK_CHARS) for w in words if isinstance(w, str))
+        role = "assistant" if item.get("type") in ("agent_message", "reasoning") else "system"
+        return role, text[:CHUNK_CHARS]
+    if kind in ("system", "result", "thread.started", "turn.started", "turn.completed"):
+        return "system", ""  # session setup and the final result (a repeat of the last reply)
+    if isinstance(kind, str) and kind.startswith("item."):
+        return "system", ""  # started/updated: the completed item comes later
+    return None
 
 
 def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> ParseResult:
