@@ -116,7 +116,7 @@ def test_codex_exhausted_in_probe_falls_to_claude(fakes: Fakes, ahome: Home) -> 
         assert flag in argv
     assert argv[argv.index("--tools") + 1] == ""
     assert argv[argv.index("--model") + 1] == "haiku"
-    assert "--fallback-model" not in argv
+    assert "--fallback-model" not in argv and "--system-prompt" in argv
     # Inside a Claude Code session (CLAUDECODE=1) a child claude would refuse to start.
     assert run["env"]["CLAUDECODE"] is None and run["env"]["ANTHROPIC_API_KEY"] is None
 
