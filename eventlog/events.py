@@ -181,7 +181,8 @@ class RowSnapshotted(_Event, tag="row.snapshotted", frozen=True):
 
 
 class TurnsImported(_Event, tag="turns.imported", frozen=True):
-    """Turns of one session imported from an export envelope (one event per session).
+    """Turns of one session imported from an export envelope (one event per session, or
+    one per part of at most 2,000 turns / 4 MiB of content for a large session).
 
     `turns` are the envelope's turn objects, kept as given.
     """
