@@ -102,6 +102,9 @@ def test_cross_project_search_marks_and_stays_inert(
     assert hit.locator("mark").all_inner_texts() == ["quokka"]
     assert "<script>window.__pwned=2</script>" in hit.inner_text()
     _inert(page)
+    hit.locator("a.open").click()  # the source document, shown by app.js
+    page.wait_for_selector("pre.body:has-text('quokka')")
+    _inert(page)
     page.goto(f"http://127.0.0.1:{served.port}/?history=proj-x")
     page.wait_for_selector("#hist-turns li.item")
     assert "<img src=x" in page.locator("#hist-turns").inner_text()

@@ -148,7 +148,7 @@
         if (hit.archived) meta.appendChild(node("span", "muted", "archived"));
         const snip = node("div", "snippet");
         appendPreview(snip, hit.preview);
-        li.append(meta, snip);
+        li.append(meta, snip, openLink(hit.id));
         list.appendChild(li);
       }
       view.appendChild(list);
@@ -249,7 +249,7 @@
       if (t.subagentName) meta.appendChild(node("span", "pill", "@" + t.subagentName));
       meta.appendChild(node("span", "muted", t.sessionId));
       if (t.archived) meta.appendChild(node("span", "muted", "archived"));
-      li.append(meta, node("pre", "body", t.content));
+      li.append(meta, node("pre", "body", t.content), openLink(t.id));
       list.appendChild(li);
     }
     view.appendChild(list);
@@ -260,6 +260,15 @@
     if (res.next) nav.appendChild(pager("Next page →", res.next));
     nav.appendChild(node("span", "muted", "page " + n + " · " + res.turns.length + " turns"));
     view.appendChild(nav);
+  }
+
+  // Enter on a selected row (app.js's keyboard handler) follows its a.open link.
+  function openLink(id) {
+    const box = node("div", "actions");
+    const a = node("a", "open", "open");
+    a.href = "/?doc=" + encodeURIComponent(id || "");
+    box.appendChild(a);
+    return box;
   }
 
   function pager(label, page) {
