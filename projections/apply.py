@@ -19,6 +19,8 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
+
 from eventlog.events import (
     AliasBound,
     AnswerGiven,
@@ -44,7 +46,8 @@ _COLUMNS = (
     "seq", "ord", "source", "sender", "extra",
 )
 _INSERT = (
-    f"INSERT INTO documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+    "INSERT OR IGNORE INTO "
+    f"documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 )
 _UPDATE_COLS = [c for c in _COLUMNS if c not in ("id", "ord", "archived")]
 _UPDATE = f"UPDATE documents SET {', '.join(c + ' = ?' for c in _UPDATE_COLS)} WHERE rowid = ?"
@@ -77,12 +80,11 @@ def put_document(
         text = text[:MAX_DOC_CHARS]
     values["text"] = text
     values["archived"] = int(values.get("archived") or 0)
+    if con.execute(_INSERT, [values.get(c) for c in _COLUMNS]).rowcount == 1:
+        return True  # a new id (the common case: one statement)
     existing = con.execute(
         "SELECT rowid, source FROM documents WHERE id = ?", (values["id"],)
     ).fetchone()
-    if existing is None:
-        con.execute(_INSERT, [values.get(c) for c in _COLUMNS])
-        return True
     if policy == "keep" or (policy == "same_source" and existing[1] != values.get("source")):
         return False
     con.execute(_UPDATE, [*(values.get(c) for c in _UPDATE_COLS), existing[0]])
@@ -94,16 +96,33 @@ def put_document(
 
 def _extra(obj: Mapping[str, Any]) -> str | None:
     clean = {k: v for k, v in obj.items() if v not in (None, [], {}, "")}
-    return json.dumps(clean, sort_keys=True, ensure_ascii=False, default=str) if clean else None
+    if not clean:
+        return None
+    try:
+        return msgspec.json.encode(clean, order="sorted").decode()
+    except (TypeError, msgspec.EncodeError):
+        return json.dumps(clean, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _sender_agent(con: sqlite3.Connection, sender: str, extra: Mapping[str, Any]) -> str:
     if isinstance(extra.get("agent"), str):
         return agent_family(extra["agent"])
+    cache = _alias_cache(con)
+    if sender in cache:
+        return cache[sender]
     row = con.execute(
         "SELECT agent FROM aliases WHERE alias = ? ORDER BY at DESC, session LIMIT 1", (sender,)
     ).fetchone()
-    return agent_family(row[0]) if row else "other"
+    fam = agent_family(row[0]) if row else "other"
+    if len(cache) < 10_000:
+        cache[sender] = fam
+    return fam
+
+
+def _alias_cache(con: sqlite3.Connection) -> dict[str, str]:
+    """Per-connection memo of alias -> agent family (cleared whenever an alias is bound)."""
+    cache = getattr(con, "alias_cache", None)
+    return cache if isinstance(cache, dict) else {}
 
 
 def run_basename(run: str) -> str:
@@ -210,6 +229,7 @@ def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:
         "INSERT OR REPLACE INTO aliases(alias, session, agent, at) VALUES (?,?,?,?)",
         (ev.alias, ev.session, ev.agent, ev.at),
     )
+    _alias_cache(con).clear()
 
 
 BROKER_APPLIERS: dict[str, Applier] = {

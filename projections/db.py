@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from projections import cjk
 from projections.text import fold
@@ -46,12 +47,9 @@ CREATE TABLE documents(
   sender TEXT,
   extra TEXT
 );
-CREATE INDEX documents_at ON documents(at);
-CREATE INDEX documents_conv ON documents(conversation, ord);
 CREATE INDEX documents_session ON documents(session);
-CREATE INDEX documents_project ON documents(project);
-CREATE INDEX documents_job ON documents(job);
 CREATE INDEX documents_run ON documents(run);
+CREATE INDEX documents_subagent ON documents(subagent) WHERE subagent IS NOT NULL;
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)
@@ -102,11 +100,24 @@ CREATE TABLE checkpoint(
 );
 """
 
-_FTS = """
+# Indexes only queries need: a rebuild creates them after the bulk load (faster, sorted).
+_QUERY_INDEXES = """
+CREATE INDEX documents_at ON documents(at);
+CREATE INDEX documents_conv ON documents(conversation, ord);
+CREATE INDEX documents_project ON documents(project);
+CREATE INDEX documents_job ON documents(job);
+"""
+
+_FTS_TABLES = """
 CREATE VIRTUAL TABLE documents_fts USING fts5(
   text, content='documents', content_rowid='rowid',
   tokenize='unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, tokenize='unicode61');
+"""
+
+# The triggers keep both FTS tables in step with `documents` on every later write.
+_FTS_TRIGGERS = """
 CREATE TRIGGER documents_ai AFTER INSERT ON documents BEGIN
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
 END;
@@ -117,7 +128,6 @@ CREATE TRIGGER documents_au AFTER UPDATE OF text ON documents BEGIN
   INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
 END;
-CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, tokenize='unicode61');
 CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents WHEN has_cjk(new.text) BEGIN
   INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.text));
 END;
@@ -189,15 +199,25 @@ def fts5_available() -> bool:
         return False
 
 
+class Connection(sqlite3.Connection):
+    """A connection that can carry per-connection memos for the appliers."""
+
+    alias_cache: dict[str, str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.alias_cache = {}
+
+
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), rollback journal."""
     if readonly:
         uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
         con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
-                              check_same_thread=False)
+                              check_same_thread=False, factory=Connection)
     else:
         con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
-                              check_same_thread=False)
+                              check_same_thread=False, factory=Connection)
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
     if not readonly:
@@ -213,7 +233,7 @@ def register_functions(con: sqlite3.Connection) -> None:
 
 
 def _has_cjk(text: object) -> int:
-    return 1 if isinstance(text, str) and cjk.has_cjk(text) else 0
+    return 1 if isinstance(text, str) and not text.isascii() and cjk.has_cjk(text) else 0
 
 
 def _cjk_grams(text: object) -> str:
@@ -224,19 +244,41 @@ def _fold(text: object) -> str:
     return fold(text) if isinstance(text, str) else ""
 
 
-def create_schema(con: sqlite3.Connection, *, engine: str | None = None) -> str:
-    """Create every table in an empty database; returns the engine chosen."""
+def create_schema(
+    con: sqlite3.Connection, *, engine: str | None = None, bulk: bool = False
+) -> str:
+    """Create every table in an empty database; returns the engine chosen.
+
+    With `bulk`, the query-only indexes and the FTS triggers are left for `finish_bulk`
+    (a rebuild loads the rows first, then indexes them in one pass).
+    """
     if engine is None:
         engine = "fts5" if fts5_available() else "plain"
     con.executescript(_DOCUMENTS)
+    if not bulk:
+        con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
-        con.executescript(_FTS)
+        con.executescript(_FTS_TABLES)
+        if not bulk:
+            con.executescript(_FTS_TRIGGERS)
     con.execute(
         "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
         " VALUES (1, 0, '', ?, ?, ?)",
         (SCHEMA_VERSION, parser_version(), engine),
     )
     return engine
+
+
+def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
+    """After a bulk load: query indexes, full-text indexes from the rows, then triggers."""
+    con.executescript(_QUERY_INDEXES)
+    if engine == "fts5":
+        con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('rebuild')")
+        con.execute(
+            "INSERT INTO documents_cjk(rowid, grams)"
+            " SELECT rowid, cjk_grams(text) FROM documents WHERE has_cjk(text)"
+        )
+        con.executescript(_FTS_TRIGGERS)
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

@@ -103,7 +103,7 @@ def build(
         con.execute("PRAGMA temp_store = MEMORY")
         from projections.apply import appliers, apply_event
 
-        chosen = db.create_schema(con, engine=engine)
+        chosen = db.create_schema(con, engine=engine, bulk=True)
         table = appliers()
         con.execute("BEGIN")
         last_seq, last_hash, events = 0, "", 0
@@ -119,8 +119,10 @@ def build(
             seq = last_seq + 1
             if progress is not None:
                 progress(last_seq, stop)
-        db.write_checkpoint(con, last_seq, last_hash)
         con.execute("COMMIT")
+        # The file is private until the swap, so indexing after the load needs no atomicity.
+        db.finish_bulk(con, chosen)
+        db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")

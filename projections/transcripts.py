@@ -122,6 +122,7 @@ def _touch(con: sqlite3.Connection, source: str, at: int, nbytes: int, counter: 
 
 def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
+    _ord_next[:] = [st.seq, 0]
     assert isinstance(ev, ChunkCaptured)
     info, row = _source_row(con, ev.source)
     at = ev.at or st.at
@@ -273,16 +274,14 @@ def _apply_result(
         _title(con, t)
     for sub in res.subagents:
         _subagent(con, sub)
-    if _ord_next[0] != st.seq:
-        _ord_next[:] = [st.seq, 0]
     for rec in res.records:
         _record(con, st, info, rec, _ord_next[1])
         _ord_next[1] += 1
     return len(res.records)
 
 
-# Records of one event get consecutive `ord`s; every event is applied in one call, so this
-# (seq, next index) pair is all the state needed and it is the same in rebuild and catch-up.
+# Records of one event get consecutive `ord`s. Every event is applied in one call that starts
+# by resetting this counter, so it is the same in rebuild and catch-up.
 _ord_next = [0, 0]
 
 
@@ -404,6 +403,7 @@ def _run_chunk(
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
+    _ord_next[:] = [st.seq, 0]
     assert isinstance(ev, FileSnapshotted)
     info, _ = _source_row(con, ev.source)
     _touch(con, ev.source, ev.at or st.at, ev.size, "snapshots")
@@ -426,6 +426,7 @@ def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
 
 def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
+    _ord_next[:] = [st.seq, 0]
     assert isinstance(ev, RowSnapshotted)
     info, _ = _source_row(con, ev.source)
     _touch(con, ev.source, ev.at or st.at, len(ev.data), "rows")

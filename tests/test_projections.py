@@ -300,3 +300,12 @@ def test_writer_on_a_swapped_file_reopens(tmp_path: Path) -> None:
     stale.close()
     append(log, broker_events()[2:])
     assert catch_up(path, log).last_seq == log.head().seq
+
+
+def test_two_builds_in_one_process_are_identical(tmp_path: Path) -> None:
+    # The record counter of the last event must not leak into the next build (a drift check
+    # rebuilds in the same process that caught up).
+    log = EventLog(tmp_path / "log")
+    data = claude_line("o1", "user", "one") + claude_line("o2", "user", "two")
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"), *chunks_of(CLAUDE_SRC, data, [])])
+    assert _rows(_fresh(tmp_path, log)) == _rows(_fresh(tmp_path, log))
