@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import lmdb
 import pytest
@@ -128,14 +129,21 @@ def flip(path: Path, offset: int, mask: int = 0x01) -> None:
 
 
 def cli_verify(home: Path, log: Path, json_too: bool = True) -> tuple[int, str, dict[str, object]]:
+    """`agentlog verify --log LOG`: (exit code, text output, the --json report or {})."""
     text = run_cli(home, "verify", "--log", str(log), timeout=120)
+    assert b"Traceback" not in text.stderr
     if not json_too:
-        assert b"Traceback" not in text.stderr
         return text.returncode, (text.stdout + text.stderr).decode(), {}
     js = run_cli(home, "verify", "--log", str(log), "--json", timeout=120)
-    assert text.returncode == js.returncode
-    assert b"Traceback" not in text.stderr + js.stderr
+    assert text.returncode == js.returncode and b"Traceback" not in js.stderr
     return text.returncode, (text.stdout + text.stderr).decode(), json.loads(js.stdout)
+
+
+def cli_verify_json(home: Path, log: Path) -> tuple[int, dict[str, Any]]:
+    js = run_cli(home, "verify", "--log", str(log), "--json", timeout=120)
+    assert b"Traceback" not in js.stderr
+    out: dict[str, Any] = json.loads(js.stdout)
+    return js.returncode, out
 
 
 def test_sound_copy_verifies(sound_log: tuple[Path, dict[str, int]], home: Path) -> None:
@@ -170,18 +178,19 @@ def test_flipped_page_headers_fail_verify(
     npages = (path / "data.mdb").stat().st_size // PAGE
     rng = random.Random(7)
     # pgno, flags, lower/upper of data pages; the meta pages 0 and 1 together
-    cases = [(p, field) for p in rng.sample(range(2, npages), 3) for field in (0, 10, 12)]
+    cases = [(p, field) for p in rng.sample(range(2, npages), 2) for field in (0, 10, 12)]
     for n, (pgno, field) in enumerate(cases):
         bad = copy_of(path, tmp_path / f"hdr{n}")
         flip(bad, pgno * PAGE + field, 0x40)
-        report = verify_isolated(bad)  # in this process: it must survive and say why
         code, out, _ = cli_verify(home, bad, json_too=False)
-        assert code == 1 and not report.ok, (pgno, field, out)
-        assert report.reason and report.reason in out, (report.reason, out)
+        assert code == 1 and out.startswith("BAD: "), (pgno, field, out)
+        if n % 3 == 0:
+            report = verify_isolated(bad)  # in this process: it must survive and say why
+            assert not report.ok and report.reason and report.reason in out, (report, out)
     both_meta = copy_of(path, tmp_path / "meta")
     flip(both_meta, 0 * PAGE + 16, 0xFF)
     flip(both_meta, 1 * PAGE + 16, 0xFF)
-    code, out, _ = cli_verify(home, both_meta)
+    code, out, _ = cli_verify(home, both_meta, json_too=False)
     assert code == 1 and "BAD" in out
 
 
@@ -192,14 +201,14 @@ def test_random_flips_never_crash_the_caller(
     size = (path / "data.mdb").stat().st_size
     rng = random.Random(11)
     detected = 0
-    for n in range(12):
+    for n in range(8):
         bad = copy_of(path, tmp_path / f"rnd{n}")
         for _ in range(3):
             flip(bad, rng.randrange(2 * PAGE, size), rng.randrange(1, 256))
         report = verify_isolated(bad)
         assert report.ok or report.reason, report
         detected += not report.ok
-    assert detected >= 6  # a flip in free space of a page may legitimately go unseen
+    assert detected >= 4  # a flip in free space of a page may legitimately go unseen
 
 
 def test_truncated_copy_fails_verify(
@@ -227,19 +236,19 @@ def test_key_index_and_gap_edits_are_named(
 
     moved = copy_of(path, tmp_path / "moved")
     _raw_edit(moved, b"keys", lambda t, d: t.put(b"key-00200", chain.seq_key(seq + 1), db=d))
-    code, out, js = cli_verify(home, moved)
-    assert code == 1 and js["first_bad_seq"] == seq and "key index" in out, out
+    code, js = cli_verify_json(home, moved)
+    assert code == 1 and js["first_bad_seq"] == seq and "key index" in js["reason"], js
 
     stray = copy_of(path, tmp_path / "stray")
     _raw_edit(stray, b"keys", lambda t, d: t.put(b"zz-stray", chain.seq_key(5), db=d))
-    code, out, js = cli_verify(home, stray)
-    assert code == 1 and js["first_bad_seq"] == 5 and "another key" in out, out
+    code, js = cli_verify_json(home, stray)
+    assert code == 1 and js["first_bad_seq"] == 5 and "another key" in js["reason"], js
 
     gap = copy_of(path, tmp_path / "gap")
     _raw_edit(gap, b"events", lambda t, d: t.delete(chain.seq_key(seq), db=d))
     code, out, js = cli_verify(home, gap)
     assert code == 1 and js["first_bad_seq"] == seq
-    assert f"gap: expected seq {seq}, found {seq + 1}" in out, out
+    assert f"BAD: record {seq}: gap: expected seq {seq}, found {seq + 1}" in out, out
 
 
 def test_verify_of_a_missing_log_is_a_clear_error(home: Path, tmp_path: Path) -> None:
