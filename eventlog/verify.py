@@ -204,10 +204,13 @@ def verify_isolated(path: Path, live: EventLog | None = None) -> VerifyReport:
     with tempfile.TemporaryDirectory(prefix="agentlog-verify-") as tmp:
         snap = Path(tmp) / "log"
         snap.mkdir()
-        if live is not None:
-            live.copy_to(snap, compact=False)
-        else:
-            shutil.copyfile(path / "data.mdb", snap / "data.mdb")
+        try:
+            if live is not None:
+                live.copy_to(snap, compact=False)
+            else:
+                shutil.copyfile(path / "data.mdb", snap / "data.mdb")
+        except (OSError, lmdb.Error) as exc:
+            raise EventLogError(f"cannot copy {path} for verification: {exc}") from exc
         timeout = _timeout_for(snap)
         struct_proc = _start(["-m", "lmdb", "verify", "-e", str(snap)])
         chain_proc = _start(["-m", "eventlog.verify", str(snap)])
