@@ -203,10 +203,12 @@ class Connection(sqlite3.Connection):
     """A connection that can carry per-connection memos for the appliers."""
 
     alias_cache: dict[str, str]
+    ord_next: list[int]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alias_cache = {}
+        self.ord_next = [0, 0]
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:

@@ -48,13 +48,16 @@ def fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+# Combining diacritical marks (the blocks unicodedata.combining() reports for Latin,
+# Greek and Cyrillic text, which is what FTS5's remove_diacritics folds).
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
 def fold(text: str) -> str:
     """Case- and diacritic-folded text (the plain engine's comparison form)."""
     if text.isascii():
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return stripped.casefold()
+    return _MARKS.sub("", unicodedata.normalize("NFKD", text)).casefold()
 
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:

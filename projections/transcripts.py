@@ -122,7 +122,7 @@ def _touch(con: sqlite3.Connection, source: str, at: int, nbytes: int, counter: 
 
 def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_next[:] = [st.seq, 0]
+    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, ChunkCaptured)
     info, row = _source_row(con, ev.source)
     at = ev.at or st.at
@@ -274,15 +274,24 @@ def _apply_result(
         _title(con, t)
     for sub in res.subagents:
         _subagent(con, sub)
+    counter = _ord_counter(con)
     for rec in res.records:
-        _record(con, st, info, rec, _ord_next[1])
-        _ord_next[1] += 1
+        _record(con, st, info, rec, counter[1])
+        counter[1] += 1
     return len(res.records)
 
 
-# Records of one event get consecutive `ord`s. Every event is applied in one call that starts
-# by resetting this counter, so it is the same in rebuild and catch-up.
-_ord_next = [0, 0]
+def _ord_counter(con: sqlite3.Connection) -> list[int]:
+    """[seq, next index]: records of one event get consecutive `ord`s. Every event is applied
+    in one call that starts by resetting it, so it is the same in rebuild and catch-up. It
+    lives on the connection, so concurrent builds in one process do not share it."""
+    counter = getattr(con, "ord_next", None)
+    if not isinstance(counter, list):
+        counter = _fallback_counter
+    return counter
+
+
+_fallback_counter = [0, 0]
 
 
 def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
@@ -403,7 +412,7 @@ def _run_chunk(
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_next[:] = [st.seq, 0]
+    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, FileSnapshotted)
     info, _ = _source_row(con, ev.source)
     _touch(con, ev.source, ev.at or st.at, ev.size, "snapshots")
@@ -426,7 +435,7 @@ def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
 
 def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_next[:] = [st.seq, 0]
+    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, RowSnapshotted)
     info, _ = _source_row(con, ev.source)
     _touch(con, ev.source, ev.at or st.at, len(ev.data), "rows")
