@@ -26,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -36,11 +36,6 @@ from readers import capture_files as cf
 from readers import cursor as cur
 from readers.discovery import Entry, classify, files, kind_of, walk
 from readers.roots import Root, split_source
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-ASYNC_PACK_MIN = 16 * 1024  # smaller payloads are compressed inline
 
 
 class Options:
@@ -138,8 +133,7 @@ class Capturer:
         self._epoch: bytes | None = None
         self._held: contextlib.ExitStack | None = None
         self._events: list[tuple[bytes, Event]] = []
-        self._futures: list[tuple[int, Future[tuple[bytes, str]]]] = []
-        self._pool: ThreadPoolExecutor | None = None
+        self._to_pack: list[int] = []
         self._state: dict[bytes, bytes | None] = {}
         self._pending_bytes = 0
         self.ready: deque[str] = deque()
@@ -195,12 +189,7 @@ class Capturer:
     def flush(self) -> None:
         """Commit pending events and cursors in one transaction, then release the lock."""
         try:
-            for idx, fut in self._futures:
-                packed, codec = fut.result()
-                if codec:
-                    key, ev = self._events[idx]
-                    self._events[idx] = (key, msgspec.structs.replace(ev, data=packed,
-                                                                      codec=codec))
+            self._pack_pending()
             if self._events or self._state:
                 token = os.urandom(8)
                 self._state[cur.EPOCH_KEY] = token
@@ -210,7 +199,7 @@ class Capturer:
                 self.stats.duplicates += res.duplicates
         finally:
             self._events, self._state, self._pending_bytes = [], {}, 0
-            self._futures = []
+            self._to_pack = []
             if self._held is not None:
                 self._held.close()
                 self._held = None
@@ -235,33 +224,28 @@ class Capturer:
             self._sweep_dirty = True
 
     def _add(self, key: bytes, ev: Event) -> None:
-        """Queue an event; its payload is compressed on the pool while capture goes on."""
-        idx = len(self._events)
-        self._events.append((key, ev))
+        """Queue an event; its payload is compressed when the batch is committed."""
         data = getattr(ev, "data", None)
-        if not isinstance(data, bytes) or len(data) < cf.COMPRESS_MIN:
-            return
-        if len(data) < ASYNC_PACK_MIN:
-            packed, codec = cf.pack(data)
-            if codec:
-                self._events[idx] = (key, msgspec.structs.replace(ev, data=packed, codec=codec))
-            return
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        if isinstance(data, bytes) and len(data) >= cf.COMPRESS_MIN:
+            self._to_pack.append(len(self._events))
+        self._events.append((key, ev))
 
-            self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
-        self._futures.append((idx, self._pool.submit(cf.pack, data)))
+    def _pack_pending(self) -> None:
+        """Compress the batch's payloads in one call (zstd's own threads, GIL released)."""
+        if not self._to_pack:
+            return
+        datas = [getattr(self._events[i][1], "data", b"") for i in self._to_pack]
+        for i, (packed, codec) in zip(self._to_pack, cf.pack_many(datas), strict=True):
+            if codec:
+                key, ev = self._events[i]
+                self._events[i] = (key, msgspec.structs.replace(ev, data=packed, codec=codec))
+        self._to_pack = []
 
     def close(self) -> None:
-        """Commit what is pending (and the stat cache) and stop the compression threads."""
-        try:
-            if self._loaded:
-                self._stage_statcache()
-            self.flush()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
+        """Commit what is pending, and the stat cache."""
+        if self._loaded:
+            self._stage_statcache()
+        self.flush()
 
     def _stage_statcache(self) -> None:
         """Stage each root's stat cache (for the no-change check) when it changed."""
