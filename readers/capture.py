@@ -42,7 +42,7 @@ class Options:
     """Bounds and pacing of the engine (defaults are the seed's figures)."""
 
     __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
-                 "polls_per_tick", "rediscover_s", "settle_s")
+                 "polls_per_tick", "rediscover_s", "settle_s", "sweep_checks_per_tick")
 
     def __init__(
         self,
@@ -54,6 +54,7 @@ class Options:
         batch_events: int = 4000,
         rediscover_s: float = 30.0,
         max_clean_sweeps: int = 3,
+        sweep_checks_per_tick: int = 64,
     ) -> None:
         self.settle_s = settle_s
         self.discover_per_tick = discover_per_tick
@@ -62,6 +63,7 @@ class Options:
         self.batch_events = batch_events
         self.rediscover_s = rediscover_s
         self.max_clean_sweeps = max_clean_sweeps
+        self.sweep_checks_per_tick = sweep_checks_per_tick
 
 
 class Stats:
@@ -153,7 +155,6 @@ class Capturer:
             self._loaded = True
             self._load()
             self._new_sweep()
-            gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
 
     # --- state ------------------------------------------------------------------------
 
@@ -332,14 +333,32 @@ class Capturer:
         self._sweep_dirty = False
 
     def _next_sweep_source(self) -> str | None:
-        if self._sweep_pos >= len(self._sweep):
-            self.sweeps_done += 1
-            self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
-            self._new_sweep()
-            return None
-        s = self._sweep[self._sweep_pos]
-        self._sweep_pos += 1
-        return s
+        """The next swept file that needs a poll, after checking the metadata of at most
+        `sweep_checks_per_tick` files (no file is opened); None when the sweep wrapped."""
+        for _ in range(self.opt.sweep_checks_per_tick):
+            if self._sweep_pos >= len(self._sweep):
+                self.sweeps_done += 1
+                self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
+                self._new_sweep()
+                return None
+            s = self._sweep[self._sweep_pos]
+            self._sweep_pos += 1
+            if self._may_need_poll(s):
+                return s
+        return None
+
+    def _may_need_poll(self, source: str) -> bool:
+        src = self.sources.get(source)
+        if src is None:
+            return False
+        if src.kind == "rows" or src.cursor.missing:
+            return True
+        try:
+            st = os.stat(src.path)
+        except OSError:
+            return True
+        return cf.needs_read(src.cursor, st, self.clock(), int(self.opt.settle_s * 1e9),
+                             src.kind == "append")
 
     def poll(self, source: str) -> bool:
         """Poll one registered source; True when it has more to read right away."""
@@ -520,6 +539,8 @@ class Capturer:
         idle_s: float = 2.0,
     ) -> Stats:
         """Keep capturing until `stop` is set; commits after every tick."""
+        self._ensure_loaded()
+        gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
         try:
             while not stop.is_set():
                 busy = self.tick()
