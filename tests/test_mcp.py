@@ -189,9 +189,15 @@ def test_startup_is_light(home: Path) -> None:
     assert out.stdout.strip() == "[]"
 
 
-async def test_startup_time(home: Path) -> None:
+async def test_startup_time_and_no_index_work(home: Path) -> None:
+    make_history(home)
+    (home / "history.db").unlink()  # a log without its projection
     start = time.perf_counter()
     async with spawn(home) as client:
         await client.list_tools()
         elapsed = time.perf_counter() - start
+        # A search on a missing index answers empty; it does not build one.
+        res = await ok(client, "search_history", {"query": "quokka"})
+        assert res["hits"] == []
+    assert not (home / "history.db").exists()
     assert elapsed < 10.0  # the goal (< 1 s) is measured by bench/mcp.py; this catches regressions
