@@ -180,3 +180,15 @@ def test_transcript_links_resolve(client: TestClient) -> None:
 def test_coverage(client: TestClient) -> None:
     cov = client.get("/api/coverage").json()["coverage"]
     assert cov["events"] > 0 and "lastCaptureAt" in cov
+
+
+def test_answer_without_answers_module(client: TestClient, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    from cli.web import calls
+
+    monkeypatch.setattr(calls, "ANSWERS_MODULE", "cli.no_answers_here")
+    res = search(client, q="quokka", answer="true", limit="3")
+    assert res["answer"]["error"] == "answers are not available"
+    assert res["answer"]["text"] == "" and res["answer"]["agent"] is None
+    assert [s["id"] for s in res["answer"]["sources"]] == [h["id"] for h in res["hits"]]
+    assert all(s["link"].startswith("/api/history/") for s in res["answer"]["sources"])

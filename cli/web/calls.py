@@ -23,6 +23,7 @@ AGENTS = ("claude", "codex", "opencode", "other")
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until")
 ANSWER_SOURCES = 8
+ANSWERS_MODULE = "cli.answers"
 
 
 class CallError(Exception):
@@ -89,8 +90,8 @@ def search(
 
 def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
     """The answer object of the seed, from `cli.answers` when it is installed."""
-    if importlib.util.find_spec("cli.answers") is not None:
-        answers = importlib.import_module("cli.answers")
+    if importlib.util.find_spec(ANSWERS_MODULE) is not None:
+        answers = importlib.import_module(ANSWERS_MODULE)
         if callable(getattr(answers, "answer", None)):
             produced: dict[str, Any] = answers.answer(home, query, hits)
             return produced
