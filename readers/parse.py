@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from readers import parse_claude, parse_codex, parse_opencode, parse_runs
+from readers.parse_common import clean
 from readers.records import MAX_LINE, ParseResult, SourceInfo
 
 PARSER_VERSION = 1
@@ -78,11 +79,11 @@ def parse_line(
             result.count_unknown(f"{layout}:oversized")
             return result
         if layout.startswith("claude."):
-            return parse_claude.parse_line(source, state, line, offset, generation)
+            return _tidy(parse_claude.parse_line(source, state, line, offset, generation))
         if layout.startswith("codex."):
-            return parse_codex.parse_line(source, state, line, offset, generation)
+            return _tidy(parse_codex.parse_line(source, state, line, offset, generation))
         if layout == "runs.log":
-            return parse_runs.parse_line(source, state, line, offset, generation)
+            return _tidy(parse_runs.parse_line(source, state, line, offset, generation))
     except Exception:  # a parser bug must cost one line, not a rebuild
         log.debug("parser error in %s at %d:%d", source.source, generation, offset, exc_info=True)
         return _error(layout)
@@ -93,11 +94,11 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
     layout = source.layout
     try:
         if layout.startswith("claude."):
-            return parse_claude.parse_snapshot(source, state, data)
+            return _tidy(parse_claude.parse_snapshot(source, state, data))
         if layout == "opencode.json":
-            return parse_opencode.parse_snapshot(source, state, data)
+            return _tidy(parse_opencode.parse_snapshot(source, state, data))
         if layout == "runs.meta":
-            return parse_runs.parse_snapshot(source, state, data)
+            return _tidy(parse_runs.parse_snapshot(source, state, data))
     except Exception:
         log.debug("parser error in snapshot of %s", source.source, exc_info=True)
         return _error(layout)
@@ -110,11 +111,21 @@ def parse_row(
     layout = source.layout
     try:
         if layout == "opencode.db":
-            return parse_opencode.parse_row(source, state, table, row_id, data)
+            return _tidy(parse_opencode.parse_row(source, state, table, row_id, data))
     except Exception:
         log.debug("parser error in row %s/%s of %s", table, row_id, source.source, exc_info=True)
         return _error(layout)
     return _wrong_layout(layout, "row")
+
+
+def _tidy(result: ParseResult) -> ParseResult:
+    """Unknown type names come from the input: make them valid UTF-8 too."""
+    if result.unknown and not all(kind.isascii() for kind in result.unknown):
+        tidy: dict[str, int] = {}
+        for kind, count in result.unknown.items():
+            tidy[clean(kind)] = tidy.get(clean(kind), 0) + count
+        result.unknown = tidy
+    return result
 
 
 def _error(layout: str) -> ParseResult:

@@ -195,3 +195,12 @@ def test_scopes_pair_the_files_that_share_knowledge() -> None:
     assert scope(source_info("claude.session", "projects/-x/a.jsonl")) != scope(
         source_info("claude.session", "projects/-x/b.jsonl")
     )
+
+
+def test_unknown_type_names_are_valid_utf8() -> None:
+    """Found by the fuzzer: an unknown type name taken from the input was a lone surrogate."""
+    for layout in ("claude.session", "codex.rollout"):
+        source = source_info(layout, PATHS[layout])
+        result = parse.parse_line(source, {}, b'{"type": "\\ud800x", "payload": {}}', 0, 0)
+        assert result.unknown and not result.records
+        msgspec.json.encode(result)
