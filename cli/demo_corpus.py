@@ -9,9 +9,10 @@ Every session holds a distinctive phrase (`PHRASES`) so a search finds it.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
+
+from readers.demo_db import write_opencode_db
 
 PHRASES = {
     "claude": "flamingo deployment checklist",
@@ -128,35 +129,17 @@ def _opencode(root: Path) -> None:
     for path, obj in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(obj, indent=2))
-    db = sqlite3.connect(root / "opencode.db")
-    try:
-        db.executescript(
-            """
-            CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT, time_created INTEGER,
-                                  time_updated INTEGER);
-            CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT,
-                                  slug TEXT, directory TEXT, title TEXT, version TEXT,
-                                  time_created INTEGER, time_updated INTEGER);
-            CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,
-                                  time_updated INTEGER, data TEXT);
-            CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT,
-                               time_created INTEGER, time_updated INTEGER, data TEXT);
-            """
-        )
-        s2, m2, p2 = "ses_3e00bb22bffeDemoSession02", "msg_c200bb22b001DemoMessage2", (
-            "prt_c200bb22b002DemoPart0002")
-        t = 1772704800000
-        db.execute("INSERT INTO project VALUES (?,?,?,?)", ("demoproject", PROJECT, t, t))
-        db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?)",
-                   (s2, "demoproject", None, "demo-db", PROJECT, "Rate limiting", "1.17.3",
-                    t, t))
-        db.execute("INSERT INTO message VALUES (?,?,?,?,?)", (m2, s2, t, t, json.dumps(
-            {"role": "user", "time": {"created": t}, "agent": "build"})))
-        db.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (p2, m2, s2, t, t, json.dumps(
-            {"type": "text", "text": f"Design a {PHRASES['opencode-db']} per API key"})))
-        db.commit()
-    finally:
-        db.close()
+    s2, m2, p2 = "ses_3e00bb22bffeDemoSession02", "msg_c200bb22b001DemoMessage2", (
+        "prt_c200bb22b002DemoPart0002")
+    t = 1772704800000
+    write_opencode_db(
+        root / "opencode.db",
+        project=("demoproject", PROJECT),
+        session=(s2, PROJECT, "Rate limiting"),
+        message=(m2, {"role": "user", "time": {"created": t}, "agent": "build"}),
+        part=(p2, {"type": "text", "text": f"Design a {PHRASES['opencode-db']} per API key"}),
+        at=t,
+    )
 
 
 def _runs(root: Path) -> None:
@@ -172,9 +155,6 @@ def _runs(root: Path) -> None:
 def write_demo(base: Path) -> dict[str, Path]:
     """Write the demo roots under `base` (replacing earlier demo files) and return them."""
     roots = {agent: base / agent for agent in ("claude", "codex", "opencode", "runs")}
-    db = roots["opencode"] / "opencode.db"
-    if db.exists():
-        db.unlink()
     _claude(roots["claude"])
     _codex(roots["codex"])
     _opencode(roots["opencode"])
