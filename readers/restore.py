@@ -78,7 +78,8 @@ def _selected(seen: SourceSeen, agent: str | None, session: str | None) -> bool:
     if agent is not None and seen.agent != agent:
         return False
     if session is not None and kind_of(seen.layout) != "rows":
-        return session in seen.path
+        # opencode parts live under their message's folder: their JSON names the session
+        return session in seen.path or seen.layout == "opencode.json"
     return True
 
 
@@ -89,7 +90,8 @@ def _row_matches(data: bytes, session: str) -> bool:
         obj = json.loads(data)
     except ValueError:
         return False
-    return isinstance(obj, dict) and session in (obj.get("session_id"), obj.get("id"))
+    return isinstance(obj, dict) and session in (
+        obj.get("session_id"), obj.get("sessionID"), obj.get("id"))
 
 
 def _safe_join(base: Path, rel: str) -> Path | None:
@@ -164,7 +166,11 @@ def restore(
                 f = srcs.get(ev.source)
                 if f is None or f.out is None or se.seq != f.snap_seq:
                     continue
-                f.out.write_bytes(payload(ev.codec, ev.data))
+                data = payload(ev.codec, ev.data)
+                if (session is not None and session not in f.seen.path
+                        and not _row_matches(data, session)):
+                    continue
+                f.out.write_bytes(data)
                 report.files += 1
             elif isinstance(ev, RowSnapshotted):
                 r = srcs.get(ev.source)

@@ -261,3 +261,24 @@ def test_no_change_fast_path_sees_new_changed_and_returning_files(
     st = capture(log, roots)
     assert st.missing == 0 and st.appended == 0
     assert unchanged_files(log, roots) == (2, 0)
+
+
+def test_restore_one_session_and_one_agent(tmp_path: Path, log: EventLog) -> None:
+    claude, oc = tmp_path / "claude", tmp_path / "opencode"
+    write(claude / "projects" / "-p" / "aaaa-1.jsonl", b'{"s":"a"}\n')
+    write(claude / "projects" / "-p" / "bbbb-2.jsonl", b'{"s":"b"}\n')
+    write(claude / "projects" / "-p" / "aaaa-1" / "subagents" / "agent-x.jsonl", b'{"s":"x"}\n')
+    write(oc / "storage" / "session" / "g" / "ses_A.json", b'{"id":"ses_A"}')
+    write(oc / "storage" / "part" / "msg_1" / "prt_1.json", b'{"sessionID":"ses_A"}')
+    write(oc / "storage" / "part" / "msg_2" / "prt_2.json", b'{"sessionID":"ses_B"}')
+    capture(log, roots_of(claude=claude, opencode=oc))
+    out = tmp_path / "one"
+    restore(log, out, session="aaaa-1")
+    got = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert got == ["claude/projects/-p/aaaa-1.jsonl",
+                   "claude/projects/-p/aaaa-1/subagents/agent-x.jsonl"]
+    out2 = tmp_path / "two"
+    restore(log, out2, session="ses_A", agent="opencode")
+    got2 = sorted(str(p.relative_to(out2)) for p in out2.rglob("*") if p.is_file())
+    assert got2 == ["opencode/storage/part/msg_1/prt_1.json",
+                    "opencode/storage/session/g/ses_A.json"]
