@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cli import hooks
 from cli.archive_audit import note_operation
 from cli.config import Home
 from eventlog import EventLog, now_ms
 from eventlog.events import Event, OperationRecorded
+
+if TYPE_CHECKING:
+    from projections.history import Connection
 
 ARCHIVE_EVERY_MS = 24 * 3600 * 1000
 DEFAULT_AFTER_DAYS = 30
@@ -60,22 +62,19 @@ def _log(home: Home, *, create: bool = False) -> EventLog:
     return home.log(readonly=False) if create else home.log(readonly=True)
 
 
-def open_history(home: Home, *, required: bool = True) -> sqlite3.Connection | None:
+def open_history(home: Home, *, required: bool = True) -> Connection | None:
     """history.db caught up to the log head, opened read-only (None when there is none)."""
-    from projections import db
-    from projections.catchup import catch_up
     from projections.errors import ProjectionBusy
+    from projections.history import open_current
 
     if not home.has_log():
         if required:
             raise NoLog(f"no event log in {home.root} (nothing captured or imported yet)")
         return None
     try:
-        catch_up(home.history_db, home.log())
-    except ProjectionBusy as exc:  # another process rebuilds: answer from the live file
-        if not home.history_db.exists():
-            raise Busy(f"history.db is being built by another process: {exc}") from None
-    return db.connect(home.history_db, readonly=True)
+        return open_current(home.history_db, home.log())
+    except ProjectionBusy as exc:
+        raise Busy(f"history.db is being built by another process: {exc}") from None
 
 
 def _op_event(op: str, at: int, details: dict[str, Any]) -> tuple[bytes, Event]:

@@ -20,11 +20,13 @@ import html
 import re
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from eventlog.store import EventLog
 from projections.db import has_fts
 from projections.envelope import format_ts
-from projections.errors import QueryError
+from projections.errors import ProjectionBusy, QueryError
 from projections.text import _folded_with_map, fold, fts_phrase, query_tokens
 from readers.records import ROLES
 
@@ -136,6 +138,26 @@ def _dense(con: sqlite3.Connection, tokens: list[str]) -> bool:
         "SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?"
         " LIMIT ?)", (_main_expr(main), DENSE + 1)).fetchone()
     return bool(n > DENSE)
+
+
+Connection = sqlite3.Connection
+
+
+def open_current(db_path: Path, log: EventLog) -> Connection:
+    """history.db caught up to the log head, opened read-only.
+
+    When another process is rebuilding it, the live file answers (possibly a little
+    behind); with no file at all, `ProjectionBusy` propagates.
+    """
+    from projections import db
+    from projections.catchup import catch_up
+
+    try:
+        catch_up(db_path, log)
+    except ProjectionBusy:
+        if not db_path.exists():
+            raise
+    return db.connect(db_path, readonly=True)
 
 
 def history_page(
