@@ -47,6 +47,13 @@ def test_round_trip_same_pages_search_and_export(tmp_path: Path) -> None:
         hits_a = [h for h in _search(a, q) if h["project"] == "proj-a"]
         assert hits_a, q
         assert _search(b, q) == hits_a
+    # and the main search API (MCP, /api/search) answers alike
+    from projections.query import search as main_search
+
+    for q in ("settings", "migration files"):
+        ha = main_search(a.history_db, q, {"project": "proj-a"}, 50)["hits"]
+        hb = main_search(b.history_db, q, {"project": "proj-a"}, 50)["hits"]
+        assert ha and hb == ha
     again = _export(b, "proj-a")
     assert again["turns"] == exported["turns"]
     # filters survive the trip too
@@ -190,9 +197,14 @@ def test_log_export_import_reproduces_head_and_search(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["head"] == head
     ha, hb = Home(a), Home(b)
     assert hb.log().head() == ha.log().head()
+    from projections.query import search as main_search
+
     for q in ("settings", "数据库"):
         assert ops.search(hb, q, include_archived=True) == ops.search(ha, q,
                                                                      include_archived=True)
+        flt = {"include_archived": True}
+        assert main_search(hb.history_db, q, flt, 50)["hits"] == \
+            main_search(ha.history_db, q, flt, 50)["hits"]
     assert ops.search(hb, "settings")["hits"] == []  # archived in a, archived in b
     # a home that already has other events refuses the copy
     assert run_cli(c, "import", str(src), "--apply").returncode == 0
