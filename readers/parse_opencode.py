@@ -82,6 +82,9 @@ def parse_row(
     if table == "session":
         _session(state, _session_of_row(row, row_id), result)
         return result
+    if table == "project":
+        result.skipped += 1  # sessions carry their own directory
+        return result
     if table not in ("message", "part"):
         result.count_unknown(f"opencode:table:{table[:64]}")
         return result
@@ -177,6 +180,12 @@ def _message(state: dict[str, Any], obj: dict[str, Any], result: ParseResult) ->
     if isinstance(messages, dict):
         messages[message] = [role, created, session, cwd]
         trim_map(messages, _MESSAGES_LIMIT)
+    sessions = state.setdefault("sessions", {})
+    if cwd and session and isinstance(sessions, dict) and session not in sessions:
+        # discovery reads storage/message before storage/session: until the session file
+        # comes, an assistant message's cwd is the session's project
+        sessions[session] = {"dir": cwd, "parent": None, "title": None}
+        trim_map(sessions, _SESSIONS_LIMIT)
     error = obj.get("error")
     data = error.get("data") if isinstance(error, dict) else None
     text = text_of(data.get("message")) if isinstance(data, dict) else ""

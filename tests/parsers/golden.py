@@ -1,7 +1,8 @@
 """Golden cases: tests/fixtures/<agent>/<case>/{case.json, input/…, expected.json}.
 
 `case.json` lists the sources in the order capture would announce them:
-`{"sources": [{"layout": …, "path": <path under input/>}, …]}`; an `opencode.db` source
+`{"sources": [{"layout": …, "path": <path under input/>}, …]}` (`"input": "../other/input"`
+reuses another case's files); an `opencode.db` source
 names an SQL script (`"sql": "opencode.sql"`) that the test loads into a real SQLite file.
 The expected view is what a projection keeps: the last record of every uid, in order of
 first appearance, plus titles, subagent names, unknown counts and skipped counts.
@@ -32,6 +33,7 @@ def cases() -> list[Path]:
 
 def run_case(case: Path, tmp: Path) -> dict[str, Any]:
     spec = json.loads((case / "case.json").read_text())
+    inputs = (case / spec.get("input", "input")).resolve()  # a case may reuse another's input
     states: dict[str, dict[str, Any]] = {}
     total = ParseResult()
     for item in spec["sources"]:
@@ -40,12 +42,12 @@ def run_case(case: Path, tmp: Path) -> dict[str, Any]:
         if layout in ROW_LAYOUTS:
             db = tmp / f"{case.name}.db"
             con = sqlite3.connect(db)
-            con.executescript((case / "input" / item["sql"]).read_text())
+            con.executescript((inputs / item["sql"]).read_text())
             con.commit()
             con.close()
             merge(total, feed_rows(source, db_rows(db), states))
             continue
-        data = (case / "input" / path).read_bytes()
+        data = (inputs / path).read_bytes()
         if layout in LINE_LAYOUTS:
             merge(total, feed_lines(source, data, states))
         else:
