@@ -6,8 +6,8 @@
   own home) updates that document and makes it hot again; an id that belongs to another
   project or session is suffixed with "@<project>" (then "@<project>/<session>") so two
   projects never share a document. A turn without an id gets
-  "transcript:import:<project+session digest>:<turnIdx>". A missing `ts` falls back to the
-  event's own time.
+  "transcript:import:<project+session digest>:<turnIdx>", one without a cursor
+  "import:<turnIdx>". A missing `ts` falls back to the event's own time.
 - `session.archived`: the session's transcript documents up to the archived newest turn get
   `archived = 1` (they leave searches and history pages unless archived ones are asked for);
   turns captured later stay hot.
@@ -68,7 +68,7 @@ def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
             at=doc["at"] if doc["at"] is not None else ev.at,
             project=ev.project,
             session=ev.session,
-            cursor=f"import:{idx}",
+            cursor=doc["cursor"] or f"import:{idx}",
             conversation=conversation_of(agent, ev.session, doc["subagent"], "import"),
             archived=0,
             seq=st.seq,

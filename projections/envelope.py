@@ -44,6 +44,8 @@ OPTIONAL_FIELDS = {
     "subagent": "subagent",
     "subagentName": "subagent_name",
     "title": "title",
+    "cursor": "cursor",
+    "message": "message",
 }
 
 
@@ -175,7 +177,7 @@ def format_ts(ms: int | None) -> str | None:
 
 # columns of a transcript document, in the order `turn_of_row` reads them
 TURN_COLUMNS = ("session", "at", "role", "text", "id", "agent", "tool", "subagent",
-                "subagent_name", "title")
+                "subagent_name", "title", "cursor", "message")
 _OPTIONAL_AT = tuple(
     (name, TURN_COLUMNS.index(col)) for name, col in OPTIONAL_FIELDS.items()
 )

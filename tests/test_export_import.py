@@ -210,3 +210,34 @@ def test_log_export_import_reproduces_head_and_search(tmp_path: Path) -> None:
     assert run_cli(c, "import", str(src), "--apply").returncode == 0
     r = run_cli(c, "import", "--log", str(dump), "--apply")
     assert r.returncode == 2 and b"not empty" in r.stderr
+
+
+@pytest.mark.corpus
+def test_round_trip_of_a_captured_claude_session(corpus: Path, tmp_path: Path) -> None:
+    """A real captured transcript (with a subagent): export, import elsewhere, same answers."""
+    from projections.query import search as main_search
+
+    src = corpus / "claude-code" / "4thehalibit-omarchy-backup" / "session-with-subagent"
+    if not src.is_dir():
+        pytest.skip("corpus session-with-subagent is absent")
+    root = tmp_path / "claude"
+    (root / "projects").mkdir(parents=True)
+    for child in src.iterdir():  # symlinks only: nothing of the corpus is copied
+        (root / "projects" / child.name).symlink_to(child)
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = run_cli(a, "capture", "--claude-dir", str(root), "--codex-dir", str(tmp_path / "none"),
+                "--opencode-dir", str(tmp_path / "none"), "--json")
+    assert r.returncode == 0, r.stderr
+    ha, hb = Home(a), Home(b)
+    (project,) = [p["project"] for p in ops.projects(ha)]
+    data = io.BytesIO()
+    ops.export_to(ha, project, data)
+    res = ops.import_envelope(hb, data.getvalue(), apply=True)
+    assert res["turnsToInsert"] > 20
+    assert ops.history(hb, project, {}) == ops.history(ha, project, {})
+    assert ops.history(hb, project, {"agent": "main"}) == ops.history(ha, project,
+                                                                      {"agent": "main"})
+    for q in ("history", "conversation history", "agent"):
+        assert ops.search(hb, q) == ops.search(ha, q)
+        assert main_search(hb.history_db, q, None, 50)["hits"] == \
+            main_search(ha.history_db, q, None, 50)["hits"]
