@@ -37,6 +37,8 @@ from readers import cursor as cur
 from readers.discovery import Entry, classify, files, kind_of, walk
 from readers.roots import Root, split_source
 
+SWEEP_MIN_S = 1.0  # while a backlog is being read, a new sweep starts at most once a second
+
 
 class Options:
     """Bounds and pacing of the engine (defaults are the seed's figures)."""
@@ -143,6 +145,8 @@ class Capturer:
         self._sweep: list[str] = []
         self._sweep_pos = 0
         self._sweep_dirty = False
+        self._sweep_closed = False
+        self._sweep_started = 0.0
         self.sweeps_clean = 0
         self.sweeps_done = 0
         self._walker: Iterator[tuple[Root, Entry]] | None = self._walk_all()
@@ -331,14 +335,20 @@ class Capturer:
         self._sweep = list(self.sources)
         self._sweep_pos = 0
         self._sweep_dirty = False
+        self._sweep_closed = False
+        self._sweep_started = time.monotonic()
 
     def _next_sweep_source(self) -> str | None:
         """The next swept file that needs a poll, after checking the metadata of at most
         `sweep_checks_per_tick` files (no file is opened); None when the sweep wrapped."""
         for _ in range(self.opt.sweep_checks_per_tick):
             if self._sweep_pos >= len(self._sweep):
-                self.sweeps_done += 1
-                self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
+                if not self._sweep_closed:
+                    self._sweep_closed = True
+                    self.sweeps_done += 1
+                    self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
+                if self.ready and time.monotonic() - self._sweep_started < SWEEP_MIN_S:
+                    return None  # busy with a backlog: sweep again at most once a second
                 self._new_sweep()
                 return None
             s = self._sweep[self._sweep_pos]
