@@ -38,6 +38,8 @@ def load_json(data: bytes) -> Any:
     """Decode JSON; `None` when the bytes are not valid JSON (any encoding damage included)."""
     try:
         return _decoder.decode(data)
+    except RecursionError:
+        return None  # absurdly deep nesting is not a transcript record
     except (msgspec.DecodeError, ValueError, TypeError):
         pass
     try:

@@ -204,3 +204,15 @@ def test_unknown_type_names_are_valid_utf8() -> None:
         result = parse.parse_line(source, {}, b'{"type": "\\ud800x", "payload": {}}', 0, 0)
         assert result.unknown and not result.records
         msgspec.json.encode(result)
+
+
+def test_absurd_nesting_and_huge_lines_are_handled() -> None:
+    source = source_info("claude.session", PATHS["claude.session"])
+    for depth in (500, 5000, 200_000):
+        line = b'{"type":"user","message":{"content":' + b"[" * depth + b"]" * depth + b"}}"
+        result = parse.parse_line(source, {}, line, 0, 0)
+        assert not [k for k in result.unknown if k.endswith(":error")], (depth, result.unknown)
+    words = b"lorem ipsum dolor sit amet " * 300_000  # 8 MB of words: capped, not dropped
+    line = b'{"type":"user","uuid":"u1","message":{"content":"' + words + b'"}}'
+    (record,) = parse.parse_line(source, {}, line, 0, 0).records
+    assert record.text.startswith("lorem ipsum") and len(record.text) <= 64 * 1024 + 32
