@@ -42,7 +42,9 @@ from readers.records import ParseResult, SessionTitle, SourceInfo
 AGENT = "codex"
 
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
-_SEEN_LIMIT = 50_000
+# Occurrence counters of repeatable items (messages, reasoning); bounded so a huge rollout keeps
+# a small state. Past the bound the oldest counters restart, merging an old repeat at worst.
+_SEEN_LIMIT = 10_000
 _CALLS_LIMIT = 2048
 
 
