@@ -34,86 +34,13 @@ from eventlog import EventLog
 from eventlog.events import Event, SourceSeen
 from readers import capture_files as cf
 from readers import cursor as cur
-from readers.discovery import Entry, classify, files, kind_of, walk
+from readers import statcache
+from readers.capture_state import Options, Source, Stats, is_pending
+from readers.discovery import Entry, kind_of, walk
 from readers.roots import Root, split_source
+from readers.statcache import unchanged_files
 
 SWEEP_MIN_S = 1.0  # while a backlog is being read, a new sweep starts at most once a second
-
-
-class Options:
-    """Bounds and pacing of the engine (defaults are the seed's figures)."""
-
-    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
-                 "polls_per_tick", "rediscover_s", "settle_s", "sweep_checks_per_tick")
-
-    def __init__(
-        self,
-        *,
-        settle_s: float = 2.0,
-        discover_per_tick: int = 32,
-        polls_per_tick: int = 2,
-        batch_bytes: int = 16 * 1024 * 1024,
-        batch_events: int = 4000,
-        rediscover_s: float = 30.0,
-        max_clean_sweeps: int = 3,
-        sweep_checks_per_tick: int = 64,
-    ) -> None:
-        self.settle_s = settle_s
-        self.discover_per_tick = discover_per_tick
-        self.polls_per_tick = polls_per_tick
-        self.batch_bytes = batch_bytes
-        self.batch_events = batch_events
-        self.rediscover_s = rediscover_s
-        self.max_clean_sweeps = max_clean_sweeps
-        self.sweep_checks_per_tick = sweep_checks_per_tick
-
-
-class Stats:
-    """Counters of one capture run (`to_dict` is the `--json` summary)."""
-
-    def __init__(self) -> None:
-        self.files = 0
-        self.bytes = 0
-        self.appended = 0
-        self.duplicates = 0
-        self.registered = 0
-        self.rewound = 0
-        self.snapshots = 0
-        self.rows = 0
-        self.missing = 0
-        self.pending = 0
-        self.errors: list[str] = []
-        self.changed: set[str] = set()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "bytes": self.bytes,
-            "appended": self.appended,
-            "duplicates": self.duplicates,
-            "changed_files": len(self.changed),
-            "new_files": self.registered,
-            "rewound": self.rewound,
-            "rows": self.rows,
-            "missing_files": self.missing,
-            "pending": self.pending,
-            "errors": self.errors[:20],
-        }
-
-
-class Source:
-    """A registered source: where it is and its cursor."""
-
-    __slots__ = ("cursor", "kind", "path", "rel", "root", "round_sig", "table_idx")
-
-    def __init__(self, root: Root, rel: str, kind: str, cursor: cur.Cursor) -> None:
-        self.root = root
-        self.rel = rel
-        self.kind = kind
-        self.cursor = cursor
-        self.path = os.path.join(root.path, rel)
-        self.table_idx = 0
-        self.round_sig: tuple[int, int, int] | None = None
 
 
 class Capturer:
@@ -255,17 +182,7 @@ class Capturer:
     def _stage_statcache(self) -> None:
         """Stage each root's stat cache (for the no-change check) when it changed."""
         for attempt in range(2):
-            caches: dict[str, cur.StatCache] = {r.id: {} for r in self.roots}
-            for src in self.sources.values():
-                c = src.cursor
-                if c.missing:
-                    stat = cur.GONE
-                elif is_idle(c, src):
-                    stat = (c.size, c.mtime_ns, c.ino)
-                else:
-                    stat = cur.NEVER
-                caches[src.root.id][src.rel] = stat
-            staged = {cur.statcache_key(rid): cur.encode_statcache(v) for rid, v in caches.items()}
+            staged = statcache.build(self.roots, self.sources.values())
             changed = {k: v for k, v in staged.items() if self.log.get_state(k) != v}
             if not changed:
                 return
@@ -571,68 +488,8 @@ class Capturer:
         return s
 
 
-def is_idle(c: cur.Cursor, src: Source) -> bool:
-    """Nothing left to do until the file's metadata changes."""
-    if c.backlog or c.size < 0 or c.missing:
-        return False
-    if src.kind == "append":
-        return c.offset == c.size
-    if src.kind == "rows":
-        return src.round_sig is None
-    return True
-
-
-def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
-    """(files, missing files) when every file under `roots` has exactly the metadata of
-    the last capture (read from the stat caches, one small value per root); else None.
-
-    This is the no-change fast path: no cursor is loaded and no file is opened."""
-    total = gone = 0
-    for root in roots:
-        if not root.exists:
-            continue
-        raw = log.get_state(cur.statcache_key(root.id))
-        if raw is None:
-            return None
-        cache = cur.decode_statcache(raw)
-        missing = sum(1 for v in cache.values() if v == cur.GONE)
-        seen = 0
-        for rel, entry in files(root.agent, str(root.path), known=cache):
-            want = cache.get(rel)
-            if want is None:
-                return None  # a new file
-            try:
-                if rel == "opencode.db":
-                    got = cf.db_signature(entry.path)
-                else:
-                    st = entry.stat()
-                    got = (st.st_size, st.st_mtime_ns, st.st_ino)
-            except OSError:
-                return None
-            if got != want:
-                return None
-            seen += 1
-        if seen + missing != len(cache):
-            return None
-        total += seen
-        gone += missing
-    return total, gone
-
-
-def is_pending(c: cur.Cursor) -> bool:
-    if c.missing:
-        return False
-    if c.backlog or c.size < 0:
-        return True
-    if kind_of(c.layout) == "append":
-        return c.offset < c.size
-    return False
-
-
 def _replace(c: cur.Cursor, **kw: Any) -> cur.Cursor:
-    import msgspec
-
     return msgspec.structs.replace(c, **kw)
 
 
-__all__ = ["Capturer", "Options", "Stats", "classify", "is_pending"]
+__all__ = ["Capturer", "Options", "Stats", "is_pending", "unchanged_files"]

@@ -24,7 +24,7 @@ from typing import Any
 from eventlog import EventLog
 from eventlog.events import ChunkCaptured, FileSnapshotted, RowSnapshotted, SourceSeen
 from readers import cursor as cur
-from readers.capture import is_pending
+from readers.capture_state import is_pending
 from readers.restore import payload
 
 DAY_MS = 86_400_000
