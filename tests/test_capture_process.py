@@ -154,3 +154,17 @@ def test_watch_mode_captures_and_stops_on_sigterm(tmp_path: Path, home: Path) ->
     assert (tmp_path / "out" / "claude" / "projects" / "-p" / "live.jsonl").read_bytes() == (
         b'{"n":1}\n{"n":2}\n'
     )
+
+
+def test_watch_mode_stops_cleanly_on_sigint(tmp_path: Path, home: Path) -> None:
+    root = _tree(tmp_path, 40, 200)
+    cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
+           "--json", "--no-index", "--claude-dir", str(root)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert summary["appended"] >= 1
+    assert run_cli(home, "verify").returncode == 0
