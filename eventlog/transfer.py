@@ -19,8 +19,8 @@ Promises of `StoredAppender` (the only way to write records that were not encode
   prefix of the incoming stream (same seq and chain hash at the target's head), which makes
   an interrupted transfer resumable and a repeated one a no-op;
 - it never adds a writer event and never changes the time or key of a record;
-- batches of `batch` records commit one LMDB write transaction each, holding the writer lock
-  for the whole transfer.
+- batches of at most `batch` records or `batch_bytes` bytes commit one LMDB write
+  transaction each, holding the writer lock for the whole transfer.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class TransferResult:
 # --- reading a log ----------------------------------------------------------------------
 
 
-def iter_records(log: EventLog, *, batch: int = 1000) -> Iterator[TransferRecord]:
+def iter_records(log: EventLog, *, batch: int = 64) -> Iterator[TransferRecord]:
     """Every record of `log` from seq 1, its chain re-checked (`CorruptRecord` if broken)."""
     prev, expected = chain.GENESIS, 1
     for raw in log.iter_raw(1, batch):
@@ -84,7 +84,7 @@ def iter_records(log: EventLog, *, batch: int = 1000) -> Iterator[TransferRecord
         expected += 1
 
 
-def write_jsonl(log: EventLog, out: IO[bytes], *, batch: int = 1000) -> TransferResult:
+def write_jsonl(log: EventLog, out: IO[bytes], *, batch: int = 64) -> TransferResult:
     """Write the whole log (records, then capture state) to `out` in the transfer format."""
     head = log.head()
     _line(out, {"format": FORMAT_NAME, "version": FORMAT_VERSION,
@@ -202,11 +202,14 @@ class StoredAppender:
     leave the block to commit the last batch (an exception discards the open batch).
     """
 
-    def __init__(self, log: EventLog, *, batch: int = 1000) -> None:
+    def __init__(self, log: EventLog, *, batch: int = 1000,
+                 batch_bytes: int = 16 * 1024 * 1024) -> None:
         if log.readonly:
             raise TransferError("log opened read-only")
         self.log = log
         self.batch = batch
+        self.batch_bytes = batch_bytes
+        self._bytes = 0
         self._stack = contextlib.ExitStack()
         self._rows: list[tuple[bytes, bytes, bytes]] = []  # (key, seq key, value)
         self._state: dict[bytes, bytes] = {}
@@ -259,7 +262,8 @@ class StoredAppender:
             self.already_present += 1
             return
         self._rows.append((env.key, chain.seq_key(seq), codec.pack_value(h, rec.stored)))
-        if len(self._rows) >= self.batch:
+        self._bytes += len(rec.stored)
+        if len(self._rows) >= self.batch or self._bytes >= self.batch_bytes:
             self._flush()
 
     def put_state(self, key: bytes, value: bytes) -> None:
@@ -274,6 +278,7 @@ class StoredAppender:
         self._retry(lambda: self._write_rows(rows))
         self.appended += len(rows)
         self._rows = []
+        self._bytes = 0
 
     def _write_rows(self, rows: list[tuple[bytes, bytes, bytes]]) -> None:
         events_db, keys_db = self.log.db(b"events"), self.log.db(b"keys")
