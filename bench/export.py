@@ -7,7 +7,8 @@ For each size (turns in one project, sessions of 1,000 turns, ~300 characters ea
   baseline, also in a fresh child: the naive export (all rows in a list, one json.dumps) —
   its MB/s and peak RSS;
 - the ratio of peak RSS between the largest and smallest size (goal: streamed export stays
-  flat, ~1.0, while the naive baseline grows with the size).
+  flat, ~1.0, while the naive baseline grows with the size);
+- the whole-log copy (`export --log` / `import --log`, chain re-verified) in MB/s.
 
 Usage: .venv/bin/python bench/export.py [--quick] [--sizes 25000,100000]
 """
@@ -139,6 +140,7 @@ def run(n: int, work: Path, rng: random.Random) -> dict[str, float]:
     assert con is not None
     con.close()
     t_index = time.perf_counter() - t
+    log_mb_s = _log_transfer(home, work / f"copy-{n}")
     home.log().close()
 
     out = work / f"export-{n}.json"
@@ -156,7 +158,31 @@ def run(n: int, work: Path, rng: random.Random) -> dict[str, float]:
         "export_mb_s": e_size / 1e6 / e_dt, "export_turns_s": n / e_dt,
         "export_rss_mb": e_rss / 1024,
         "naive_mb_s": b_size / 1e6 / b_dt, "naive_rss_mb": b_rss / 1024,
+        "log_export_mb_s": log_mb_s[0], "log_import_mb_s": log_mb_s[1],
     }
+
+
+def _log_transfer(home: Home, dest: Path) -> tuple[float, float]:
+    """MB/s of `export --log` (write) and of `import --log --apply` (verify + append)."""
+    from eventlog import EventLog
+    from eventlog.transfer import StoredAppender, TransferRecord, parse_jsonl, write_jsonl
+
+    dump = dest.with_suffix(".jsonl")
+    t = time.perf_counter()
+    with dump.open("wb") as f:
+        write_jsonl(home.log(), f)
+    t_out = time.perf_counter() - t
+    size = dump.stat().st_size / 1e6
+    target = EventLog(dest)
+    t = time.perf_counter()
+    with dump.open("rb") as f, StoredAppender(target) as app:
+        for item in parse_jsonl(f):
+            if isinstance(item, TransferRecord):
+                app.add(item)
+    t_in = time.perf_counter() - t
+    assert target.head() == home.log().head()
+    target.close()
+    return size / t_out, size / t_in
 
 
 def main() -> None:
@@ -182,6 +208,8 @@ def main() -> None:
               f"index {r['import_index_turns_s']:,.0f} turns/s)")
         print(f"  export (streamed): {r['export_mb_s']:.1f} MB/s, "
               f"{r['export_turns_s']:,.0f} turns/s, peak RSS {r['export_rss_mb']:.1f} MB")
+        print(f"  whole log (JSON Lines, base64): export --log {r['log_export_mb_s']:.0f} MB/s,"
+              f" import --log {r['log_import_mb_s']:.0f} MB/s (same head)")
         ratio = r["export_mb_s"] / r["naive_mb_s"]
         print(f"  baseline naive export: {r['naive_mb_s']:.1f} MB/s, peak RSS "
               f"{r['naive_rss_mb']:.1f} MB; streamed/naive speed {ratio:.2f}")
