@@ -50,7 +50,7 @@ _OUTPUT_WRAPPERS = (
     "<bash-stdout>",
     "<bash-stderr>",
 )
-_TOOL_MAP_LIMIT = 2048
+_TOOL_MAP_LIMIT = 512  # tool results follow their call closely; state stays small
 
 
 def subagent_from_path(path: str) -> str | None:

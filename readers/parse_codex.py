@@ -44,8 +44,8 @@ AGENT = "codex"
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 # Occurrence counters of repeatable items (messages, reasoning); bounded so a huge rollout keeps
 # a small state. Past the bound the oldest counters restart, merging an old repeat at worst.
-_SEEN_LIMIT = 10_000
-_CALLS_LIMIT = 2048
+_SEEN_LIMIT = 4096
+_CALLS_LIMIT = 512
 
 
 def parse_line(

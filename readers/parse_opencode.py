@@ -40,8 +40,11 @@ from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "opencode"
 
-_MESSAGES_LIMIT = 8192
-_SESSIONS_LIMIT = 8192
+# The state is shared by every opencode source of a root and saved after each row or file:
+# keep it small. Parts follow their message closely, so recent messages suffice.
+_MESSAGES_LIMIT = 1024
+_SESSIONS_LIMIT = 1024
+_SUBAGENT_TITLE = 120
 
 
 def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> ParseResult:
@@ -155,7 +158,9 @@ def _session(state: dict[str, Any], obj: dict[str, Any], result: ParseResult) ->
     parent = str_or_none(obj.get("parentID"), 200)
     sessions = state.setdefault("sessions", {})
     if isinstance(sessions, dict):
-        sessions[session] = {"dir": directory, "parent": parent, "title": title or None}
+        # [directory, parent, title] — a title only for a child session (its subagent name)
+        child_title = title[:_SUBAGENT_TITLE] or None if parent else None
+        sessions[session] = [directory, parent, child_title]
         trim_map(sessions, _SESSIONS_LIMIT)
     if title:
         result.titles.append(
@@ -178,14 +183,18 @@ def _message(state: dict[str, Any], obj: dict[str, Any], result: ParseResult) ->
     session = str_or_none(obj.get("sessionID"), 200)
     messages = state.setdefault("messages", {})
     if isinstance(messages, dict):
-        messages[message] = [role, created, session, cwd]
+        messages[message] = [role, created, session]
         trim_map(messages, _MESSAGES_LIMIT)
     sessions = state.setdefault("sessions", {})
-    if cwd and session and isinstance(sessions, dict) and session not in sessions:
-        # discovery reads storage/message before storage/session: until the session file
-        # comes, an assistant message's cwd is the session's project
-        sessions[session] = {"dir": cwd, "parent": None, "title": None}
-        trim_map(sessions, _SESSIONS_LIMIT)
+    known_session = sessions.get(session) if isinstance(sessions, dict) and session else None
+    if cwd and session and isinstance(sessions, dict):
+        # discovery reads storage/message before storage/session (and 0.5 sessions have no
+        # directory): an assistant message's cwd stands for the session's project
+        if not isinstance(known_session, list) or len(known_session) != 3:
+            sessions[session] = [cwd, None, None]
+            trim_map(sessions, _SESSIONS_LIMIT)
+        elif not known_session[0]:
+            known_session[0] = cwd
     error = obj.get("error")
     data = error.get("data") if isinstance(error, dict) else None
     text = text_of(data.get("message")) if isinstance(data, dict) else ""
@@ -211,14 +220,13 @@ def _where(state: dict[str, Any], session: str | None, cwd: str | None) -> dict[
     """session, subagent, subagent_name and project of a session id."""
     sessions = state.get("sessions")
     info = sessions.get(session) if isinstance(sessions, dict) and session else None
-    info = info if isinstance(info, dict) else {}
-    parent = info.get("parent")
-    project = info.get("dir") or cwd
+    directory, parent, title = info if isinstance(info, list) and len(info) == 3 else [None] * 3
+    project = directory if isinstance(directory, str) else cwd
     if isinstance(parent, str) and parent != session:
         return {
             "session": parent,
             "subagent": session,
-            "subagent_name": info.get("title"),
+            "subagent_name": title if isinstance(title, str) else None,
             "project": project,
         }
     return {"session": session, "project": project}
@@ -238,7 +246,7 @@ def _part(
     message = str_or_none(obj.get("messageID"), 200)
     messages = state.get("messages")
     msg_info = messages.get(message) if isinstance(messages, dict) and message else None
-    msg_info = msg_info if isinstance(msg_info, list) and len(msg_info) == 4 else [None] * 4
+    msg_info = msg_info if isinstance(msg_info, list) and len(msg_info) == 3 else [None] * 3
     session = str_or_none(obj.get("sessionID"), 200) or msg_info[2]
     times = obj.get("time")
     tstate = obj.get("state")
@@ -248,7 +256,7 @@ def _part(
     at = start or row_at or (msg_info[1] if isinstance(msg_info[1], int) else None)
     role = msg_info[0] or ("assistant" if isinstance(times, dict) else "user")
     base = {"agent": AGENT, "cursor": part, "at": at, "message": message}
-    base.update(_where(state, session, msg_info[3]))
+    base.update(_where(state, session, None))
     if ptype == "text":
         text = text_of(obj.get("text"))
         if text.strip():

@@ -118,3 +118,17 @@ def test_opencode_part_before_its_message_is_classified_by_shape() -> None:
     assert result.records[0].role == "user" and result.records[0].at == 1781674674241
     never = parse.parse_row(source, state, "account", "a", b'{"secret": "x"}')
     assert not never.records and never.unknown == {"opencode:table:account": 1}
+
+
+def test_state_stays_small_on_a_large_opencode_history() -> None:
+    """The shared opencode state is saved after every row: it must not grow with history."""
+    source = source_info("opencode.db", "opencode.db")
+    state: dict[str, Any] = {}
+    for n in range(6000):
+        session = f"ses_{n // 20:08d}FixtureSessionAbcd"
+        srow = {"id": session, "title": "t" * 200, "directory": "/srv/app", "time_updated": n}
+        parse.parse_row(source, state, "session", session, json.dumps(srow).encode())
+        data = json.dumps({"role": "assistant", "path": {"cwd": "/srv/app"}})
+        message = {"id": f"msg_{n:012d}F", "session_id": session, "time_created": n, "data": data}
+        parse.parse_row(source, state, "message", message["id"], json.dumps(message).encode())
+    assert len(json.dumps(state)) < 150_000
