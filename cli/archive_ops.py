@@ -2,7 +2,8 @@
 
 Both front ends (click commands in `cli.cmd_archive`, routes in `cli.web.history_routes`)
 call these functions, so they answer alike. Each reads the projections only after catching
-them up to the log head, so what was just imported or archived shows at once.
+them up to the log head, so what was just imported or archived shows at once. (The
+whole-log copy is in `cli.log_transfer`.)
 
 Recording (for `agentlog audit`): operations that write to the log (an applied import that
 inserts turns, an archive tick that archives sessions) append an `OperationRecorded` event
@@ -56,7 +57,7 @@ class Busy(OpError):
 # --- plumbing ---------------------------------------------------------------------------
 
 
-def _log(home: Home, *, create: bool = False) -> EventLog:
+def log_of(home: Home, *, create: bool = False) -> EventLog:
     if not create and not home.has_log():
         raise NoLog(f"no event log in {home.root} (nothing captured or imported yet)")
     return home.log(readonly=False) if create else home.log(readonly=True)
@@ -260,15 +261,15 @@ def import_envelope(
         at = now_ms()
         items = importer.events(plan, env, at)
         items.append(_op_event("import.applied", at, details))
-        result = _log(home, create=True).append(items)
+        result = log_of(home, create=True).append(items)
         out.update(applied=True, appended=result.appended, head=result.head)
-        _after_append(home)
+        after_append(home)
     else:
         note_operation(home, "import.applied" if apply else "import.dry_run", details)
     return out
 
 
-def _after_append(home: Home) -> None:
+def after_append(home: Home) -> None:
     hooks.after_append(home)
     con = open_history(home, required=False)  # catches up even when no hook is installed
     if con is not None:
@@ -305,7 +306,7 @@ def archive(home: Home, *, now: int | None = None, after_days: int | None = None
                                    "filesReused", "alreadyRecorded")}
     if res.archived:
         log.append([_op_event("archive.tick", now_ms(), details)])
-        _after_append(home)
+        after_append(home)
     else:
         note_operation(home, "archive.tick", details)
     _stamp_tick(home, at)
@@ -364,76 +365,3 @@ def start_archive_ticker(home: Home, stop: threading.Event, every_s: float = 360
     t = threading.Thread(target=loop, name="agentlog-archive", daemon=True)
     t.start()
     return t
-
-
-# --- the whole log ----------------------------------------------------------------------
-
-
-def export_log(home: Home, dest: Path) -> dict[str, Any]:
-    from eventlog.transfer import write_jsonl
-
-    log = _log(home)
-    dest = dest.absolute()
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-log-", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            res = write_jsonl(log, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    summary = {"path": str(dest), "records": res.records, "stateEntries": res.state_entries,
-               "head": {"seq": res.head.seq, "hash": res.head.hex},
-               "bytes": dest.stat().st_size}
-    note_operation(home, "export.log", summary)
-    return summary
-
-
-def import_log(home: Home, src: Path, *, apply: bool = False) -> dict[str, Any]:
-    """Verify a log export; with `apply`, copy it into this home's (empty) log."""
-    from eventlog.transfer import (
-        StoredAppender,
-        TransferError,
-        TransferRecord,
-        check_stream,
-        parse_jsonl,
-    )
-
-    def items() -> Any:
-        with src.open("rb") as f:
-            yield from parse_jsonl(f)
-
-    try:
-        checked = check_stream(items())
-    except TransferError as exc:
-        raise OpError(f"{exc}; nothing imported") from None
-    except OSError as exc:
-        raise OpError(f"cannot read {src}: {exc}") from None
-    out: dict[str, Any] = {
-        "source": str(src), "records": checked.records, "stateEntries": checked.state_entries,
-        "head": {"seq": checked.head.seq, "hash": checked.head.hex}, "applied": False,
-        "dryRun": not apply,
-    }
-    target = home.log(readonly=True).head() if home.has_log() else None
-    out["targetHead"] = None if target is None else {"seq": target.seq, "hash": target.hex}
-    if not apply:
-        note_operation(home, "import.log.dry_run", {k: out[k] for k in ("source", "records")})
-        return out
-    log = _log(home, create=True)
-    try:
-        with StoredAppender(log) as app:
-            for item in items():
-                if isinstance(item, tuple):
-                    app.put_state(*item)
-                elif isinstance(item, TransferRecord):
-                    app.add(item)
-        res = app.result()
-    except TransferError as exc:
-        raise OpError(str(exc)) from None
-    out.update(applied=True, appended=res.appended, alreadyPresent=res.already_present,
-               head={"seq": res.head.seq, "hash": res.head.hex})
-    note_operation(home, "import.log", {k: out[k] for k in ("source", "records", "appended")})
-    _after_append(home)
-    return out

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from cli import archive_ops as ops
+from cli import log_transfer
 from cli.archive_ops import archive_tick
 from cli.config import get_home
 from cli.output import emit_json
@@ -144,7 +145,7 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
         if log_file is not None:
             if project or session or output:
                 raise ops.OpError("--log FILE exports the whole log; drop --project/-o")
-            summary = ops.export_log(home, Path(log_file))
+            summary = log_transfer.export_log(home, Path(log_file))
         else:
             if not project:
                 raise ops.OpError("--project is required (or --log FILE for the whole log)")
@@ -187,7 +188,7 @@ def import_(ctx: click.Context, file: str | None, apply: bool, project: str | No
         if log_file is not None:
             if file is not None:
                 raise ops.OpError("give either FILE or --log FILE, not both")
-            res = ops.import_log(home, Path(log_file), apply=apply)
+            res = log_transfer.import_log(home, Path(log_file), apply=apply)
         else:
             if file is None:
                 raise ops.OpError("missing FILE (an export envelope, or - for stdin)")
