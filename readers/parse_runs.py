@@ -75,10 +75,12 @@ def parse_line(
     result = ParseResult()
     role, text = _line_text(line)
     chunk = state.get("chunk")
+    contiguous = (
+        isinstance(chunk, dict) and chunk.get("gen") == generation and chunk.get("end") == offset
+    )
     fits = (
-        isinstance(chunk, dict)
-        and chunk.get("gen") == generation
-        and chunk.get("end") == offset
+        contiguous
+        and isinstance(chunk, dict)
         and chunk.get("role") == role
         and isinstance(chunk.get("text"), str)
         and isinstance(chunk.get("lines"), int)
@@ -87,7 +89,7 @@ def parse_line(
     )
     if not text.strip() and line.strip():
         # an event line with nothing to index: it keeps the chunk contiguous, adds nothing
-        if fits and isinstance(chunk, dict):
+        if contiguous and isinstance(chunk, dict):
             chunk["end"] = offset + len(line) + 1
         result.skipped += 1
         return result
