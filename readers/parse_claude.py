@@ -50,6 +50,7 @@ _OUTPUT_WRAPPERS = (
     "<bash-stdout>",
     "<bash-stderr>",
 )
+_NO_CONTENT = "(no content)"  # Claude's placeholder for an empty output or reply
 _TOOL_MAP_LIMIT = 512  # tool results follow their call closely; state stays small
 
 
@@ -205,7 +206,7 @@ def _user_text(raw: str) -> tuple[str, str] | None:
         return None
     if raw.startswith(_OUTPUT_WRAPPERS) or raw.startswith("[Request interrupted by user"):
         text = _TAG.sub("", raw).strip()
-        return ("system", text) if text else None
+        return ("system", text) if text and text != _NO_CONTENT else None
     if raw.startswith("<bash-input>"):
         text = _TAG.sub("", raw).strip()
         return ("user", f"! {text}") if text else None
@@ -313,7 +314,7 @@ def _assistant(ctx: _Context, result: ParseResult) -> None:
         else:
             result.count_unknown(f"claude:block:{str(btype)[:64]}")
     text = "\n".join(t for t in texts if t).strip()
-    if text:
+    if text and text != _NO_CONTENT:
         result.records.append(ctx.record("system" if synthetic else "assistant", text))
 
 
