@@ -173,3 +173,11 @@ def test_port_in_use_is_a_clear_error(served: Served) -> None:
         capture_output=True, timeout=30, cwd=ROOT, env={**os.environ},
     )
     assert proc.returncode != 0 and b"cannot bind" in proc.stderr
+
+
+def test_sigint_exits_cleanly(home: Path) -> None:
+    s = start_server(home)
+    s.proc.send_signal(signal.SIGINT)
+    assert s.proc.wait(timeout=10) == 0
+    assert not (home / "server.json").exists()
+    assert s.proc.stderr is not None and b"Traceback" not in s.proc.stderr.read()
