@@ -129,6 +129,7 @@ def test_state_stays_small_on_a_large_opencode_history() -> None:
         srow = {"id": session, "title": "t" * 200, "directory": "/srv/app", "time_updated": n}
         parse.parse_row(source, state, "session", session, json.dumps(srow).encode())
         data = json.dumps({"role": "assistant", "path": {"cwd": "/srv/app"}})
-        message = {"id": f"msg_{n:012d}F", "session_id": session, "time_created": n, "data": data}
-        parse.parse_row(source, state, "message", message["id"], json.dumps(message).encode())
+        mid = f"msg_{n:012d}F"
+        message = {"id": mid, "session_id": session, "time_created": n, "data": data}
+        parse.parse_row(source, state, "message", mid, json.dumps(message).encode())
     assert len(json.dumps(state)) < 150_000
