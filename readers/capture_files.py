@@ -113,7 +113,10 @@ def needs_read(c: Cursor, st: os.stat_result, now_ns: int, settle_ns: int, appen
 
 
 def _pread_exact(fd: int, n: int, off: int) -> bytes:
-    out = bytearray()
+    first = os.pread(fd, n, off)
+    if len(first) == n or not first:
+        return first
+    out = bytearray(first)
     while len(out) < n:
         got = os.pread(fd, n - len(out), off + len(out))
         if not got:
