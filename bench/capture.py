@@ -130,7 +130,7 @@ def run_capture(
            "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
            "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
     out = p.stdout.read() if p.stdout else b""
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -139,6 +139,10 @@ def run_capture(
     if p.returncode != 0:
         raise SystemExit(f"capture failed: {err.decode()}")
     return wall, usage.ru_maxrss * 1024, json.loads(out)
+
+
+# like an installed package: byte code is cached (in a private folder, not in the tree)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def main() -> None:
@@ -157,6 +161,7 @@ def main() -> None:
     else:
         target, big = 250 << 20, 200
     tmp = Path(tempfile.mkdtemp(prefix="agentlog-bench-"))
+    ENV["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     try:
         t0 = time.perf_counter()
         roots = write_home(tmp / "src", args.files, target, big)
