@@ -27,7 +27,7 @@ from typing import Any
 from projections import cjk
 from projections.text import fold
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 NO_PARSER = "none"
 
 _DOCUMENTS = """
@@ -39,13 +39,13 @@ CREATE TABLE documents(
   at INTEGER NOT NULL,
   project TEXT, session TEXT, job TEXT, run TEXT, message TEXT, cursor TEXT,
   conversation TEXT, role TEXT, tool TEXT, subagent TEXT, subagent_name TEXT, title TEXT,
-  text TEXT NOT NULL,
   archived INTEGER NOT NULL DEFAULT 0,
   seq INTEGER,
   ord INTEGER,
   source TEXT,
   sender TEXT,
-  extra TEXT
+  extra TEXT,
+  text TEXT NOT NULL  -- last: reading the other columns never walks a long text's pages
 );
 CREATE INDEX documents_session ON documents(session);
 CREATE INDEX documents_run ON documents(run);
