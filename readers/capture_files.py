@@ -141,7 +141,10 @@ def _intact(fd: int, c: Cursor) -> bool:
 
 
 def open_ro(path: str) -> int:
-    return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    """Open read-only; O_NONBLOCK so that a FIFO in an agent folder cannot hang capture
+    (it has no effect on regular files, and anything else is skipped after `fstat`)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK
+    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
 
 def poll_append(

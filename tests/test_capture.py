@@ -282,3 +282,21 @@ def test_restore_one_session_and_one_agent(tmp_path: Path, log: EventLog) -> Non
     got2 = sorted(str(p.relative_to(out2)) for p in out2.rglob("*") if p.is_file())
     assert got2 == ["opencode/storage/part/msg_1/prt_1.json",
                     "opencode/storage/session/g/ses_A.json"]
+
+
+def test_fifo_and_unreadable_files_do_not_block(tmp_path: Path, log: EventLog) -> None:
+    root = tmp_path / "claude"
+    good = write(root / "projects" / "-p" / "ok.jsonl", b'{"ok":1}\n')
+    os.mkfifo(root / "projects" / "-p" / "pipe.jsonl")
+    secret = write(root / "projects" / "-p" / "locked.jsonl", b'{"x":1}\n')
+    secret.chmod(0)
+    try:
+        st = capture(log, roots_of(claude=root))
+    finally:
+        secret.chmod(0o644)
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / "projects" / "-p" / "ok.jsonl").read_bytes() == good.read_bytes()
+    assert st.files == 3
+    if os.geteuid() != 0:  # root reads mode-000 files anyway
+        assert any("locked.jsonl" in e for e in st.errors)
