@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from eventlog import EventLog
 from eventlog.events import AliasBound, MessageSent
@@ -286,3 +288,46 @@ def test_alias_of_unknown_agent_is_other(tmp_path: Path) -> None:
     catch_up(tmp_path / "h.db", log)
     hit = query.search(tmp_path / "h.db", "narwhal", {"agent": "other", "session": "bot"})
     assert ids(hit) == {"message:b1"}
+
+
+VOCAB = ["alpha", "bravo", "charlie", "delta", "café", "naïve", "zulu", "中文", "搜索引擎",
+         "データ", "Straße", "x9"]
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6), min_size=1,
+                     max_size=25),
+       q=st.lists(st.sampled_from([*VOCAB, "cafe", "NAIVE", "文搜", "索引", "strasse", "ALPHA"]),
+                  min_size=1, max_size=3))
+def test_engines_agree_on_random_corpora(tmp_path_factory: pytest.TempPathFactory,
+                                         docs: list[list[str]], q: list[str]) -> None:
+    tmp = tmp_path_factory.mktemp("eng")
+    log = EventLog(tmp / "log")
+    append(log, [MessageSent(id=f"r{i}", sender="s", to=[], kind="message", body=" ".join(d),
+                             at=i) for i, d in enumerate(docs)])
+    catch_up(tmp / "h.db", log)
+    text = " ".join(q)
+    fts = query.search(tmp / "h.db", text, limit=50)
+    plain = query.search(tmp / "h.db", text, limit=50, engine="plain")
+    assert ids(fts) == ids(plain)
+    log.close()
+    query.close_connections()
+
+
+def test_plain_only_database(tmp_path: Path) -> None:
+    from projections.drift import check
+    from projections.rebuild import rebuild
+
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    path = tmp_path / "h.db"
+    rebuild(path, log, engine="plain")  # what a SQLite without FTS5 builds
+    res = query.search(path, "café")
+    assert res["engine"] == "plain" and ids(res) == {"message:m1", "transcript:claude:u2"}
+    assert query.search(path, "café", engine="fts5")["engine"] == "plain"
+    append(log, [MessageSent(id="late", sender="s", to=[], kind="message", body="late café",
+                             at=99)], prefix="late")
+    catch_up(path, log)
+    assert "message:late" in ids(query.search(path, "cafe"))
+    assert check(path, log)["ok"]
