@@ -40,7 +40,7 @@ from readers.discovery import Entry, kind_of, walk
 from readers.roots import Root, split_source
 from readers.statcache import unchanged_files
 
-SWEEP_MIN_S = 1.0  # while a backlog is being read, a new sweep starts at most once a second
+SWEEP_MIN_S = 1.0  # while busy (backlog, discovery) a new sweep starts at most once a second
 
 
 class Capturer:
@@ -71,7 +71,8 @@ class Capturer:
         self._queued: set[str] = set()
         self._sweep: list[str] = []
         self._sweep_pos = 0
-        self._sweep_dirty = False
+        self._sweep_dirty = False  # a file polled by this sweep had news
+        self._changes = 0
         self._sweep_closed = False
         self._sweep_started = 0.0
         self.sweeps_clean = 0
@@ -153,7 +154,7 @@ class Capturer:
         if new != src.cursor:
             src.cursor = new
             self._state[cur.cursor_key(new.source)] = cur.encode(new)
-            self._sweep_dirty = True
+            self._changes += 1
 
     def _add(self, key: bytes, ev: Event) -> None:
         """Queue an event; its payload is compressed when the batch is committed."""
@@ -264,8 +265,9 @@ class Capturer:
                     self._sweep_closed = True
                     self.sweeps_done += 1
                     self.sweeps_clean = 0 if self._sweep_dirty else self.sweeps_clean + 1
-                if self.ready and time.monotonic() - self._sweep_started < SWEEP_MIN_S:
-                    return None  # busy with a backlog: sweep again at most once a second
+                busy = bool(self.ready) or self._walker is not None
+                if busy and time.monotonic() - self._sweep_started < SWEEP_MIN_S:
+                    return None  # busy (backlog, discovery): sweep again at most once a second
                 self._new_sweep()
                 return None
             s = self._sweep[self._sweep_pos]
@@ -379,7 +381,7 @@ class Capturer:
             self.stats.changed.add(c.source)
             last = rows[-1]
             self._state[key] = cur.encode(cur.RowCursor(last.time_updated, last.row_id))
-            self._sweep_dirty = True
+            self._changes += 1
         if len(rows) >= limit:
             self._put(src, c=_replace(c, backlog=True, missing=False))
             return True
@@ -407,11 +409,13 @@ class Capturer:
         from_ready = True
         while len(polled) < self.opt.polls_per_tick:
             source: str | None = None
+            swept = False
             if from_ready and self.ready and self.ready[0] not in polled:
                 source = self.ready.popleft()
                 self._queued.discard(source)
             else:
                 source = self._next_sweep_source()
+                swept = source is not None
                 if source is None and self.ready and self.ready[0] not in polled:
                     source = self.ready.popleft()
                     self._queued.discard(source)
@@ -421,8 +425,11 @@ class Capturer:
             if source in polled:
                 continue  # one poll per source per tick (a db page is a tick's rows)
             polled.append(source)
+            before = self._changes
             if self.poll(source):
                 self._enqueue(source)
+            if swept and self._changes != before:
+                self._sweep_dirty = True
         self._maybe_flush()
         return bool(self.ready) or self._walker is not None
 
