@@ -72,26 +72,40 @@ def fts_search(
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
-    sql = (
-        f"SELECT d.rowid, bm25({table}), d.role, d.kind FROM {table}"
+    inner = (
+        f"SELECT d.rowid AS r, bm25({table}) * {_WEIGHT} AS s FROM {table}"
         f" JOIN documents d ON d.rowid = {table}.rowid"
         f" WHERE {table} MATCH ? AND {' AND '.join(conds)}"
         f" ORDER BY {table}.rowid DESC LIMIT {CANDIDATES}"
     )
-    cands = con.execute(sql, [expr, *cparams]).fetchall()
-    ranked = sorted(
-        cands, key=lambda r: (float(r[1]) * ROLE_WEIGHT.get(r[2] or r[3], 1.0), -int(r[0]))
-    )
-    return _fetch_dedup(con, [int(r[0]) for r in ranked], limit)
+    # Rank inside SQLite; Python sees only a page of rowids at a time (dedupe may need more).
+    sql = f"SELECT r FROM ({inner}) ORDER BY s, r DESC LIMIT ? OFFSET ?"
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, str, bytes]] = set()
+    page = max(limit * 4, 40)
+    offset = 0
+    while len(out) < limit and offset < CANDIDATES:
+        rowids = [int(r[0]) for r in con.execute(sql, [expr, *cparams, page, offset])]
+        out += _fetch_dedup(con, rowids, limit - len(out), seen)
+        if len(rowids) < page:
+            break
+        offset += page
+    return out
+
+
+_WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
+    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items())
+)
 
 
 def _cjk_expr(grams: list[str]) -> str:
     return " AND ".join(fts_phrase(" ".join(cjk.bigrams(run))) for run in grams)
 
 
-def _fetch_dedup(con: sqlite3.Connection, rowids: list[int], limit: int) -> list[tuple[Any, ...]]:
+def _fetch_dedup(
+    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, bytes]]
+) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, bytes]] = set()
     step = max(limit * 2, 20)
     for i in range(0, len(rowids), step):
         chunk = rowids[i : i + step]

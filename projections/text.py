@@ -4,8 +4,8 @@ Promises:
 - a query becomes at most `MAX_TOKENS` literal Unicode word/number tokens; nothing the user
   types is ever interpreted as FTS5 syntax (each token is a double-quoted phrase and
   contains only letters, digits and marks);
-- `fold` is the case/diacritic folding of the plain engine (NFKD, combining marks dropped,
-  casefold), close to FTS5's `unicode61 remove_diacritics 2`;
+- `fold` is the case/diacritic folding of the plain engine (NFD, combining marks dropped,
+  lower case), close to FTS5's `unicode61 remove_diacritics 2`;
 - snippets are plain text of at most `SNIPPET_CHARS` characters.
 """
 
@@ -57,7 +57,8 @@ def fold(text: str) -> str:
     """Case- and diacritic-folded text (the plain engine's comparison form)."""
     if text.isascii():
         return text.lower()
-    return _MARKS.sub("", unicodedata.normalize("NFKD", text)).casefold()
+    # NFD and lower() (not NFKD/casefold) to match what unicode61 folds: "ß" stays "ß".
+    return _MARKS.sub("", unicodedata.normalize("NFD", text)).lower()
 
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eventlog import EventLog
@@ -300,6 +300,8 @@ VOCAB = ["alpha", "bravo", "charlie", "delta", "café", "naïve", "zulu", "中�
                      max_size=25),
        q=st.lists(st.sampled_from([*VOCAB, "cafe", "NAIVE", "文搜", "索引", "strasse", "ALPHA"]),
                   min_size=1, max_size=3))
+@example(docs=[["Straße"]], q=["strasse"])
+@example(docs=[["搜索引擎 中文"]], q=["文搜"])
 def test_engines_agree_on_random_corpora(tmp_path_factory: pytest.TempPathFactory,
                                          docs: list[list[str]], q: list[str]) -> None:
     tmp = tmp_path_factory.mktemp("eng")
