@@ -18,6 +18,7 @@ from pathlib import Path
 
 from eventlog import EventLog
 from projections import db
+from projections.errors import ProjectionBusy
 from projections.rebuild import BuildResult, Progress, build_lock, rebuild
 
 BATCH = 1000
@@ -75,6 +76,8 @@ def catch_up(
             except sqlite3.OperationalError as exc:
                 if getattr(exc, "sqlite_errorcode", None) == db_moved_code():
                     continue  # the file was swapped under us by a rebuild: reopen
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise ProjectionBusy(f"{db_path} is locked by another writer: {exc}") from exc
                 raise
             last = db.read_checkpoint(con)
             docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])

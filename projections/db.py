@@ -151,14 +151,20 @@ class Checkpoint:
     engine: str
 
 
+_parser: list[ModuleType] = []
+
+
 def parser_module() -> ModuleType | None:
     """`readers.parse` when it exists (it is written separately), else None."""
+    if _parser:
+        return _parser[0]
     try:
         if importlib.util.find_spec("readers.parse") is None:
             return None
     except (ImportError, ValueError):
         return None
-    return importlib.import_module("readers.parse")
+    _parser.append(importlib.import_module("readers.parse"))
+    return _parser[0]
 
 
 _VERSION_LINE = re.compile(rb"^PARSER_VERSION\s*=\s*(\d+|\"[^\"]*\"|'[^']*')\s*$", re.M)

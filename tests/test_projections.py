@@ -309,3 +309,22 @@ def test_two_builds_in_one_process_are_identical(tmp_path: Path) -> None:
     data = claude_line("o1", "user", "one") + claude_line("o2", "user", "two")
     append(log, [seen(CLAUDE_SRC, "claude", "claude.session"), *chunks_of(CLAUDE_SRC, data, [])])
     assert _rows(_fresh(tmp_path, log)) == _rows(_fresh(tmp_path, log))
+
+
+def test_chunks_wait_for_the_parser_then_get_indexed(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    log = EventLog(tmp_path / "log")
+    data = claude_line("w1", "user", "waiting walrus")
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"), *chunks_of(CLAUDE_SRC, data, [])])
+    path = tmp_path / "h.db"
+    with monkeypatch.context() as m:  # as before readers/parse.py existed
+        m.setattr("projections.transcripts.parser_module", lambda: None)
+        m.setattr(db, "parser_version", lambda: db.NO_PARSER)
+        catch_up(path, log)
+        cov = query.coverage(path)
+        assert cov["sourcesPending"] == 1 and cov["parser"] == "none"
+        assert "transcript:claude:w1" not in _docs(path)
+    assert status(path, log.head().seq) == "stale"  # the parser landed: its version differs
+    assert catch_up(path, log).rebuilt
+    assert "transcript:claude:w1" in _docs(path)
+    assert query.coverage(path)["sourcesPending"] == 0
