@@ -300,3 +300,25 @@ def test_fifo_and_unreadable_files_do_not_block(tmp_path: Path, log: EventLog) -
     assert st.files == 3
     if os.geteuid() != 0:  # root reads mode-000 files anyway
         assert any("locked.jsonl" in e for e in st.errors)
+
+
+def test_runs_dir_logs_and_metadata(tmp_path: Path, log: EventLog) -> None:
+    runs = tmp_path / "runs"
+    lg = write(runs / "job-a.log", b"step 1\nstep 2\n")
+    write(runs / "job-a.json", b'{"job":"a","status":"running"}')
+    write(runs / "archive" / "job-0.log", b"old run\n")
+    write(runs / "archive" / "job-0.json", b'{"job":"0"}')
+    write(runs / "notes" / "x.log", b"ignored\n")
+    capture(log, roots_of(runs=runs))
+    append(lg, b"step 3\n")
+    write(runs / "job-a.json", b'{"job":"a","status":"done"}')
+    os.utime(runs / "job-a.json", ns=(10**18, 10**18))
+    capture(log, roots_of(runs=runs))
+    layouts = sorted(e.event.layout for e in log.iter_events() if isinstance(e.event, SourceSeen))
+    assert layouts == ["runs.log", "runs.log", "runs.meta", "runs.meta"]
+    out = tmp_path / "out"
+    restore(log, out, agent="runs")
+    assert (out / "runs" / "job-a.log").read_bytes() == b"step 1\nstep 2\nstep 3\n"
+    assert (out / "runs" / "job-a.json").read_bytes() == b'{"job":"a","status":"done"}'
+    assert (out / "runs" / "archive" / "job-0.log").read_bytes() == b"old run\n"
+    assert not (out / "runs" / "notes").exists()

@@ -168,3 +168,19 @@ def test_watch_mode_stops_cleanly_on_sigint(tmp_path: Path, home: Path) -> None:
     summary = json.loads(out)
     assert summary["appended"] >= 1
     assert run_cli(home, "verify").returncode == 0
+
+
+def test_roots_from_config_json(tmp_path: Path, home: Path) -> None:
+    root = _tree(tmp_path, 3, 2)
+    (home / "config.json").write_text(json.dumps(
+        {"claude_dir": [str(root)], "codex_dir": str(tmp_path / "cx"),
+         "opencode_dir": str(tmp_path / "oc"), "runs_dir": str(tmp_path / "runs")}))
+    out = run_cli(home, "capture", "--json", "--no-index")
+    assert out.returncode == 0, out.stderr.decode()
+    res = json.loads(out.stdout)
+    assert res["files"] == 3
+    origins = {r["agent"]: r["origin"] for r in res["roots"]}
+    assert origins == {"claude": "config", "codex": "config", "opencode": "config",
+                       "runs": "config"}
+    assert sorted(res["missing_roots"]) == sorted(
+        str(tmp_path / n) for n in ("cx", "oc", "runs"))
