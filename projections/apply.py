@@ -37,6 +37,7 @@ Applier = Callable[[sqlite3.Connection, StoredEvent], None]
 
 MAX_DOC_CHARS = 100_000
 ORD_SPAN = 65_536
+RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log chunks 2 + offset
 MESSAGE_KINDS = ("message", "approval", "progress", "report")
 AGENTS = ("claude", "codex", "opencode", "other")
 

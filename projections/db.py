@@ -27,7 +27,7 @@ from typing import Any
 from projections import cjk
 from projections.text import fold
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 NO_PARSER = "none"
 
 _DOCUMENTS = """
@@ -103,7 +103,7 @@ CREATE TABLE checkpoint(
 # Indexes only queries need: a rebuild creates them after the bulk load (faster, sorted).
 _QUERY_INDEXES = """
 CREATE INDEX documents_at ON documents(at);
-CREATE INDEX documents_conv ON documents(conversation, ord);
+CREATE INDEX documents_conv ON documents(conversation, at, ord);
 CREATE INDEX documents_project ON documents(project);
 CREATE INDEX documents_job ON documents(job);
 """

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from projections import db
+from projections.apply import RUN_CHUNK_ORD
 from projections.errors import BadId, NotFound, QueryError
 from projections.filters import parse_filters, parse_limit
 from projections.search import fts_search, plain_search
@@ -225,33 +226,38 @@ def get_conversation(
             or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
         raise BadId(str(conversation_id), "malformed conversation id")
     n = parse_limit(limit, default=20, maximum=100)
-    start: int | None = None
+    start: tuple[int, int, int] | None = None
     if after is not None:
-        if not isinstance(after, str) or not re.fullmatch(r"-?\d{1,19}", after.strip()):
+        m = re.fullmatch(r"(-?\d{1,19}):(-?\d{1,19}):(\d{1,19})", after.strip()) if isinstance(
+            after, str) else None
+        if m is None:
             raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
-        start = int(after)
+        start = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
     con = _open(Path(db_path))
     if con is None:
         raise NotFound("conversation", conversation_id)
     conv = _resolve_conversation(con, conversation_id)
     if conv is None:
         raise NotFound("conversation", conversation_id)
-    sql = f"SELECT {', '.join(_ITEM_COLS)} FROM documents WHERE conversation = ?"
+    # Oldest first (records of several sources of one session interleave by time); the
+    # cursor is the (at, ord, rowid) of the last item, unique and stable across rebuilds.
+    sql = f"SELECT {', '.join(_ITEM_COLS)}, rowid FROM documents WHERE conversation = ?"
     params: list[Any] = [conv]
     if start is not None:
-        sql += " AND ord > ?"
-        params.append(start)
-    rows = con.execute(sql + " ORDER BY ord, rowid LIMIT ?", [*params, n + 1]).fetchall()
+        sql += " AND (at, ord, rowid) > (?, ?, ?)"
+        params += list(start)
+    rows = con.execute(sql + " ORDER BY at, ord, rowid LIMIT ?", [*params, n + 1]).fetchall()
     items = []
     for row in rows[:n]:
-        r = dict(zip(_ITEM_COLS, row, strict=True))
+        r = dict(zip((*_ITEM_COLS, "rowid"), row, strict=True))
         text = r.pop("text") or ""
         ordv = r.pop("ord")
+        rowid = r.pop("rowid")
         r["text"] = text[:MAX_ITEM_CHARS]
         r["truncated"] = len(text) > MAX_ITEM_CHARS
         r["link"] = _link(r["kind"], r)
         r["sourceLink"] = source_link(r["id"])
-        r["after"] = str(ordv)
+        r["after"] = f"{r['at']}:{ordv if ordv is not None else 0}:{rowid}"
         items.append(r)
     nxt = items[-1]["after"] if len(rows) > n and items else None
     for it in items:
@@ -264,7 +270,7 @@ def _resolve_conversation(con: sqlite3.Connection, ident: str) -> str | None:
         return ident
     row = con.execute(
         "SELECT conversation FROM documents WHERE session = ? AND conversation IS NOT NULL"
-        " ORDER BY subagent IS NOT NULL, ord LIMIT 1", (ident,)
+        " ORDER BY subagent IS NOT NULL, at, ord LIMIT 1", (ident,)
     ).fetchone()
     if row is not None:
         return str(row[0])
@@ -313,7 +319,7 @@ def run_log(db_path: Path, run_basename: str, from_offset: int | str = 0) -> dic
     if meta is None and (gen_row is None or gen_row[0] is None):
         return None
     gen = int(gen_row[0]) if gen_row and gen_row[0] is not None else 0
-    lo = (gen << 40) + 1
+    lo = (gen << 40) + RUN_CHUNK_ORD
     rows = con.execute(
         "SELECT ord, text FROM documents WHERE conversation = ? AND role = 'log' AND ord >= ?"
         " AND ord + length(CAST(text AS BLOB)) > ? ORDER BY ord",

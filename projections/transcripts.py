@@ -33,7 +33,14 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.store import StoredEvent
-from projections.apply import ORD_SPAN, Applier, agent_family, put_document, run_basename
+from projections.apply import (
+    ORD_SPAN,
+    RUN_CHUNK_ORD,
+    Applier,
+    agent_family,
+    put_document,
+    run_basename,
+)
 from projections.db import parser_module
 from readers.records import (
     MAX_LINE,
@@ -339,7 +346,7 @@ def _run_record(
         "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
         "project": rec.project, "session": rec.session, "job": rec.job, "run": run,
         "cursor": "0", "conversation": f"run:{run}", "role": "metadata", "title": rec.job,
-        "text": rec.text, "seq": st.seq, "ord": 0, "source": info.source,
+        "text": rec.text, "seq": st.seq, "ord": 1, "source": info.source,
     })
 
 
@@ -403,7 +410,7 @@ def _run_chunk(
         "job": run[0] if run else None, "run": base, "cursor": str(ev.offset),
         "conversation": f"run:{base}", "role": "log",
         "text": data.decode("utf-8", "replace"), "seq": st.seq,
-        "ord": ev.generation * (1 << 40) + ev.offset + 1, "source": info.source,
+        "ord": ev.generation * (1 << 40) + ev.offset + RUN_CHUNK_ORD, "source": info.source,
         "extra": json.dumps({"generation": ev.generation, "offset": ev.offset,
                              "size": ev.size}),
     })
