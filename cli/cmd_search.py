@@ -134,7 +134,7 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
                f" · last capture {last}")
     if cov.get("unknownRecordTypes"):
         summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
-    click.echo(summary, err=not result["hits"] and False)
+    click.echo(summary)
 
 
 @click.command()
