@@ -81,6 +81,7 @@ class Capturer:
         self.discovery_done = False
         self._next_discovery = 0.0
         self._loaded = False
+        self._failed = False
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -120,13 +121,22 @@ class Capturer:
         return False
 
     def flush(self) -> None:
-        """Commit pending events and cursors in one transaction, then release the lock."""
+        """Commit pending events and cursors in one transaction, then release the lock.
+
+        After a failed commit the engine commits nothing more: its in-memory cursors are
+        ahead of the log, and a later batch (or stat cache) would claim bytes it lost."""
         try:
+            if self._failed:
+                return
             self._pack_pending()
             if self._events or self._state:
                 token = os.urandom(8)
                 self._state[cur.EPOCH_KEY] = token
-                res = self.log.append(self._events, state=self._state)
+                try:
+                    res = self.log.append(self._events, state=self._state)
+                except BaseException:
+                    self._failed = True
+                    raise
                 self._epoch = token
                 self.stats.appended += res.appended
                 self.stats.duplicates += res.duplicates
@@ -176,7 +186,7 @@ class Capturer:
 
     def close(self) -> None:
         """Commit what is pending, and the stat cache."""
-        if self._loaded:
+        if self._loaded and not self._failed:
             self._stage_statcache()
         self.flush()
 

@@ -322,3 +322,34 @@ def test_runs_dir_logs_and_metadata(tmp_path: Path, log: EventLog) -> None:
     assert (out / "runs" / "job-a.json").read_bytes() == b'{"job":"a","status":"done"}'
     assert (out / "runs" / "archive" / "job-0.log").read_bytes() == b"old run\n"
     assert not (out / "runs" / "notes").exists()
+
+
+def test_failed_commit_commits_nothing_more(tmp_path: Path, log: EventLog) -> None:
+    from eventlog import LogFull
+
+    root = tmp_path / "claude"
+    for i in range(5):
+        write(root / "projects" / "-p" / f"s{i}.jsonl", b'{"i":%d}\n' % i * 2000)
+    eng = Capturer(log, roots_of(claude=root), Options(settle_s=0, batch_events=3))
+    real_append = log.append
+    calls = {"n": 0}
+
+    def failing(*args: object, **kw: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise LogFull("disk full (simulated)")
+        return real_append(*args, **kw)  # type: ignore[arg-type]
+
+    log.append = failing  # type: ignore[method-assign]
+    with pytest.raises(LogFull):
+        eng.run_once()
+    log.append = real_append  # type: ignore[method-assign]
+    assert calls["n"] == 2  # no commit after the failure (no stat cache either)
+    capture(log, roots_of(claude=root))  # a new run resumes from the committed cursors
+    out = tmp_path / "out"
+    restore(log, out)
+    for i in range(5):
+        name = f"s{i}.jsonl"
+        assert (out / "claude/projects/-p" / name).read_bytes() == (
+            root / "projects/-p" / name).read_bytes()
+    assert_contiguous(log)
