@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog import EventLog
+from eventlog import EventLog, WriterBusy
 from eventlog.events import Event, SourceSeen
 from readers import capture_files as cf
 from readers import cursor as cur
@@ -487,9 +487,13 @@ class Capturer:
         gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
         try:
             while not stop.is_set():
-                busy = self.tick()
                 appended = self.stats.appended
-                self.flush()
+                try:
+                    busy = self.tick()
+                    self.flush()
+                except WriterBusy as exc:  # another writer held the lock: try again later
+                    self.stats.errors.append(str(exc))
+                    busy = False
                 if after_commit is not None and self.stats.appended != appended:
                     after_commit()
                 stop.wait(busy_s if busy else idle_s)
