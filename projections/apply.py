@@ -43,15 +43,21 @@ AGENTS = ("claude", "codex", "opencode", "other")
 
 _COLUMNS = (
     "id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
-    "conversation", "role", "tool", "subagent", "subagent_name", "title", "text", "archived",
-    "seq", "ord", "source", "sender", "extra",
+    "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
+    "seq", "ord", "source", "sender", "extra", "text",
 )
 _INSERT = (
     "INSERT OR IGNORE INTO "
     f"documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 )
-_UPDATE_COLS = [c for c in _COLUMNS if c not in ("id", "ord", "archived")]
-_UPDATE = f"UPDATE documents SET {', '.join(c + ' = ?' for c in _UPDATE_COLS)} WHERE rowid = ?"
+_KEEP_ON_UPDATE = ("id", "ord", "archived")
+_UPDATE_IDX = [i for i, c in enumerate(_COLUMNS) if c not in _KEEP_ON_UPDATE]
+_UPDATE = (
+    "UPDATE documents SET "
+    f"{', '.join(_COLUMNS[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
+)
+_SOURCE = _COLUMNS.index("source")
+_ARCHIVED = _COLUMNS.index("archived")
 
 
 def agent_family(name: object) -> str:
@@ -71,27 +77,36 @@ def put_document(
     """Insert or update one document by `id`; returns True when a row was written.
 
     `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
-    place in its conversation is stable); "keep" leaves an existing row alone;
-    "same_source" replaces only a row that came from the same source. `text` is bounded
-    to MAX_DOC_CHARS. Other modules (archive, import) use this to write documents.
+    place in its conversation is stable, and so is its `archived` flag unless `doc` gives
+    one); "keep" leaves an existing row alone; "same_source" replaces only a row that came
+    from the same source. `text` is bounded to MAX_DOC_CHARS. Other modules (archive,
+    import) use this to write documents.
     """
-    values = dict(doc)
-    text = str(values.get("text") or "")
+    row = [doc.get(c) for c in _COLUMNS]
+    row[_ARCHIVED] = int(row[_ARCHIVED] or 0)
+    return put_row(con, row, policy=policy, set_archived="archived" in doc)
+
+
+def put_row(
+    con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
+    set_archived: bool = False,
+) -> bool:
+    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path)."""
+    text = row[-1]
+    if not isinstance(text, str):
+        row[-1] = text = "" if text is None else str(text)
     if len(text) > MAX_DOC_CHARS:
-        text = text[:MAX_DOC_CHARS]
-    values["text"] = text
-    values["archived"] = int(values.get("archived") or 0)
-    if con.execute(_INSERT, [values.get(c) for c in _COLUMNS]).rowcount == 1:
+        row[-1] = text[:MAX_DOC_CHARS]
+    if con.execute(_INSERT, row).rowcount == 1:
         return True  # a new id (the common case: one statement)
-    existing = con.execute(
-        "SELECT rowid, source FROM documents WHERE id = ?", (values["id"],)
-    ).fetchone()
-    if policy == "keep" or (policy == "same_source" and existing[1] != values.get("source")):
+    existing = con.execute("SELECT rowid, source FROM documents WHERE id = ?",
+                           (row[0],)).fetchone()
+    if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
         return False
-    con.execute(_UPDATE, [*(values.get(c) for c in _UPDATE_COLS), existing[0]])
-    if "archived" in doc:  # an update keeps the archive flag unless it is given
+    con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
+    if set_archived:
         con.execute("UPDATE documents SET archived = ? WHERE rowid = ?",
-                    (values["archived"], existing[0]))
+                    (row[_ARCHIVED], existing[0]))
     return True
 
 
@@ -136,15 +151,15 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, MessageSent)
     kind = ev.kind if ev.kind in MESSAGE_KINDS else "message"
     run = ev.extra.get("run")
-    put_document(con, {
-        "id": f"message:{ev.id}", "kind": kind, "agent": _sender_agent(con, ev.sender, ev.extra),
-        "at": ev.at, "project": ev.project, "session": ev.session, "job": ev.job,
-        "run": run_basename(run) if isinstance(run, str) and run else None,
-        "message": ev.id,
-        "conversation": f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}",
-        "role": kind, "title": None, "text": ev.body, "seq": st.seq, "ord": st.seq * ORD_SPAN,
-        "sender": ev.sender, "extra": _extra({"to": ev.to, **ev.extra}),
-    }, policy="keep")
+    conv = f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}"
+    # id, kind, agent, at, project, session, job, run, message, cursor, conversation, role,
+    # tool, subagent, subagent_name, title, archived, seq, ord, source, sender, extra, text
+    put_row(con, [
+        f"message:{ev.id}", kind, _sender_agent(con, ev.sender, ev.extra), ev.at, ev.project,
+        ev.session, ev.job, run_basename(run) if isinstance(run, str) and run else None,
+        ev.id, None, conv, kind, None, None, None, None, 0, st.seq, st.seq * ORD_SPAN, None,
+        ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, ev.body,
+    ], policy="keep")
 
 
 def _question(con: sqlite3.Connection, st: StoredEvent) -> None:
