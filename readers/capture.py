@@ -116,7 +116,11 @@ class Capturer:
         stack.enter_context(self.log.exclusive())
         self._held = stack
         if self.log.get_state(cur.EPOCH_KEY) != self._epoch:
+            before = set(self.sources)
             self._load()
+            for source in self.sources.keys() - before:
+                self._enqueue(source)  # registered by the other process: poll it here too
+            self.sweeps_clean = 0  # what the sweep saw may be stale: one more clean sweep
             return True
         return False
 
@@ -238,7 +242,8 @@ class Capturer:
 
     def _register(self, root: Root, rel: str, layout: str, source: str) -> None:
         self._lock()
-        if source in self.sources:
+        if source in self.sources:  # another process registered it meanwhile
+            self._enqueue(source)
             return
         c = cur.Cursor(source=source, layout=layout)
         src = Source(root, rel, kind_of(layout), c)

@@ -353,3 +353,20 @@ def test_failed_commit_commits_nothing_more(tmp_path: Path, log: EventLog) -> No
         assert (out / "claude/projects/-p" / name).read_bytes() == (
             root / "projects/-p" / name).read_bytes()
     assert_contiguous(log)
+
+
+def test_a_stale_engine_reloads_cursors_before_writing(tmp_path: Path, log: EventLog) -> None:
+    """Engine B loaded its cursors before engine A (another process) captured; when the file
+    has grown since, B must not re-read from its stale cursor (overlapping chunks)."""
+    root = tmp_path / "claude"
+    f = write(root / "projects" / "-p" / "s.jsonl", b'{"n":1}\n' * 100)
+    b = Capturer(log, roots_of(claude=root), Options(settle_s=0))
+    b._ensure_loaded()  # knows nothing yet
+    capture(log, roots_of(claude=root))  # "process A"
+    append(f, b'{"n":2}\n' * 100)
+    b.run_once()
+    assert_contiguous(log)
+    assert b.stats.bytes == 800
+    out = tmp_path / "out"
+    restore(log, out)
+    assert (out / "claude" / "projects" / "-p" / "s.jsonl").read_bytes() == f.read_bytes()

@@ -29,6 +29,14 @@ def _tree(base: Path, files: int, lines: int, *, noise: bool = False) -> Path:
     return root
 
 
+def chunk_map_of(home: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    log = EventLog(home / "log", readonly=True)
+    try:
+        return chunk_map(log)
+    finally:
+        log.close()
+
+
 def _cap(home: Path, root: Path, *extra: str) -> dict[str, object]:
     out = run_cli(home, "capture", "--claude-dir", str(root), "--codex-dir", str(root / "nx"),
                   "--opencode-dir", str(root / "ny"), "--runs-dir", str(root / "nz"), "--json",
@@ -51,13 +59,17 @@ def test_recapture_appends_nothing(tmp_path: Path, home: Path) -> None:
 
 
 def test_two_concurrent_captures_store_each_byte_once(tmp_path: Path, home: Path) -> None:
-    root = _tree(tmp_path, 120, 400)
+    root = _tree(tmp_path, 120, 1200, noise=True)  # ~15 MB: long enough to overlap
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
            "--no-index", "--claude-dir", str(root)]
     procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    results = [json.loads(o[0]) for o in outs]
+    chunks = sum(len(v) for v in chunk_map_of(home).values())
+    seen_events = 120  # one SourceSeen per file
+    assert sum(r["appended"] for r in results) == chunks + seen_events, results
     log = EventLog(home / "log", readonly=True)
     try:
         assert_contiguous(log)
