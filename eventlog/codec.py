@@ -41,7 +41,8 @@ class _TagOnly(msgspec.Struct):
 
 BLANK_HEADER = bytes([FORMAT]) + bytes(32)  # format byte, then room for the hash
 _enc = msgspec.msgpack.Encoder()
-encode_into = _enc.encode_into  # for hot loops (see store._append_txn)
+encode = _enc.encode  # for hot loops: encode(EnvelopeOut(at, key, event)) = stored bytes
+encode_into = _enc.encode_into
 _env_dec = msgspec.msgpack.Decoder(Envelope)
 _event_dec = msgspec.msgpack.Decoder(Event)
 _tag_dec = msgspec.msgpack.Decoder(_TagOnly)

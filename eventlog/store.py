@@ -30,7 +30,6 @@ from typing import Any
 import lmdb
 
 from eventlog import chain, codec
-from eventlog.codec import HEADER
 from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing, WriterBusy
 from eventlog.events import Event, UnknownEvent, WriterStarted
 
@@ -39,6 +38,7 @@ DEFAULT_MAP_SIZE = 1 << 30
 DEFAULT_MAX_MAP_SIZE = 1 << 40
 READ_BATCH = 1000
 _SEQ = struct.Struct(">Q")  # = chain.seq_key
+_FORMAT_BYTE = bytes([codec.FORMAT])
 
 _DBS = (b"events", b"keys", b"state", b"meta")
 _registry: dict[str, EventLog] = {}
@@ -268,29 +268,29 @@ class EventLog:
         """
         keys_db = self._dbs[b"keys"]
         # hot loop: locals only, no Python-level calls per event but the C ones
-        sha256, pack_seq = hashlib.sha256, _SEQ.pack
-        envelope, blank, encode_into = codec.EnvelopeOut, codec.BLANK_HEADER, codec.encode_into
+        sha256, pack_seq, join = hashlib.sha256, _SEQ.pack, b"".join
+        envelope, encode, fmt = codec.EnvelopeOut, codec.encode, _FORMAT_BYTE
         txn = self.env.begin(write=True)
         try:
             head = self._head_in(txn)
             seq, prev = head.seq, head.hash
             pending = 0 if self._wrote_writer else 1
-            rows: list[tuple[bytes, bytearray]] = []
+            rows: list[tuple[bytes, bytes]] = []
             if items and self._index_all(txn, items, seq + 1 + pending):
                 # fast path: every key was new; seqs are head+1+pending, head+2+pending, ...
                 if pending:
                     seq += 1
                     prev = self._add_writer(txn, rows, seq, prev, at)
                 for key, event in items:
-                    # encode (= codec.encode_value) and hash while the bytes are hot in cache
-                    value = bytearray(blank)
-                    encode_into(envelope(at, key, event), value, HEADER)
+                    # encode and hash while the bytes are hot in cache (codec.pack_value
+                    # layout: format || chain hash || stored)
+                    stored = encode(envelope(at, key, event))
                     seq += 1
                     skey = pack_seq(seq)
                     h = sha256(prev + skey)
-                    h.update(memoryview(value)[HEADER:])
-                    prev = value[1:HEADER] = h.digest()
-                    rows.append((skey, value))
+                    h.update(stored)
+                    prev = h.digest()
+                    rows.append((skey, join((fmt, prev, stored))))
             else:
                 # slow path (some keys known): probe and index key by key, in a clean txn
                 txn.abort()
@@ -308,13 +308,12 @@ class EventLog:
                         pending = 0
                         seq += 1
                         prev = self._add_writer(txn, rows, seq, prev, at)
-                    value = bytearray(blank)
-                    encode_into(envelope(at, key, event), value, HEADER)
+                    stored = encode(envelope(at, key, event))
                     seq += 1
                     h = sha256(prev + skey)
-                    h.update(memoryview(value)[HEADER:])
-                    prev = value[1:HEADER] = h.digest()
-                    rows.append((skey, value))
+                    h.update(stored)
+                    prev = h.digest()
+                    rows.append((skey, join((fmt, prev, stored))))
             if rows:
                 cur = txn.cursor(db=self._dbs[b"events"])
                 _, added = cur.putmulti(rows, append=True)
@@ -355,25 +354,19 @@ class EventLog:
         return bool(added == len(pairs))
 
     def _add_writer(
-        self, txn: Any, rows: list[tuple[bytes, bytearray]], seq: int, prev: bytes, at: int
+        self, txn: Any, rows: list[tuple[bytes, bytes]], seq: int, prev: bytes, at: int
     ) -> bytes:
         """Index and chain this process's writer event as record `seq`; its hash."""
-        key, value = self._writer_event(at)
-        skey = chain.seq_key(seq)
-        if not txn.put(key, skey, db=self._dbs[b"keys"], overwrite=False):
-            raise CorruptRecord(seq, "writer key already indexed")
-        h = hashlib.sha256(prev + skey)
-        h.update(memoryview(value)[HEADER:])
-        digest = h.digest()
-        value[1:HEADER] = digest
-        rows.append((skey, value))
-        return digest
-
-    def _writer_event(self, at: int) -> tuple[bytes, bytearray]:
         host, pid = socket.gethostname(), os.getpid()
         key = f"writer:{host}:{pid}:{time.time_ns()}".encode()
         ev = WriterStarted(host=host, pid=pid, version=VERSION, command=self.command, at=at)
-        return key, codec.encode_value(at, key, ev)
+        stored = codec.encode_stored(at, key, codec.encode_event(ev))
+        skey = chain.seq_key(seq)
+        if not txn.put(key, skey, db=self._dbs[b"keys"], overwrite=False):
+            raise CorruptRecord(seq, "writer key already indexed")
+        digest = chain.link(prev, seq, stored)
+        rows.append((skey, codec.pack_value(digest, stored)))
+        return digest
 
     # --- reads ------------------------------------------------------------------------
 
