@@ -182,15 +182,32 @@ class EventLog:
         while True:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise WriterBusy(
-                        f"another agentlog process is writing to {self.path} "
-                        f"(waited {timeout:.0f} s for {self._lock_path})"
+                        f"another agentlog process is writing to {self.path}"
+                        f"{self._holder()}; gave up after waiting {timeout:g} s for "
+                        f"{self._lock_path}. Retry when it has finished."
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
+        # who holds it, for the message of the next process that has to wait (advisory)
+        with contextlib.suppress(OSError):
+            note = f"{os.getpid()} {socket.gethostname()} {self.command}".encode()[:200]
+            os.ftruncate(self._lock_fd, 0)
+            os.pwrite(self._lock_fd, note, 0)
+
+    def _holder(self) -> str:
+        try:
+            with open(self._lock_path, "rb") as f:
+                note = f.read(200).decode("utf-8", "replace").split(" ", 2)
+        except OSError:
+            return ""
+        if len(note) < 2 or not note[0].isdigit():
+            return ""
+        cmd = f", {note[2]!r}" if len(note) > 2 and note[2] else ""
+        return f" (pid {note[0]} on {note[1]}{cmd})"
 
     # --- append -----------------------------------------------------------------------
 

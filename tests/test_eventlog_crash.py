@@ -164,6 +164,7 @@ def test_second_writer_times_out_with_a_clear_message(tmp_path: Path) -> None:
         assert 0.5 <= waited < 5
         msg = str(err.value)
         assert "another agentlog process is writing" in msg and str(path) in msg
+        assert f"(pid {holder.pid} on " in msg and "gave up after waiting 0.6 s" in msg
         assert log.head().seq == 0
         log.close()
     finally:
