@@ -26,7 +26,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENTLOG = ROOT / ".venv" / "bin" / "agentlog"
+# `agentlog` itself, reporting its peak RSS (VmHWM: ru_maxrss would include the parent's,
+# which Linux carries across exec)
+PROBE = (
+    "import sys\nfrom cli.main import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n"
+    "    code = 0\n"
+    "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
+    "print(hwm.split()[1], file=sys.stderr)\nsys.exit(code)\n"
+)
 WORDS = ("capture", "restore", "lmdb", "cursor", "tick", "session", "refactor", "parser",
          "the", "a", "and", "to", "of", "test", "function", "error", "file", "query", "index")
 
@@ -125,20 +133,20 @@ def run_capture(
 ) -> tuple[float, int, dict[str, object]]:
     """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process
     (`--no-index` unless `index`: history.db catch-up is the projections' cost)."""
-    cmd = [str(AGENTLOG), "--home", str(home), "capture", "--json",
+    cmd = [sys.executable, "-c", PROBE, "--home", str(home), "capture", "--json",
            "--index" if index else "--no-index",
            "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
            "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
     out = p.stdout.read() if p.stdout else b""
-    _, status, usage = os.wait4(p.pid, 0)
+    p.wait()
     wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
     err = p.stderr.read() if p.stderr else b""
     if p.returncode != 0:
         raise SystemExit(f"capture failed: {err.decode()}")
-    return wall, usage.ru_maxrss * 1024, json.loads(out)
+    hwm_kib = int(err.decode().strip().splitlines()[-1])
+    return wall, hwm_kib * 1024, json.loads(out)
 
 
 # like an installed package: byte code is cached (in a private folder, not in the tree)
