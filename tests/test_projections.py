@@ -328,3 +328,66 @@ def test_chunks_wait_for_the_parser_then_get_indexed(tmp_path: Path,
     assert catch_up(path, log).rebuilt
     assert "transcript:claude:w1" in _docs(path)
     assert query.coverage(path)["sourcesPending"] == 0
+
+
+def test_concurrent_catch_ups_apply_each_event_once(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events()[:5])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    append(log, mixed_events()[5:], prefix="more")
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            catch_up(path, log, batch=3)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
+
+
+_CATCH_UP_CHILD = """
+import sys
+from pathlib import Path
+from eventlog import EventLog
+from projections.catchup import catch_up
+log = EventLog(Path(sys.argv[1]), readonly=True)
+catch_up(Path(sys.argv[2]), log, batch=25)
+"""
+
+
+def test_killed_catch_up_resumes_after_its_checkpoint(tmp_path: Path) -> None:
+    log = _bulk_log(tmp_path / "log", 200)
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    log.append([(f"late{i}".encode(), MessageSent(
+        id=f"late{i}", sender="s", to=[], kind="message", body=f"late {i} " + "pad " * 50,
+        at=i)) for i in range(30000)])
+    log.close()
+    proc = subprocess.Popen([sys.executable, "-c", _CATCH_UP_CHILD, str(tmp_path / "log"),
+                             str(path)], cwd=ROOT)
+    con = sqlite3.connect(path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # kill it once it committed a few batches
+        try:
+            if con.execute("SELECT last_seq FROM checkpoint").fetchone()[0] > 2000:
+                break
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.01)
+    con.close()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    log = EventLog(tmp_path / "log")
+    mid = query.coverage(path)["events"]
+    assert 200 < mid < log.head().seq  # killed mid-way, at a batch boundary
+    res = catch_up(path, log)
+    assert not res.rebuilt and res.last_seq == log.head().seq
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
