@@ -14,7 +14,6 @@ Promises (see docs/ARCHITECTURE.md, invariants 1-3):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import socket
@@ -30,8 +29,9 @@ from typing import Any
 import lmdb
 
 from eventlog import chain, codec
-from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing, WriterBusy
+from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing
 from eventlog.events import Event, UnknownEvent, WriterStarted
+from eventlog.lock import WriterLock
 
 VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
@@ -106,7 +106,6 @@ class EventLog:
             if readonly or not create:
                 raise LogMissing(f"no event log at {self.path}")
             self.path.mkdir(parents=True, exist_ok=True)
-        self._lock_path = self.path / "writer.lock"
         data_file = self.path / "data.mdb"
         existing = data_file.stat().st_size if data_file.exists() else 0
         self.env = lmdb.open(
@@ -133,9 +132,7 @@ class EventLog:
             for name in _DBS:
                 self._dbs[name] = self.env.open_db(name)
         self._wrote_writer = False
-        self._lock_fd: int | None = None
-        self._lock_depth = 0
-        self._thread_lock = threading.RLock()
+        self._lock = WriterLock(self.path / "writer.lock", self.path, self.command)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -147,9 +144,7 @@ class EventLog:
         self._close_env()
 
     def _close_env(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._lock.close()
         self.env.close()
 
     def __enter__(self) -> EventLog:
@@ -163,51 +158,8 @@ class EventLog:
     @contextlib.contextmanager
     def exclusive(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the cross-process writer lock (reentrant within this process)."""
-        with self._thread_lock:
-            if self._lock_depth == 0:
-                self._acquire(self.lock_timeout if timeout is None else timeout)
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0 and self._lock_fd is not None:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-
-    def _acquire(self, timeout: float) -> None:
-        if self._lock_fd is None:
-            self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise WriterBusy(
-                        f"another agentlog process is writing to {self.path}"
-                        f"{self._holder()}; gave up after waiting {timeout:g} s for "
-                        f"{self._lock_path}. Retry when it has finished."
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        # who holds it, for the message of the next process that has to wait (advisory)
-        with contextlib.suppress(OSError):
-            note = f"{os.getpid()} {socket.gethostname()} {self.command}".encode()[:200]
-            os.ftruncate(self._lock_fd, 0)
-            os.pwrite(self._lock_fd, note, 0)
-
-    def _holder(self) -> str:
-        try:
-            with open(self._lock_path, "rb") as f:
-                note = f.read(200).decode("utf-8", "replace").split(" ", 2)
-        except OSError:
-            return ""
-        if len(note) < 2 or not note[0].isdigit():
-            return ""
-        cmd = f", {note[2]!r}" if len(note) > 2 and note[2] else ""
-        return f" (pid {note[0]} on {note[1]}{cmd})"
+        with self._lock.hold(self.lock_timeout if timeout is None else timeout):
+            yield
 
     # --- append -----------------------------------------------------------------------
 

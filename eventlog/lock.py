@@ -1,0 +1,83 @@
+"""The cross-process writer lock of a log: one writer at a time, never interleaved.
+
+An advisory `flock` on `<log>/writer.lock`, reentrant within a process (and safe across
+its threads). A second writer polls with backoff until its timeout, then raises
+`WriterBusy` naming the holder: the holder writes `<pid> <host> <command>` into the file
+(advisory, for that message only; the flock is what excludes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from eventlog.errors import WriterBusy
+
+
+class WriterLock:
+    def __init__(self, path: Path, log_path: Path, command: str) -> None:
+        self.path = path
+        self.log_path = log_path
+        self.command = command
+        self._fd: int | None = None
+        self._depth = 0
+        self._thread_lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float) -> Iterator[None]:
+        """Hold the lock (reentrant); waits up to `timeout` seconds for another process."""
+        with self._thread_lock:
+            if self._depth == 0:
+                self._acquire(timeout)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _acquire(self, timeout: float) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WriterBusy(
+                        f"another agentlog process is writing to {self.log_path}"
+                        f"{self._holder()}; gave up after waiting {timeout:g} s for "
+                        f"{self.path}. Retry when it has finished."
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        with contextlib.suppress(OSError):
+            note = f"{os.getpid()} {socket.gethostname()} {self.command}".encode()[:200]
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, note, 0)
+
+    def _holder(self) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                note = f.read(200).decode("utf-8", "replace").split(" ", 2)
+        except OSError:
+            return ""
+        if len(note) < 2 or not note[0].isdigit():
+            return ""
+        cmd = f", {note[2]!r}" if len(note) > 2 and note[2] else ""
+        return f" (pid {note[0]} on {note[1]}{cmd})"
