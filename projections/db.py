@@ -220,11 +220,22 @@ class Connection(sqlite3.Connection):
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), rollback journal."""
+    """A connection in autocommit mode (transactions are explicit), rollback journal.
+
+    `readonly` connections refuse writes (`query_only`) but are opened read-write without
+    creating the file: a writer killed mid-transaction leaves a hot journal that only a
+    read-write connection can roll back, and SQLite does that on the first read.
+    """
     if readonly:
-        uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-        con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
-                              check_same_thread=False, factory=Connection)
+        uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+        try:
+            con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                                  check_same_thread=False, factory=Connection)
+        except sqlite3.OperationalError:  # no write permission: a plain read-only open
+            uri = uri[: -len("rw")] + "ro"
+            con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                                  check_same_thread=False, factory=Connection)
+        con.execute("PRAGMA query_only = 1")
     else:
         con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
                               check_same_thread=False, factory=Connection)

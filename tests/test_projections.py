@@ -391,3 +391,31 @@ def test_killed_catch_up_resumes_after_its_checkpoint(tmp_path: Path) -> None:
     res = catch_up(path, log)
     assert not res.rebuilt and res.last_seq == log.head().seq
     assert _rows(path) == _rows(_fresh(tmp_path, log))
+
+
+_DIRTY_WRITER = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA cache_size = 10")  # spill changed pages into the file before commit
+c.execute("BEGIN IMMEDIATE")
+c.execute("UPDATE aliases SET agent = agent")
+c.execute("UPDATE documents SET title = hex(randomblob(2000))")
+print("dirty", flush=True)
+time.sleep(60)
+"""
+
+
+def test_search_after_a_writer_died_mid_transaction(tmp_path: Path) -> None:
+    log = _bulk_log(tmp_path / "log", 2000)
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    before = _rows(path)
+    proc = subprocess.Popen([sys.executable, "-c", _DIRTY_WRITER, str(path)],
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"dirty\n"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert (tmp_path / "history.db-journal").exists()  # a hot journal
+    query.close_connections()
+    assert len(query.search(path, "common gamma")["hits"]) == 10  # rolled back on first read
+    assert _rows(path) == before
