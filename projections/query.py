@@ -182,7 +182,15 @@ def coverage(db_path: Path, *, per_source: bool = False) -> dict[str, Any]:
         keys = ("source", "agent", "layout", "generation", "files", "bytesCaptured", "chunks",
                 "snapshots", "rows", "lines", "records", "unknown", "oversized", "gaps",
                 "unparsed", "lastCaptureAt", "pendingBytes")
-        out["perSource"] = [dict(zip(keys, r, strict=True)) for r in rows]
+        types: dict[str, dict[str, int]] = {}
+        for src, kind, n in con.execute(
+            "SELECT source, type, count FROM unknown_types ORDER BY source, count DESC, type"
+        ):
+            types.setdefault(str(src), {})[str(kind)] = int(n)
+        out["perSource"] = [
+            {**dict(zip(keys, r, strict=True)), "unknownTypes": types.get(str(r[0]), {})}
+            for r in rows
+        ]
     return out
 
 

@@ -103,6 +103,7 @@ def test_transcripts_assembled_across_chunks_and_generations(tmp_path: Path) -> 
     cov = query.coverage(path, per_source=True)
     claude = next(s for s in cov["perSource"] if s["source"] == CLAUDE_SRC)
     assert claude["generation"] == 1 and claude["pendingBytes"] == 0
+    assert claude["unknownTypes"] == {} and claude["bytesCaptured"] > 0
     assert cov["sources"] == 3 and cov["recordsParsed"] >= 6
 
 
@@ -419,3 +420,18 @@ def test_search_after_a_writer_died_mid_transaction(tmp_path: Path) -> None:
     query.close_connections()
     assert len(query.search(path, "common gamma")["hits"]) == 10  # rolled back on first read
     assert _rows(path) == before
+
+
+def test_unknown_record_types_are_counted_per_source(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    data = (b'{"type":"weird-thing","uuid":"x"}\n' + claude_line("k1", "user", "known kiwi")
+            + b"not json at all\n" + b'{"type":"weird-thing","uuid":"y"}\n')
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"), *chunks_of(CLAUDE_SRC, data, [9])])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    cov = query.coverage(path, per_source=True)
+    assert cov["unknownRecordTypes"] == {"claude:weird-thing": 2, "claude:undecodable": 1}
+    src = cov["perSource"][0]
+    assert src["unknownTypes"] == cov["unknownRecordTypes"] and src["unknown"] == 3
+    assert src["records"] == 1 and src["lines"] == 4
+    assert query.search(path, "kiwi")["coverage"]["unknownRecordTypes"]["claude:weird-thing"] == 2
