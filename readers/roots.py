@@ -5,6 +5,7 @@ Promises:
   in as arguments (only `cli` reads the environment and config files);
 - precedence per agent: flag, else `config.json` key, else environment, else default;
 - a root that does not exist is returned with `exists=False` (reported, never an error);
+- a folder named twice for one agent (directly or through a symlink) is returned once;
 - `root_id(path)` is a short, stable hash of the absolute root path: it names the root
   inside source ids ("<agent>:<root-id>:<relative posix path>").
 """
@@ -102,6 +103,7 @@ def resolve_roots(
     """Every root of every agent, in a stable order, existing or not."""
     out: list[Root] = []
     for agent in agents:
+        seen_real: set[str] = set()
         candidates = (
             ("flag", _as_list(flags.get(agent))),
             ("config", _as_list(config.get(CONFIG_KEYS[agent]))),
@@ -109,12 +111,12 @@ def resolve_roots(
             ("default", _defaults(agent, env, user_home)),
         )
         origin, values = next(((o, v) for o, v in candidates if v), ("default", []))
-        seen: set[Path] = set()
         for v in values:
             path = _abs(v, user_home)
-            if path in seen:
+            real = os.path.realpath(path)
+            if real in seen_real:  # the same folder twice (a symlink): capture it once
                 continue
-            seen.add(path)
+            seen_real.add(real)
             out.append(Root(agent, path, origin, path.is_dir()))
     return out
 

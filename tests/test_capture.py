@@ -370,3 +370,12 @@ def test_a_stale_engine_reloads_cursors_before_writing(tmp_path: Path, log: Even
     out = tmp_path / "out"
     restore(log, out)
     assert (out / "claude" / "projects" / "-p" / "s.jsonl").read_bytes() == f.read_bytes()
+
+
+def test_a_root_named_twice_is_captured_once(tmp_path: Path) -> None:
+    real = tmp_path / "claude"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    roots = resolve_roots(flags={"claude": f"{real},{tmp_path / 'link'},{real}"}, config={},
+                          env={}, user_home=tmp_path)
+    assert [str(r.path) for r in roots if r.agent == "claude"] == [str(real)]
