@@ -63,8 +63,6 @@ def fold(text: str) -> str:
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:
     """Folded text and, for each folded character, the index of its source character."""
-    if text.isascii():
-        return text.lower(), list(range(len(text)))
     out: list[str] = []
     idx: list[int] = []
     for i, ch in enumerate(text):
@@ -74,11 +72,9 @@ def _folded_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), idx
 
 
-def snippet(text: str, tokens: list[str], width: int = SNIPPET_CHARS) -> str:
-    """A plain-text window of `text` around the first match of any token."""
-    window = text[:200_000]
-    folded, idx = _folded_with_map(window)
-    best = -1
+def _first_match(folded: str, tokens: list[str]) -> tuple[int, int]:
+    """(position, length) in `folded` of the earliest token match: whole words first."""
+    best, size = -1, 0
     for tok in tokens:
         ft = fold(tok)
         if not ft:
@@ -86,8 +82,35 @@ def snippet(text: str, tokens: list[str], width: int = SNIPPET_CHARS) -> str:
         m = re.search(r"(?<![^\W_])" + re.escape(ft), folded)
         pos = m.start() if m else folded.find(ft)
         if pos >= 0 and (best < 0 or pos < best):
-            best = pos
-    start = idx[best] if 0 <= best < len(idx) else 0
+            best, size = pos, len(ft)
+    return best, size
+
+
+def _source_index(window: str, folded: str, pos: int, size: int, tokens: list[str]) -> int:
+    """Index in `window` of the match found at `pos` of `fold(window)`.
+
+    Folding can change lengths (decomposition, lower-casing), so map back through a small
+    region around the proportional estimate instead of a per-character map of everything.
+    """
+    if window.isascii():
+        return pos
+    guess = pos * len(window) // max(len(folded), 1)
+    lo = max(0, guess - 2000)
+    region = window[lo : guess + 2000 + size]
+    sub_folded, sub_idx = _folded_with_map(region)
+    sub_pos, _ = _first_match(sub_folded, tokens)
+    if sub_pos >= 0:
+        return lo + sub_idx[sub_pos]
+    _, full_idx = _folded_with_map(window)  # rare: the estimate was far off
+    return full_idx[pos] if pos < len(full_idx) else 0
+
+
+def snippet(text: str, tokens: list[str], width: int = SNIPPET_CHARS) -> str:
+    """A plain-text window of `text` around the first match of any token."""
+    window = text[:200_000]
+    folded = fold(window)
+    best, size = _first_match(folded, tokens)
+    start = _source_index(window, folded, best, size, tokens) if best >= 0 else 0
     begin = max(0, start - width // 3)
     piece = _SPACE.sub(" ", window[begin : begin + width * 2]).strip()
     prefix = "…" if begin > 0 else ""
