@@ -333,3 +333,15 @@ def test_plain_only_database(tmp_path: Path) -> None:
     catch_up(path, log)
     assert "message:late" in ids(query.search(path, "cafe"))
     assert check(path, log)["ok"]
+
+
+@pytest.mark.parametrize("filler", ["plain ascii words ", "日本語のテキスト café naïve ",
+                                    "한국어 검색 ", "İstanbul ǆungla ß "])
+def test_snippets_are_bounded_and_centred_on_the_match(filler: str) -> None:
+    from projections.text import snippet
+
+    text = filler * (60_000 // len(filler)) + " the Naïve NEEDLE sits here " + filler * 50
+    for tokens in (["needle"], ["naive", "needle"]):
+        snip = snippet(text, tokens)
+        assert len(snip) <= 320 and "NEEDLE" in snip
+    assert snippet("short text", ["absent"]) == "short text"
