@@ -13,7 +13,7 @@ Promises:
 - the pure parsers of `readers.parse` are called when that module exists; until then the
   chunks are counted as `unparsed` (the source shows as pending) and `reindex` — triggered
   automatically when the parser version changes — indexes them;
-- run logs (layouts starting with "run") are indexed directly as bounded chunk documents;
+- run logs (layouts starting with "run") are indexed by `projections.runlogs`;
 - a parser that raises is counted as an unknown record type, never stops a rebuild.
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import PurePosixPath
 from types import ModuleType
 from typing import Any
 
@@ -33,9 +32,9 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.store import StoredEvent
+from projections import runlogs
 from projections.apply import (
     ORD_SPAN,
-    RUN_CHUNK_ORD,
     Applier,
     agent_family,
     put_document,
@@ -92,11 +91,6 @@ def _source_row(con: sqlite3.Connection, source: str) -> tuple[SourceInfo, sqlit
     return info, row
 
 
-def is_run_log(info: SourceInfo) -> bool:
-    head = info.layout.split(".", 1)[0].split(":", 1)[0]
-    return head in ("run", "runs")
-
-
 def _seen(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, SourceSeen)
@@ -139,8 +133,8 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
     except Exception as exc:  # a bad chunk is counted, never fatal
         _count_unknown(con, ev.source, {f"chunk-undecodable:{type(exc).__name__}": 1})
         return
-    if is_run_log(info):
-        _run_chunk(con, st, info, ev, data)
+    if runlogs.is_run_log(info):
+        runlogs.index_chunk(con, st, info, ev, data)
         return
     parser = parser_module()
     if parser is None:
@@ -325,31 +319,6 @@ def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
     )
 
 
-def _run_record(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, run: str
-) -> None:
-    """A run metadata record (runs.meta): the run's searchable snapshot."""
-    agent = agent_family(rec.agent)
-    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
-    if rec.job:
-        con.execute(
-            "INSERT INTO runs(run, job, session, agent, started_at) VALUES (?,?,?,?,?)"
-            " ON CONFLICT(run) DO NOTHING",
-            (run, rec.job, rec.session, agent, at),
-        )
-        con.execute(
-            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?)"
-            " WHERE run = ? AND kind = 'run' AND role = 'log'",
-            (rec.job, rec.session, run),
-        )
-    put_document(con, {
-        "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
-        "project": rec.project, "session": rec.session, "job": rec.job, "run": run,
-        "cursor": "0", "conversation": f"run:{run}", "role": "metadata", "title": rec.job,
-        "text": rec.text, "seq": st.seq, "ord": 1, "source": info.source,
-    })
-
-
 def conversation_of(agent: str, session: str | None, subagent: str | None, source: str) -> str:
     if not session:
         return f"source:{source}"
@@ -361,7 +330,7 @@ def _record(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int
 ) -> None:
     if rec.run:
-        _run_record(con, st, info, rec, run_basename(rec.run))
+        runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
         return
     agent = agent_family(rec.agent)
     text = rec.text
@@ -394,27 +363,6 @@ def _record(
         "subagent_name": subagent_name, "title": title, "text": text, "seq": st.seq,
         "ord": st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), "source": info.source,
     }, policy="same_source")
-
-
-def _run_chunk(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, ev: ChunkCaptured, data: bytes
-) -> None:
-    base = run_basename(PurePosixPath(info.path).name)
-    run = con.execute("SELECT job, session, agent, started_at FROM runs WHERE run = ?",
-                      (base,)).fetchone()
-    gen = f"{ev.generation}:" if ev.generation else ""
-    put_document(con, {
-        "id": f"run:{base}@{gen}{ev.offset}", "kind": "run",
-        "agent": run[2] if run and run[2] else agent_family(info.agent),
-        "at": run[3] if run else (ev.at or st.at), "session": run[1] if run else None,
-        "job": run[0] if run else None, "run": base, "cursor": str(ev.offset),
-        "conversation": f"run:{base}", "role": "log",
-        "text": data.decode("utf-8", "replace"), "seq": st.seq,
-        "ord": ev.generation * (1 << 40) + ev.offset + RUN_CHUNK_ORD, "source": info.source,
-        "extra": json.dumps({"generation": ev.generation, "offset": ev.offset,
-                             "size": ev.size}),
-    })
-    con.execute("UPDATE sources SET records = records + 1 WHERE source = ?", (ev.source,))
 
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:

@@ -1,0 +1,75 @@
+"""Delegated run logs and run metadata as documents of kind "run".
+
+Promises:
+- a run log (a source whose layout starts with "run", e.g. "runs.log") is indexed chunk by
+  captured chunk: each `ChunkCaptured` becomes one bounded document
+  "run:<basename>.log@[<generation>:]<offset>" whose `ord` encodes generation and byte
+  offset, so `projections.query.run_log` can serve the text from any byte offset;
+- run metadata (`RunStarted`, or a parsed `runs.meta` file) names the run's job, session
+  and agent; chunks seen before it get them when it arrives, chunks after it at once;
+- a run's time is its start (`at` of every chunk is the run's `started_at` when known).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import PurePosixPath
+
+from eventlog.events import ChunkCaptured
+from eventlog.store import StoredEvent
+from projections.apply import RUN_CHUNK_ORD, agent_family, put_document, run_basename
+from readers.records import Record, SourceInfo
+
+
+def is_run_log(info: SourceInfo) -> bool:
+    """A delegated run's log (capture layout "runs.log"; any layout starting with "run")."""
+    head = info.layout.split(".", 1)[0].split(":", 1)[0]
+    return head in ("run", "runs")
+
+
+def index_metadata(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, run: str
+) -> None:
+    """A run metadata record (runs.meta): the run's searchable snapshot."""
+    agent = agent_family(rec.agent)
+    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
+    if rec.job:
+        con.execute(
+            "INSERT INTO runs(run, job, session, agent, started_at) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(run) DO NOTHING",
+            (run, rec.job, rec.session, agent, at),
+        )
+        con.execute(
+            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?)"
+            " WHERE run = ? AND kind = 'run' AND role = 'log'",
+            (rec.job, rec.session, run),
+        )
+    put_document(con, {
+        "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
+        "project": rec.project, "session": rec.session, "job": rec.job, "run": run,
+        "cursor": "0", "conversation": f"run:{run}", "role": "metadata", "title": rec.job,
+        "text": rec.text, "seq": st.seq, "ord": 1, "source": info.source,
+    })
+
+
+def index_chunk(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, ev: ChunkCaptured, data: bytes
+) -> None:
+    """One captured chunk of a run log as one bounded document."""
+    base = run_basename(PurePosixPath(info.path).name)
+    run = con.execute("SELECT job, session, agent, started_at FROM runs WHERE run = ?",
+                      (base,)).fetchone()
+    gen = f"{ev.generation}:" if ev.generation else ""
+    put_document(con, {
+        "id": f"run:{base}@{gen}{ev.offset}", "kind": "run",
+        "agent": run[2] if run and run[2] else agent_family(info.agent),
+        "at": run[3] if run else (ev.at or st.at), "session": run[1] if run else None,
+        "job": run[0] if run else None, "run": base, "cursor": str(ev.offset),
+        "conversation": f"run:{base}", "role": "log",
+        "text": data.decode("utf-8", "replace"), "seq": st.seq,
+        "ord": ev.generation * (1 << 40) + ev.offset + RUN_CHUNK_ORD, "source": info.source,
+        "extra": json.dumps({"generation": ev.generation, "offset": ev.offset,
+                             "size": ev.size}),
+    })
+    con.execute("UPDATE sources SET records = records + 1 WHERE source = ?", (ev.source,))
