@@ -24,6 +24,15 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "AGENTLOG_HOME"):
         monkeypatch.delenv(var, raising=False)
+    # No test may run a real agent CLI (answers): stand-ins that fail come first on PATH.
+    # Tests of answers put their own fake binaries in front of these.
+    stubs = tmp_path / "no-agent-clis"
+    stubs.mkdir()
+    for name in ("claude", "codex", "opencode"):
+        stub = stubs / name
+        stub.write_text("#!/bin/sh\necho 'real agent CLIs are disabled in tests' >&2\nexit 127\n")
+        stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}")
     yield
 
 
