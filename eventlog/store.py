@@ -383,18 +383,23 @@ class EventLog:
             v = txn.get(key, db=self._dbs[b"keys"])
             return None if v is None else chain.key_seq(v)
 
-    def read_raw(self, from_seq: int = 1, limit: int = READ_BATCH) -> list[RawRecord]:
-        """At most `limit` records from `from_seq`, as exact LMDB values."""
+    def read_raw(
+        self, from_seq: int = 1, limit: int = READ_BATCH, max_bytes: int | None = None
+    ) -> list[RawRecord]:
+        """At most `limit` records from `from_seq`, as exact LMDB values; with `max_bytes`,
+        stop once their values add up to that many bytes (at least one record is read)."""
         out: list[RawRecord] = []
         if self._dbs[b"events"] is None:
             return out
+        total = 0
         with self._begin() as txn:
             cur = txn.cursor(db=self._dbs[b"events"])
             if not cur.set_range(chain.seq_key(max(from_seq, 1))):
                 return out
             for k, v in cur:
                 out.append(RawRecord(chain.key_seq(k), bytes(v)))
-                if len(out) >= limit:
+                total += len(v)
+                if len(out) >= limit or (max_bytes is not None and total >= max_bytes):
                     break
         return out
 
@@ -407,10 +412,12 @@ class EventLog:
         for raw in self.iter_raw(from_seq, batch):
             yield decode_record(raw)
 
-    def iter_raw(self, from_seq: int = 1, batch: int = READ_BATCH) -> Iterator[RawRecord]:
+    def iter_raw(
+        self, from_seq: int = 1, batch: int = READ_BATCH, max_bytes: int | None = None
+    ) -> Iterator[RawRecord]:
         seq = from_seq
         while True:
-            chunk = self.read_raw(seq, batch)
+            chunk = self.read_raw(seq, batch, max_bytes)
             if not chunk:
                 return
             yield from chunk

@@ -31,7 +31,7 @@ from eventlog.events import (
     UnknownEvent,
     tag_of,
 )
-from eventlog.store import StoredEvent
+from eventlog.store import RawRecord, StoredEvent, decode_record
 
 Applier = Callable[[sqlite3.Connection, StoredEvent], None]
 
@@ -268,6 +268,35 @@ def appliers() -> dict[str, Applier]:
         archive = importlib.import_module("projections.archive")
         table.update(getattr(archive, "APPLIERS", {}))
     return table
+
+
+def apply_records(
+    con: sqlite3.Connection, records: list[RawRecord], table: Mapping[str, Applier]
+) -> tuple[int, str]:
+    """Decode and apply `records` in order inside the caller's transaction; returns the last
+    (seq, chain hash hex) for the checkpoint.
+
+    Each record is decoded only when it is applied and released from `records` right after
+    (the list is emptied), so a batch holds at most one decoded payload at a time. Parser
+    state is cached for the batch and written once at the end (before the caller's
+    checkpoint, in the same transaction); on an error the cache is dropped with the
+    transaction.
+    """
+    from projections import transcripts
+
+    last_seq, last_hash = 0, ""
+    transcripts.begin_batch(con)
+    try:
+        records.reverse()
+        while records:
+            st = decode_record(records.pop())
+            apply_event(con, st, table)
+            last_seq, last_hash = st.seq, st.hash.hex()
+            del st
+        transcripts.flush_batch(con)
+    finally:
+        transcripts.end_batch(con)
+    return last_seq, last_hash
 
 
 def apply_event(con: sqlite3.Connection, st: StoredEvent, table: Mapping[str, Applier]) -> None:

@@ -5,6 +5,9 @@ Promises:
   checkpoint (last seq and its chain hash), so a crash between batches resumes exactly
   after `last_seq`, and two processes catching up at once never apply an event twice;
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
+- a batch is at most `BATCH` events and about `BATCH_BYTES` of stored event bytes, decoded
+  one event at a time, and the log's mapped pages are released as the read goes on
+  (`projections.pages`), so memory stays bounded whatever the size of the log;
 - a missing file, a schema or parser version change, or a log that no longer holds the
   checkpoint's hash (replaced or truncated) leads to a full `rebuild` instead;
 - when nothing is new, the cost is one SQLite read and one LMDB read (a fast no-op).
@@ -17,11 +20,13 @@ import time
 from pathlib import Path
 
 from eventlog import EventLog
-from projections import db
+from projections import db, pages
 from projections.errors import ProjectionBusy
 from projections.rebuild import BuildResult, Progress, build_lock, rebuild
 
 BATCH = 1000
+BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
+RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
 
 
 def status(db_path: Path, head_seq: int) -> str:
@@ -134,29 +139,33 @@ def _apply_batches(
     head_seq: int,
 ) -> int:
 
-    from projections.apply import appliers, apply_event
+    from projections.apply import appliers, apply_records
 
     table = appliers()
-    done = 0
+    done = unreleased = 0
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
         con.execute("BEGIN IMMEDIATE")
         try:
             cp = db.read_checkpoint(con)  # re-read: another process may have advanced it
             assert cp is not None
-            events = log.read(cp.last_seq + 1, size)
-            if not events:
+            records = log.read_raw(cp.last_seq + 1, size, max_bytes=BATCH_BYTES)
+            if not records:
                 con.execute("ROLLBACK")
                 return done
-            for st in events:
-                apply_event(con, st, table)
-            db.write_checkpoint(con, events[-1].seq, events[-1].hash.hex())
+            n = len(records)
+            unreleased += sum(len(r.value) for r in records)
+            last_seq, last_hash = apply_records(con, records, table)
+            db.write_checkpoint(con, last_seq, last_hash)
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
             raise
-        done += len(events)
+        done += n
+        if unreleased >= RELEASE_BYTES:
+            pages.release(log.path)
+            unreleased = 0
         if progress is not None:
-            progress(events[-1].seq, head_seq)
+            progress(last_seq, head_seq)
     return done

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eventlog import EventLog
-from projections import db
+from projections import db, pages
 from projections.errors import ProjectionBusy
 
 Progress = Callable[[int, int], None]
 BATCH = 2000
+BATCH_BYTES = 16 << 20  # stored event bytes per read (decoded one event at a time)
+RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,22 +103,24 @@ def build(
         con.execute("PRAGMA synchronous = OFF")
         con.execute("PRAGMA cache_size = -262144")
         con.execute("PRAGMA temp_store = MEMORY")
-        from projections.apply import appliers, apply_event
+        from projections.apply import appliers, apply_records
 
         chosen = db.create_schema(con, engine=engine, bulk=True)
         table = appliers()
         con.execute("BEGIN")
-        last_seq, last_hash, events = 0, "", 0
+        last_seq, last_hash, events, unreleased = 0, "", 0, 0
         seq = 1
         while seq <= stop:
-            batch = log.read(seq, min(BATCH, stop - seq + 1))
+            batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)
             if not batch:
                 break
-            for st in batch:
-                apply_event(con, st, table)
-            last_seq, last_hash = batch[-1].seq, batch[-1].hash.hex()
             events += len(batch)
+            unreleased += sum(len(r.value) for r in batch)
+            last_seq, last_hash = apply_records(con, batch, table)
             seq = last_seq + 1
+            if unreleased >= RELEASE_BYTES:
+                pages.release(log.path)
+                unreleased = 0
             if progress is not None:
                 progress(last_seq, stop)
         con.execute("COMMIT")

@@ -230,6 +230,37 @@ def _call(fn: Any, *args: Any) -> ParseResult:
     return res
 
 
+class _StateCache:
+    """Parser states of one batch (one transaction): loaded once, written once at the end.
+
+    States keep their key order through JSON (no sorting), so a state read back from
+    `parser_state` equals the one kept in memory: batch boundaries change nothing."""
+
+    __slots__ = ("dirty", "states")
+
+    def __init__(self) -> None:
+        self.states: dict[str, dict[str, Any]] = {}
+        self.dirty: set[str] = set()
+
+
+def begin_batch(con: sqlite3.Connection) -> None:
+    """Cache parser states on `con` until `end_batch` (call `flush_batch` before commit)."""
+    setattr(con, "parser_states", _StateCache())  # noqa: B010 (a memo on the connection)
+
+
+def flush_batch(con: sqlite3.Connection) -> None:
+    cache = getattr(con, "parser_states", None)
+    if not isinstance(cache, _StateCache):
+        return
+    for scope in sorted(cache.dirty):
+        _write_state(con, scope, cache.states[scope])
+    cache.dirty.clear()
+
+
+def end_batch(con: sqlite3.Connection) -> None:
+    setattr(con, "parser_states", None)  # noqa: B010
+
+
 def _load_state(
     con: sqlite3.Connection, parser: ModuleType, info: SourceInfo
 ) -> tuple[str, dict[str, Any]]:
@@ -237,13 +268,27 @@ def _load_state(
         scope = str(parser.state_scope(info))
     except Exception:
         scope = info.source
+    cache = getattr(con, "parser_states", None)
+    if isinstance(cache, _StateCache) and scope in cache.states:
+        return scope, cache.states[scope]
     row = con.execute("SELECT state FROM parser_state WHERE scope = ?", (scope,)).fetchone()
     state: dict[str, Any] = json.loads(row[0]) if row else {}
+    if isinstance(cache, _StateCache):
+        cache.states[scope] = state
     return scope, state
 
 
 def _save_state(con: sqlite3.Connection, scope: str, state: dict[str, Any]) -> None:
-    text = json.dumps(state, sort_keys=True, ensure_ascii=False, default=str)
+    cache = getattr(con, "parser_states", None)
+    if isinstance(cache, _StateCache):
+        cache.states[scope] = state
+        cache.dirty.add(scope)
+        return
+    _write_state(con, scope, state)
+
+
+def _write_state(con: sqlite3.Connection, scope: str, state: dict[str, Any]) -> None:
+    text = json.dumps(state, ensure_ascii=False, default=str)
     con.execute(
         "INSERT INTO parser_state(scope, state) VALUES (?, ?)"
         " ON CONFLICT(scope) DO UPDATE SET state = excluded.state",

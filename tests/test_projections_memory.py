@@ -1,0 +1,124 @@
+"""history.db catch-up and rebuild keep memory bounded on a log of many large chunks.
+
+Peak RSS is VmHWM of a fresh child process (ru_maxrss would carry the parent's peak across
+exec), measured against a child that only imports the same modules and opens the log.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventlog import EventLog
+from eventlog.events import ChunkCaptured, Event
+from projections import query
+from projections.catchup import BATCH_BYTES, catch_up
+from projections.rebuild import build
+from tests.conftest import ROOT
+from tests.test_projections_support import CLAUDE_SRC, append, broker_events, claude_line, seen
+
+CHUNK = 1 << 20
+CHUNKS = 150  # 150 MiB of stored chunk bytes: far more than a batch may hold
+
+_CHILD = """
+import sys
+from pathlib import Path
+from eventlog import EventLog
+from projections.catchup import catch_up
+from projections.rebuild import rebuild
+log = EventLog(Path(sys.argv[1]), readonly=True)
+mode = sys.argv[3]
+if len(sys.argv) > 4:  # the test's own check that it can fail: no byte bound, no release
+    import projections.catchup as c, projections.rebuild as r
+    c.BATCH_BYTES = r.BATCH_BYTES = c.RELEASE_BYTES = r.RELEASE_BYTES = 1 << 40
+if mode == "catch-up":
+    catch_up(Path(sys.argv[2]), log)
+elif mode == "rebuild":
+    rebuild(Path(sys.argv[2]), log)
+log.close()
+hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]
+print(int(hwm.split()[1]) * 1024)
+"""
+
+
+def _big_chunks() -> list[Event]:
+    """Chunks of ~1 MiB: a long record the parser skips plus a short searchable line."""
+    out: list[Event] = []
+    offset = 0
+    for i in range(CHUNKS):
+        pad = json.dumps({"type": "bench-padding", "blob": "x" * (CHUNK - 200)}).encode() + b"\n"
+        data = pad + claude_line(f"u{i}", "user", f"needle{i} in chunk {i}")
+        out.append(ChunkCaptured(source=CLAUDE_SRC, generation=0, offset=offset,
+                                 size=len(data), data=data, at=5))
+        offset += len(data)
+    return out
+
+
+def _peak(log_dir: Path, db_path: Path, mode: str) -> int:  # bytes
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(log_dir), str(db_path), mode],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("biglog") / "log"
+    log = EventLog(path)
+    append(log, [*broker_events(), seen(CLAUDE_SRC, "claude", "claude.session")])
+    chunks = _big_chunks()
+    for i in range(0, len(chunks), 10):
+        append(log, chunks[i:i + 10], prefix=f"c{i}")
+    log.close()
+    return path
+
+
+@pytest.mark.parametrize("mode", ["catch-up", "rebuild"])
+def test_peak_rss_of_catch_up_over_large_chunks_is_bounded(
+    big_log: Path, tmp_path: Path, mode: str
+) -> None:
+    db_path = tmp_path / "history.db"
+    if mode == "catch-up":  # an existing history.db at seq 1: the rest is caught up
+        log = EventLog(big_log, readonly=True)
+        build(db_path, log, upto=1)
+        log.close()
+    base = _peak(big_log, tmp_path / "unused.db", "none")
+    peak = _peak(big_log, db_path, mode)
+    grown = peak - base
+    # one batch of stored bytes, one decoded chunk and its lines, SQLite's page cache
+    assert grown < 4 * BATCH_BYTES + (32 << 20), (mode, grown >> 20, base >> 20)
+    log = EventLog(big_log, readonly=True)
+    assert not catch_up(db_path, log).events  # the child caught up to the head
+    log.close()
+    assert len(query.search(db_path, "needle149")["hits"]) == 1
+
+
+def test_the_bound_is_what_keeps_it_low(big_log: Path, tmp_path: Path) -> None:
+    """Without the byte budget and the page release, the same catch-up grows far more."""
+    db_path = tmp_path / "history.db"
+    log = EventLog(big_log, readonly=True)
+    build(db_path, log, upto=1)
+    log.close()
+    base = _peak(big_log, tmp_path / "unused.db", "none")
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(big_log), str(db_path),
+                           "catch-up", "unbounded"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[-1]) - base > 4 * BATCH_BYTES + (32 << 20)
+
+
+def test_read_raw_stops_at_its_byte_budget(big_log: Path) -> None:
+    log = EventLog(big_log, readonly=True)
+    first = log.read_raw(1, 1000)
+    chunk_seq = next(r.seq for r in first if len(r.value) > CHUNK // 2)
+    got = log.read_raw(chunk_seq, 1000, max_bytes=3 * CHUNK)
+    assert len(got) == 3 and all(len(r.value) > CHUNK // 2 for r in got)
+    assert len(log.read_raw(chunk_seq, 1000, max_bytes=1)) == 1  # always at least one
+    assert len(log.read_raw(1, 5, max_bytes=1 << 40)) == 5  # the count still bounds it
+    streamed = list(log.iter_raw(1, 1000, max_bytes=4 * CHUNK))
+    assert [r.seq for r in streamed] == list(range(1, log.head().seq + 1))
+    log.close()
