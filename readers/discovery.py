@@ -19,20 +19,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-APPEND_LAYOUTS = frozenset(
-    {
-        "claude.session",
-        "claude.subagent",
-        "claude.history",
-        "codex.rollout",
-        "codex.history",
-        "runs.log",
-    }
-)
-SNAPSHOT_LAYOUTS = frozenset(
-    {"claude.subagent_meta", "claude.tool_result", "opencode.json", "runs.meta"}
-)
-ROW_LAYOUTS = frozenset({"opencode.db"})
+from readers.records import LINE_LAYOUTS, ROW_LAYOUTS
 
 # top-level names worth descending into, per agent ("" = the root itself)
 _TOP_DIRS = {
@@ -52,7 +39,7 @@ class Entry(NamedTuple):
 
 def kind_of(layout: str) -> str:
     """"append", "snapshot" or "rows"."""
-    if layout in APPEND_LAYOUTS:
+    if layout in LINE_LAYOUTS:
         return "append"
     if layout in ROW_LAYOUTS:
         return "rows"

@@ -17,27 +17,16 @@ from typing import Any
 
 from readers import parse_claude, parse_codex, parse_opencode, parse_runs
 from readers.parse_common import clean
-from readers.records import MAX_LINE, ParseResult, SourceInfo
+from readers.records import (
+    MAX_LINE,
+    ParseResult,
+    SourceInfo,
+)
 
 PARSER_VERSION = 1
 
 log = logging.getLogger(__name__)
 
-LINE_LAYOUTS = frozenset(
-    {
-        "claude.session",
-        "claude.subagent",
-        "claude.history",
-        "codex.rollout",
-        "codex.history",
-        "runs.log",
-    }
-)
-SNAPSHOT_LAYOUTS = frozenset(
-    {"claude.subagent_meta", "claude.tool_result", "opencode.json", "runs.meta"}
-)
-ROW_LAYOUTS = frozenset({"opencode.db"})
-LAYOUTS = LINE_LAYOUTS | SNAPSHOT_LAYOUTS | ROW_LAYOUTS
 
 _SHARED_STEM = {
     "claude.subagent": (".jsonl",),

@@ -29,6 +29,19 @@ import msgspec
 MAX_LINE = 8 * 1024 * 1024
 
 AGENTS = ("claude", "codex", "opencode", "other")
+
+# The layout vocabulary shared by capture (which assigns it in SourceSeen) and the parsers
+# (which dispatch on it): append-only files are captured as chunks and parsed line by line,
+# rewritten files as whole snapshots, database tables as row snapshots.
+LINE_LAYOUTS = frozenset(
+    {"claude.session", "claude.subagent", "claude.history", "codex.rollout", "codex.history",
+     "runs.log"}
+)
+SNAPSHOT_LAYOUTS = frozenset(
+    {"claude.subagent_meta", "claude.tool_result", "opencode.json", "runs.meta"}
+)
+ROW_LAYOUTS = frozenset({"opencode.db"})
+LAYOUTS = LINE_LAYOUTS | SNAPSHOT_LAYOUTS | ROW_LAYOUTS
 ROLES = ("user", "assistant", "tool_use", "tool_result", "thinking", "system")
 
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import msgspec
 
-from readers.parse import LINE_LAYOUTS, ROW_LAYOUTS
-from readers.records import ParseResult
+from readers.records import LINE_LAYOUTS, ROW_LAYOUTS, ParseResult
 from tests.parsers.feed import db_rows, feed_lines, feed_rows, feed_snapshot, merge, source_info
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

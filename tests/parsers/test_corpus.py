@@ -15,9 +15,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from readers.parse import LINE_LAYOUTS, ROW_LAYOUTS
 from readers.parse_common import MAX_TEXT
-from readers.records import AGENTS, ROLES, ParseResult
+from readers.records import AGENTS, LINE_LAYOUTS, ROLES, ROW_LAYOUTS, ParseResult
 from tests.parsers.feed import (
     db_rows,
     feed_lines,

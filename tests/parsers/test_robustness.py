@@ -9,13 +9,13 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readers import parse
+from readers import parse, records
 from readers.records import ParseResult
 from tests.parsers.feed import source_info
 from tests.parsers.golden import FIXTURES
 
-LINE = sorted(parse.LINE_LAYOUTS)
-SNAPSHOT = sorted(parse.SNAPSHOT_LAYOUTS)
+LINE = sorted(records.LINE_LAYOUTS)
+SNAPSHOT = sorted(records.SNAPSHOT_LAYOUTS)
 PATHS = {
     "claude.session": "projects/-x/11111111-2222-4333-8444-555555555555.jsonl",
     "claude.subagent": "projects/-x/s/subagents/agent-abc.jsonl",
@@ -112,7 +112,7 @@ def _fixture_lines() -> list[tuple[str, str, Any]]:
     out = []
     for case in sorted(FIXTURES.glob("*/*/case.json")):
         for item in json.loads(case.read_text())["sources"]:
-            if item["layout"] not in parse.LINE_LAYOUTS:
+            if item["layout"] not in records.LINE_LAYOUTS:
                 continue
             for line in (case.parent / "input" / item["path"]).read_bytes().splitlines():
                 try:
@@ -166,7 +166,7 @@ def test_state_survives_a_json_round_trip_between_lines() -> None:
     for case in sorted(FIXTURES.glob("*/*/case.json")):
         spec = json.loads(case.read_text())
         for item in spec["sources"]:
-            if item["layout"] not in parse.LINE_LAYOUTS:
+            if item["layout"] not in records.LINE_LAYOUTS:
                 continue
             source = source_info(item["layout"], item["path"])
             data = (case.parent / "input" / item["path"]).read_bytes()

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from readers import parse
+from readers import parse, records
 from readers.records import ParseResult
 from tests.parsers.feed import feed_lines, feed_snapshot, source_info
 from tests.parsers.golden import FIXTURES, run_case
@@ -17,7 +17,7 @@ def _feed(case: str, index: int, states: dict[str, dict[str, Any]]) -> ParseResu
     item = json.loads((folder / "case.json").read_text())["sources"][index]
     source = source_info(item["layout"], item["path"])
     data = (folder / "input" / item["path"]).read_bytes()
-    if item["layout"] in parse.LINE_LAYOUTS:
+    if item["layout"] in records.LINE_LAYOUTS:
         return feed_lines(source, data, states)
     return feed_snapshot(source, data, states)
 
