@@ -62,7 +62,8 @@ def endpoint(fn: Callable[[Request], dict[str, Any]]) -> Callable[[Request], JSO
     return handle
 
 
-def _bool(name: str, value: str | None) -> bool:
+def bool_param(name: str, value: str | None) -> bool:
+    """A true/false query parameter (absent means false); anything else is a 400."""
     if value is None or value == "false":
         return False
     if value == "true":
@@ -90,7 +91,7 @@ def search(request: Request) -> dict[str, Any]:
         p["q"],
         filters or None,
         p.get("limit") or None,
-        _bool("answer", p.get("answer")),
+        bool_param("answer", p.get("answer")),
     )
 
 

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from cli import archive_ops as ops
 from cli.config import Home
-from cli.web.api import BadRequest, params
+from cli.web.api import BadRequest, bool_param, params
 
 HISTORY_PARAMS = ("session", "role", "tool", "agent", "since", "until", "q", "page",
                   "include_archived")
@@ -37,14 +37,6 @@ IMPORT_PARAMS = ("apply",)
 def _home(request: Request) -> Home:
     home: Home = request.app.state.home
     return home
-
-
-def _bool(name: str, value: str | None) -> bool:
-    if value is None or value == "false":
-        return False
-    if value == "true":
-        return True
-    raise BadRequest(f"{name}: expected true or false, got {value!r}")
 
 
 def _page(value: str | None) -> int:
@@ -90,7 +82,7 @@ def project_history(request: Request) -> dict[str, Any]:
         "since": p.get("since") or None,
         "until": p.get("until") or None,
         "text": p.get("q") or None,
-        "include_archived": _bool("include_archived", p.get("include_archived")),
+        "include_archived": bool_param("include_archived", p.get("include_archived")),
     }
     return ops.history(_home(request), request.path_params["pid"], filters,
                        _page(p.get("page")))
@@ -100,7 +92,7 @@ def project_history(request: Request) -> dict[str, Any]:
 def search(request: Request) -> dict[str, Any]:
     p = params(request, SEARCH_PARAMS)
     return ops.search(_home(request), p.get("q", ""), role=p.get("role") or None,
-                      include_archived=_bool("include_archived", p.get("include_archived")))
+                      include_archived=bool_param("include_archived", p.get("include_archived")))
 
 
 def _filename(project: str, session: str | None) -> str:
@@ -114,7 +106,7 @@ async def export(request: Request) -> Response:
     try:
         p = params(request, EXPORT_PARAMS)
         session = p.get("session") or None
-        include = _bool("include_archived", p.get("include_archived"))
+        include = bool_param("include_archived", p.get("include_archived"))
     except BadRequest as exc:
         return _error(400, str(exc))
     pid = request.path_params["pid"]
@@ -149,7 +141,7 @@ async def import_(request: Request) -> Response:
         if upload is None or isinstance(upload, str):
             raise BadRequest("file: expected one uploaded file (multipart field 'file')")
         field = form.get("apply")
-        apply = _bool("apply", p.get("apply") if field is None else str(field))
+        apply = bool_param("apply", p.get("apply") if field is None else str(field))
         data = await upload.read(MAX_FILE_BYTES + 1)
         await form.close()
     except BadRequest as exc:
