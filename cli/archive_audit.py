@@ -9,7 +9,6 @@ The journal is append-only, one JSON object a line, and never holds transcript t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections import Counter
 from pathlib import Path
@@ -18,23 +17,19 @@ from typing import Any
 import msgspec
 
 from cli.config import Home
-from eventlog import EventLog, codec
+from eventlog import EventLog
+from eventlog.audit import iso_ms, iter_tagged
 from eventlog.events import OperationRecorded
 
 JOURNAL = "operations.jsonl"
 SHOWN = 20
 
 
-class _TagOnly(msgspec.Struct):
-    type: str = "?"
-
-
-_tag_dec = msgspec.msgpack.Decoder(_TagOnly)
 _op_dec = msgspec.msgpack.Decoder(OperationRecorded)
 
 
 def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
+    return str(iso_ms(ms))
 
 
 def journal_path(home: Home) -> Path:
@@ -80,22 +75,17 @@ def _journal(home: Home) -> list[dict[str, Any]]:
 def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
     ops: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
-    for raw in log.iter_raw(1, 5000):
-        _, _, stored = codec.unpack_value(raw.value)
-        env = codec.decode_envelope(stored)
-        try:
-            tag = _tag_dec.decode(env.event).type
-        except msgspec.DecodeError:
-            continue
+    for rec in iter_tagged(log):
+        tag = rec.tag
         if tag in ("session.archived", "turns.imported"):
             counts[tag] += 1
         elif tag == "operation.recorded":
             try:
-                ev = _op_dec.decode(env.event)
+                ev = _op_dec.decode(rec.event)
             except msgspec.DecodeError:
                 continue
             ops.append({"op": ev.op, "at": _iso(ev.at), "details": ev.details,
-                        "recorded": f"log seq {raw.seq}"})
+                        "recorded": f"log seq {rec.seq}"})
     ops.extend(_journal(home))
     ops.sort(key=lambda o: str(o.get("at", "")))
 

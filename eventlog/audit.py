@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -31,31 +32,45 @@ def iso_ms(ms: int | None) -> str | None:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
-def audit(log: EventLog) -> dict[str, Any]:
-    by_tag: Counter[str] = Counter()
-    by_day: Counter[str] = Counter()
-    writers: list[dict[str, Any]] = []
-    first = last = None
-    count = 0
-    for raw in log.iter_raw(1, 5000):
+class TaggedRecord(NamedTuple):
+    seq: int
+    at: int
+    tag: str
+    event: msgspec.Raw
+
+
+def iter_tagged(log: EventLog, batch: int = 5000) -> Iterator[TaggedRecord]:
+    """Every record with its tag, the event left undecoded (cheap scans for reports)."""
+    for raw in log.iter_raw(1, batch):
         _, _, stored = codec.unpack_value(raw.value)
         env = codec.decode_envelope(stored)
         try:
             tag = _tag_dec.decode(env.event).type
         except msgspec.DecodeError:
             tag = "?"
+        yield TaggedRecord(raw.seq, env.at, tag, env.event)
+
+
+def audit(log: EventLog) -> dict[str, Any]:
+    by_tag: Counter[str] = Counter()
+    by_day: Counter[str] = Counter()
+    writers: list[dict[str, Any]] = []
+    first = last = None
+    count = 0
+    for rec in iter_tagged(log):
+        tag = rec.tag
         by_tag[tag] += 1
-        day = dt.datetime.fromtimestamp(env.at / 1000, tz=dt.UTC).date().isoformat()
+        day = dt.datetime.fromtimestamp(rec.at / 1000, tz=dt.UTC).date().isoformat()
         by_day[day] += 1
-        first = env.at if first is None else first
-        last = env.at
+        first = rec.at if first is None else first
+        last = rec.at
         count += 1
         if tag == "writer.started":
             try:
-                w = _writer_dec.decode(env.event)
+                w = _writer_dec.decode(rec.event)
                 writers.append(
                     {
-                        "seq": raw.seq,
+                        "seq": rec.seq,
                         "host": w.host,
                         "pid": w.pid,
                         "version": w.version,
