@@ -7,7 +7,9 @@ Promises:
   offset, so `projections.query.run_log` can serve the text from any byte offset;
 - run metadata (`RunStarted`, or a parsed `runs.meta` file) names the run's job, session
   and agent; chunks seen before it get them when it arrives, chunks after it at once;
-- a run's time is its start (`at` of every chunk is the run's `started_at` when known).
+- a run's time is its start: `at` of every chunk is the run's `started_at` when known (also
+  for chunks indexed before the metadata), else the UTC time in the log's file name, else
+  the capture time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import PurePosixPath
 from eventlog.events import ChunkCaptured
 from eventlog.store import StoredEvent
 from projections.apply import RUN_CHUNK_ORD, agent_family, put_document, run_basename
+from readers.parse_runs import filename_time
 from readers.records import Record, SourceInfo
 
 
@@ -40,10 +43,13 @@ def index_metadata(
             " ON CONFLICT(run) DO NOTHING",
             (run, rec.job, rec.session, agent, at),
         )
+        started, run_agent = con.execute(
+            "SELECT started_at, agent FROM runs WHERE run = ?", (run,)).fetchone()
         con.execute(
-            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?)"
+            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?),"
+            " at = ?, agent = CASE WHEN agent = 'other' THEN coalesce(?, agent) ELSE agent END"
             " WHERE run = ? AND kind = 'run' AND role = 'log'",
-            (rec.job, rec.session, run),
+            (rec.job, rec.session, started, run_agent or None, run),
         )
     put_document(con, {
         "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
@@ -64,7 +70,8 @@ def index_chunk(
     put_document(con, {
         "id": f"run:{base}@{gen}{ev.offset}", "kind": "run",
         "agent": run[2] if run and run[2] else agent_family(info.agent),
-        "at": run[3] if run else (ev.at or st.at), "session": run[1] if run else None,
+        "at": run[3] if run else (filename_time(base) or ev.at or st.at),
+        "session": run[1] if run else None,
         "job": run[0] if run else None, "run": base, "cursor": str(ev.offset),
         "conversation": f"run:{base}", "role": "log",
         "text": data.decode("utf-8", "replace"), "seq": st.seq,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eventlog import EventLog
-from eventlog.events import ChunkCaptured, MessageSent
+from eventlog.events import ChunkCaptured, Event, FileSnapshotted, MessageSent
 from projections import catchup, db, query
 from projections.apply import appliers
 from projections.catchup import catch_up, status
@@ -435,3 +436,27 @@ def test_unknown_record_types_are_counted_per_source(tmp_path: Path) -> None:
     assert src["unknownTypes"] == cov["unknownRecordTypes"] and src["unknown"] == 3
     assert src["records"] == 1 and src["lines"] == 4
     assert query.search(path, "kiwi")["coverage"]["unknownRecordTypes"]["claude:weird-thing"] == 2
+
+
+def test_run_log_time_is_the_run_start_whatever_the_order(tmp_path: Path) -> None:
+    """QA regression: a run log without (or before) its metadata was dated by capture time."""
+    log = EventLog(tmp_path / "log")
+    named = "runs:r3:2026-11-21T00-00-00Z-nometa.log"
+    late = "runs:r3:late.log"
+    evs: list[Event] = [seen(named, "runs", "runs.log"), seen(late, "runs", "runs.log")]
+    evs += chunks_of(named, b"wombat line\n", [], at=99)
+    evs += chunks_of(late, b"tapir line\n", [], at=99)
+    append(log, evs)
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    docs = _docs(path)
+    assert docs["run:2026-11-21T00-00-00Z-nometa.log@0"][2] == 1_795_219_200_000  # file name
+    assert docs["run:late.log@0"][1:3] == ("other", 99)  # nothing better known yet
+    meta = json.dumps({"job": "j", "agent": "claude", "jobStartedAt": "2026-11-20T10:00:00Z"})
+    append(log, [seen("runs:r3:late.json", "runs", "runs.meta"),
+                 FileSnapshotted(source="runs:r3:late.json", blake3="b", size=len(meta),
+                                 data=meta.encode(), at=100)], prefix="m")
+    catch_up(path, log)
+    docs = _docs(path)
+    assert docs["run:late.log@0"][1:3] == ("claude", 1_795_168_800_000)  # the metadata's start
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
