@@ -18,4 +18,9 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
     if not home.history_db.exists():
         return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
     report = check(home.history_db, log)
-    return {"name": "history.db", "ok": report["ok"], "detail": report["detail"]}
+    detail = report["detail"]
+    if not report["ok"]:
+        # history.db is derived: a rebuild from the log is always the cure (e.g. after an
+        # upgrade changed how documents are derived)
+        detail = f"{detail}; `agentlog reindex` rebuilds it from the log"
+    return {"name": "history.db", "ok": report["ok"], "detail": detail}

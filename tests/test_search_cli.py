@@ -90,6 +90,22 @@ def test_reindex_and_verify(filled: Path) -> None:
     assert any(c["name"] == "history.db" and c["ok"] for c in ver["checks"])
 
 
+def test_verify_names_the_cure_for_a_drifted_history_db(filled: Path) -> None:
+    """QA: a drifted history.db (e.g. derived by an older version) said only "DRIFT"."""
+    import sqlite3
+
+    _json(run_cli(filled, "reindex", "--json"))
+    con = sqlite3.connect(filled / "history.db")
+    with con:
+        con.execute("UPDATE documents SET at = at + 1 WHERE id = 'message:m1'")
+    con.close()
+    out = run_cli(filled, "verify")
+    assert out.returncode == 1 and "DRIFT" in out.stdout.decode()
+    assert "agentlog reindex" in out.stdout.decode()
+    _json(run_cli(filled, "reindex", "--json"))
+    assert run_cli(filled, "verify").returncode == 0
+
+
 def test_config_forces_the_plain_engine(filled: Path) -> None:
     (filled / "config.json").write_text(json.dumps({"search": {"engine": "plain"}}))
     res = _json(run_cli(filled, "search", "café", "--json"))
