@@ -201,9 +201,14 @@ def import_(ctx: click.Context, file: str | None, apply: bool, project: str | No
         emit_json(res)
         return
     if log_file is not None:
-        verb = "imported" if res["applied"] else "would import (dry run; add --apply)"
-        click.echo(f"{verb} {res['records']} records, head {res['head']['seq']} "
-                   f"{res['head']['hash'][:16]}…")
+        if not res["applied"]:
+            verb = f"would import (dry run; add --apply) {res['records']} records"
+        elif res.get("alreadyPresent"):
+            verb = (f"imported {res.get('appended', 0)} records "
+                    f"({res['alreadyPresent']} already present)")
+        else:
+            verb = f"imported {res['records']} records"
+        click.echo(f"{verb}, head {res['head']['seq']} {res['head']['hash'][:16]}…")
         return
     verb = "would import (dry run; add --apply)" if res["dryRun"] else "imported"
     click.echo(f"{verb} {res['turnsToInsert']} turns in {res['sessionsToInsert']} session(s) "

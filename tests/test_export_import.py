@@ -195,6 +195,10 @@ def test_log_export_import_reproduces_head_and_search(tmp_path: Path) -> None:
     r = run_cli(b, "import", "--log", str(dump), "--apply", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["head"] == head
+    # QA: applying the same copy again appends nothing and says so (it said "imported N")
+    r = run_cli(b, "import", "--log", str(dump), "--apply")
+    assert r.returncode == 0 and b"imported 0 records (" in r.stdout
+    assert b"already present" in r.stdout
     ha, hb = Home(a), Home(b)
     assert hb.log().head() == ha.log().head()
     from projections.query import search as main_search
