@@ -178,7 +178,8 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
 @click.pass_context
 def import_(ctx: click.Context, file: str | None, apply: bool, project: str | None,
             log_file: str | None, as_json: bool) -> None:
-    """Import an export envelope (dry run unless --apply), or a log export with --log.
+    """Import an export envelope FILE (- for stdin), or a log export with --log; dry run
+    unless --apply.
 
     Idempotent per session: a session already present in the target project is skipped
     whole, with a warning. A malformed or oversized file is refused and nothing written.
