@@ -167,6 +167,8 @@ def backup(ctx: click.Context, as_json: bool) -> None:
     from eventlog.backup import backup as run_backup
 
     home = get_home(ctx)
+    if not home.has_log():  # a mistyped --home must not become a new home with a backup
+        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
     try:
         log = home.log()
         manifest = run_backup(log, home.backups_dir)

@@ -45,6 +45,14 @@ def test_audit_without_a_log_is_a_clear_error(home: Path) -> None:
     assert res.returncode == 1 and b"no event log" in res.stderr
 
 
+def test_backup_without_a_log_is_a_clear_error_and_creates_nothing(tmp_path: Path) -> None:
+    """QA: `--home <typo> backup` created a new empty log and backed it up, exit 0."""
+    typo = tmp_path / "no-such-home"
+    res = run_cli(typo, "backup")
+    assert res.returncode == 1 and b"no event log" in res.stderr
+    assert not typo.exists()
+
+
 def test_backup_is_verified_and_verifiable(home: Path) -> None:
     record(home, *(fact(i) for i in range(50)))
     res = run_cli(home, "backup", "--json")
