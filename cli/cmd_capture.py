@@ -110,16 +110,17 @@ def _once(engine: Any, *, show_progress: bool) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(
-        TextColumn("capturing"), BarColumn(), TextColumn("{task.completed}/{task.total} files"),
+        TextColumn("capturing"), BarColumn(), TextColumn("{task.description}"),
         TextColumn("{task.fields[mb]}"), transient=True,
     ) as bar:
-        task = bar.add_task("capture", total=None, mb="")
+        # the total is unknown until the first tick: never show it as "None"
+        task = bar.add_task("discovering files", total=None, mb="")
 
         def tick(e: Any) -> None:
             total = len(e.sources)
-            done = total - len(e.ready) if e.discovery_done else e._sweep_pos
-            bar.update(task, total=max(total, 1), completed=min(done, total),
-                       mb=human_bytes(e.stats.bytes))
+            done = min(total - len(e.ready) if e.discovery_done else e._sweep_pos, total)
+            bar.update(task, total=max(total, 1), completed=done,
+                       description=f"{done}/{total} files", mb=human_bytes(e.stats.bytes))
 
         return engine.run_once(tick)
 

@@ -198,3 +198,30 @@ def test_roots_from_config_json(tmp_path: Path, home: Path) -> None:
                        "runs": "config"}
     assert sorted(res["missing_roots"]) == sorted(
         str(tmp_path / n) for n in ("cx", "oc", "runs"))
+
+
+def test_progress_on_a_terminal_never_shows_a_none_total(tmp_path: Path, home: Path) -> None:
+    """QA: on a terminal the progress line read "0/None files" until the first tick."""
+    import pty
+
+    root = _tree(tmp_path, 3, 2)
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--claude-dir",
+         str(root), "--codex-dir", str(root / "nx"), "--opencode-dir", str(root / "ny")],
+        stdin=secondary, stdout=secondary, stderr=secondary, cwd=ROOT,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+    )
+    os.close(secondary)
+    out = b""
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        out += data
+    os.close(primary)
+    assert proc.wait(timeout=60) == 0
+    assert b"captured 3 files" in out and b"None" not in out
