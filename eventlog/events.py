@@ -207,7 +207,9 @@ class SessionArchived(_Event, tag="session.archived", frozen=True):
 
 
 class OperationRecorded(_Event, tag="operation.recorded", frozen=True):
-    """An operation worth auditing: export, import (applied or dry run), archive tick."""
+    """An operation that changed the log and is worth auditing: "import.applied" and
+    "archive.tick". Read-only operations (dry runs, exports) go to the home's
+    operations.jsonl journal instead, so they never move the log head."""
 
     op: str
     at: int
