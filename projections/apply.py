@@ -310,4 +310,13 @@ def apply_event(con: sqlite3.Connection, st: StoredEvent, table: Mapping[str, Ap
         return
     fn = table.get(tag)
     if fn is not None:
+        if tag not in _CAPTURE_TAGS:  # broker/archive appliers may write runs or sessions
+            forget = getattr(con, "doc_lookups", None)
+            if isinstance(forget, dict):
+                forget.clear()
         fn(con, st)
+
+
+_CAPTURE_TAGS = frozenset(
+    ("source.seen", "source.rewound", "chunk.captured", "file.snapshotted", "row.snapshotted")
+)

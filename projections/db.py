@@ -27,7 +27,7 @@ from typing import Any
 from projections import cjk
 from projections.text import fold
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: run log chunks dated by the run start (file name, late metadata)
 NO_PARSER = "none"
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024

@@ -37,7 +37,7 @@ from projections.apply import (
     ORD_SPAN,
     Applier,
     agent_family,
-    put_document,
+    put_row,
     run_basename,
 )
 from projections.db import parser_module
@@ -134,6 +134,7 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
         _count_unknown(con, ev.source, {f"chunk-undecodable:{type(exc).__name__}": 1})
         return
     if runlogs.is_run_log(info):
+        forget_lookups(con)
         runlogs.index_chunk(con, st, info, ev, data)
         return
     parser = parser_module()
@@ -244,8 +245,10 @@ class _StateCache:
 
 
 def begin_batch(con: sqlite3.Connection) -> None:
-    """Cache parser states on `con` until `end_batch` (call `flush_batch` before commit)."""
-    setattr(con, "parser_states", _StateCache())  # noqa: B010 (a memo on the connection)
+    """Cache parser states (and lookups of runs, sessions, subagents) on `con` until
+    `end_batch` (call `flush_batch` before commit)."""
+    setattr(con, "parser_states", _StateCache())  # noqa: B010 (memos on the connection)
+    setattr(con, "doc_lookups", {})  # noqa: B010
 
 
 def flush_batch(con: sqlite3.Connection) -> None:
@@ -259,6 +262,7 @@ def flush_batch(con: sqlite3.Connection) -> None:
 
 def end_batch(con: sqlite3.Connection) -> None:
     setattr(con, "parser_states", None)  # noqa: B010
+    setattr(con, "doc_lookups", None)  # noqa: B010
 
 
 def _load_state(
@@ -341,6 +345,7 @@ _fallback_counter = [0, 0]
 
 
 def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
+    forget_lookups(con)
     con.execute(
         "INSERT INTO sessions(agent, session, title, project) VALUES (?,?,?,?)"
         " ON CONFLICT(agent, session) DO UPDATE SET title = excluded.title,"
@@ -350,6 +355,7 @@ def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
 
 
 def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
+    forget_lookups(con)
     agent = agent_family(sub.agent)
     session = sub.session or ""
     con.execute(
@@ -375,6 +381,7 @@ def _record(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int
 ) -> None:
     if rec.run:
+        forget_lookups(con)
         runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
         return
     agent = agent_family(rec.agent)
@@ -385,29 +392,52 @@ def _record(
     title = rec.title
     subagent_name = rec.subagent_name
     if rec.session:
+        memo = getattr(con, "doc_lookups", None)
         if job is None:
-            r = con.execute("SELECT job FROM runs WHERE session = ? LIMIT 1",
-                            (rec.session,)).fetchone()
-            job = r[0] if r else None
+            job = _lookup(con, memo, ("job", rec.session),
+                          "SELECT job FROM runs WHERE session = ? LIMIT 1", (rec.session,))
         if rec.subagent and subagent_name is None:
-            n = con.execute(
+            subagent_name = _lookup(
+                con, memo, ("sub", agent, rec.session, rec.subagent),
                 "SELECT name FROM subagents WHERE agent = ? AND session = ? AND subagent = ?",
-                (agent, rec.session, rec.subagent)).fetchone()
-            subagent_name = n[0] if n else None
+                (agent, rec.session, rec.subagent))
         if title is None:
-            t = con.execute("SELECT title FROM sessions WHERE agent = ? AND session = ?",
-                            (agent, rec.session)).fetchone()
-            title = t[0] if t else None
+            title = _lookup(con, memo, ("title", agent, rec.session),
+                            "SELECT title FROM sessions WHERE agent = ? AND session = ?",
+                            (agent, rec.session))
     at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
-    put_document(con, {
-        "id": f"transcript:{rec.uid}", "kind": "transcript", "agent": agent, "at": at,
-        "project": rec.project, "session": rec.session, "job": job, "message": rec.message,
-        "cursor": rec.cursor, "conversation": conversation_of(agent, rec.session, rec.subagent,
-                                                              info.source),
-        "role": rec.role, "tool": rec.tool, "subagent": rec.subagent,
-        "subagent_name": subagent_name, "title": title, "text": text, "seq": st.seq,
-        "ord": st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), "source": info.source,
-    }, policy="same_source")
+    # the row in apply._COLUMNS order: id, kind, agent, at, project, session, job, run,
+    # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
+    # seq, ord, source, sender, extra, text
+    put_row(con, [
+        f"transcript:{rec.uid}", "transcript", agent, at, rec.project, rec.session, job, None,
+        rec.message, rec.cursor, conversation_of(agent, rec.session, rec.subagent, info.source),
+        rec.role, rec.tool, rec.subagent, subagent_name, title, 0, st.seq,
+        st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), info.source, None, None, text,
+    ], policy="same_source")
+
+
+def _lookup(con: sqlite3.Connection, memo: object, key: tuple[str, ...], sql: str,
+            args: tuple[str, ...]) -> Any:
+    """One value of `sql`, memoized for the batch in `memo` when there is one (the memo is
+    dropped whenever runs, sessions or subagents are written)."""
+    if isinstance(memo, dict):
+        if key in memo:
+            return memo[key]
+        row = con.execute(sql, args).fetchone()
+        value = row[0] if row else None
+        if len(memo) < 100_000:
+            memo[key] = value
+        return value
+    row = con.execute(sql, args).fetchone()
+    return row[0] if row else None
+
+
+def forget_lookups(con: sqlite3.Connection) -> None:
+    """Drop the batch memo of runs/sessions/subagents lookups (after writing any of them)."""
+    memo = getattr(con, "doc_lookups", None)
+    if isinstance(memo, dict):
+        memo.clear()
 
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:

@@ -122,3 +122,25 @@ def test_read_raw_stops_at_its_byte_budget(big_log: Path) -> None:
     streamed = list(log.iter_raw(1, 1000, max_bytes=4 * CHUNK))
     assert [r.seq for r in streamed] == list(range(1, log.head().seq + 1))
     log.close()
+
+
+def test_batch_memos_see_writes_made_earlier_in_the_same_batch(tmp_path: Path) -> None:
+    """Lookups of runs/sessions are memoized per batch: a run bound later in the batch must
+    still reach the session's later records (one batch = one rebuild here)."""
+    from eventlog.events import RunStarted
+
+    log = EventLog(tmp_path / "log")
+    first = claude_line("a1", "user", "before the run")
+    second = claude_line("a2", "user", "after the run")
+    append(log, [
+        seen(CLAUDE_SRC, "claude", "claude.session"),
+        ChunkCaptured(source=CLAUDE_SRC, generation=0, offset=0, size=len(first), data=first),
+        RunStarted(job="nightly", run="r1", started_at=9, agent="claude", session="s1"),
+        ChunkCaptured(source=CLAUDE_SRC, generation=0, offset=len(first), size=len(second),
+                      data=second),
+    ])
+    built = tmp_path / "built.db"
+    build(built, log)
+    hits = query.search(built, "run", {"job": "nightly"})["hits"]
+    assert sorted(h["id"] for h in hits) == ["transcript:claude:a1", "transcript:claude:a2"]
+    log.close()
