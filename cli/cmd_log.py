@@ -155,8 +155,57 @@ def _print_audit(r: dict[str, Any]) -> None:
         if key in {"home", "events", "log_bytes", "duplicates_skipped", "head", "first_capture",
                    "last_capture", "by_tag", "by_day", "writers"}:
             continue
+        if key == "capture" and isinstance(value, dict) and "by_layout" in value:
+            _print_capture(con, value)
+            continue
+        if key == "archive" and isinstance(value, dict) and "archive_ticks" in value:
+            _print_archive(con, value)
+            continue
         con.print(f"[bold]{key}[/bold]")
         con.print_json(data=value)
+
+
+def _print_archive(con: Any, a: dict[str, Any]) -> None:
+    """Archive counts and the latest operations, one line each (`--json` has them all)."""
+    ops = sorted(a["archive_ticks"] + a["imports"] + a["exports"], key=lambda o: str(o["at"]))
+    con.print(
+        f"archive: {a['sessions_archived_events']} session.archived, "
+        f"{a['turns_imported_events']} turns.imported events; {len(a['archive_ticks'])} "
+        f"archive runs, {len(a['imports'])} imports, {len(a['exports'])} exports "
+        f"(journal {a['journal']})", markup=False, highlight=False,
+    )
+    for op in ops[-5:]:
+        details = op.get("details") or {}
+        what = details.get("project") or details.get("source") or details.get("path") or ""
+        con.print(f"  {op['at']}  {op['op']}  {what}", markup=False, highlight=False)
+
+
+def _print_capture(con: Any, c: dict[str, Any]) -> None:
+    """The capture section as a table and a few lines (it was a page of raw JSON)."""
+    from rich.table import Table
+
+    t = Table(title="captured by layout")
+    for col in ("layout", "files", "bytes", "records", "pending", "missing", "unknown types"):
+        t.add_column(col, justify="left" if col in ("layout", "unknown types") else "right")
+    for layout, k in sorted(c["by_layout"].items()):
+        unknown = ", ".join(f"{name} ×{n}" for name, n in sorted(k["unknown_types"].items()))
+        records = "-" if k["records"] is None else str(k["records"])
+        t.add_row(layout, str(k["files"]), human_bytes(k["bytes"]), records, str(k["pending"]),
+                  str(k["missing"]), unknown)
+    con.print(t)
+    con.print(f"files {c['files']}  ·  bytes {human_bytes(c['bytes'])}  ·  pending "
+              f"{c['pending']}  ·  parsers {c['parsers']}")
+    for root in c["roots"]:
+        state = "" if root["exists"] else "  (missing)"
+        con.print(f"configured {root['agent']} root ({root['origin']}): {root['path']}{state}",
+                  markup=False, highlight=False)
+    for ret in c["claude_retention"]:
+        con.print(
+            f"claude retention {ret['root']}: cleanupPeriodDays {ret['cleanupPeriodDays']} "
+            f"({ret['setting']}), {ret['deleted_within_7_days']} transcript(s) deleted within "
+            f"7 days, {ret['of_which_captured']} of them captured",
+            markup=False, highlight=False,
+        )
 
 
 @click.command()

@@ -40,6 +40,23 @@ def test_audit_counts_writers_and_duplicates(home: Path) -> None:
     assert text.returncode == 0 and b"question.asked" in text.stdout
 
 
+def test_audit_text_summarises_the_capture_and_archive_sections(home: Path,
+                                                                  tmp_path: Path) -> None:
+    """QA: the text audit printed these two sections as pages of raw JSON."""
+    claude = tmp_path / "claude"
+    (claude / "projects" / "-p").mkdir(parents=True)
+    (claude / "projects" / "-p" / "s1.jsonl").write_bytes(b'{"type":"user"}\n')
+    cap = run_cli(home, "capture", "--claude-dir", str(claude), "--codex-dir",
+                  str(tmp_path / "nx"), "--opencode-dir", str(tmp_path / "ny"))
+    assert cap.returncode == 0, cap.stderr
+    res = run_cli(home, "audit", env={"COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.decode()
+    assert "captured by layout" in out and "claude.session" in out
+    assert "archive:" in out
+    assert '"by_layout"' not in out and '"archive_ticks"' not in out
+
+
 def test_audit_without_a_log_is_a_clear_error(home: Path) -> None:
     res = run_cli(home, "audit")
     assert res.returncode == 1 and b"no event log" in res.stderr
