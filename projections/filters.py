@@ -105,6 +105,9 @@ def parse_filters(filters: Mapping[str, Any] | None) -> Filters:
     for key in ("project", "session", "job"):
         if key in got:
             out[key] = _text(got[key], key)
+    if "project" in out and len(out["project"]) > 1 and out["project"].endswith("/"):
+        # a canonical project path has no trailing slash ("/home/me/app/" means "/home/me/app")
+        out["project"] = out["project"].rstrip("/") or "/"
     if "agent" in got:
         if got["agent"] not in AGENTS:
             raise QueryError("agent", f"must be one of {', '.join(AGENTS)}; got {got['agent']!r}")

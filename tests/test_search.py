@@ -66,6 +66,7 @@ def test_diacritics_and_case_fold(hdb: Path) -> None:
 
 @pytest.mark.parametrize(("filters", "expected"), [
     ({"project": "/q"}, {"message:m2", "message:m3", "message:m4"}),
+    ({"project": "/q/"}, {"message:m2", "message:m3", "message:m4"}),  # QA: trailing slash
     ({"kind": "approval"}, {"message:m3"}),
     ({"kind": "progress"}, {"message:m4"}),
     ({"kind": "report"}, {"message:m2"}),
