@@ -265,7 +265,8 @@ def import_envelope(
         out.update(applied=True, appended=result.appended, head=result.head)
         after_append(home)
     else:
-        note_operation(home, "import.applied" if apply else "import.dry_run", details)
+        # an apply that found every session present wrote nothing: not "import.applied"
+        note_operation(home, "import.skipped" if apply else "import.dry_run", details)
     return out
 
 

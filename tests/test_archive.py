@@ -184,6 +184,15 @@ def test_cli_archive_and_audit(tmp_path: Path) -> None:
     assert [o["op"] for o in section["archive_ticks"]] == ["archive.tick"]
     ops_seen = [o["op"] for o in section["imports"]]
     assert "import.applied" in ops_seen and "import.dry_run" in ops_seen
+    # QA: an apply that skips every (present) session is not journalled as applied
+    for _ in range(2):
+        r = run_cli(home, "import", str(home / "archive" / "proj-a" / "session-s1.json"),
+                    "--apply")
+        assert r.returncode == 0
+    again = [o["op"] for o in json.loads(run_cli(home, "audit", "--json").stdout)["archive"][
+        "imports"]]
+    assert again[-1] == "import.skipped"
+    assert again.count("import.applied") <= ops_seen.count("import.applied") + 1
 
 
 def test_watch_ticker_runs_and_stops(h: Home) -> None:
