@@ -7,6 +7,7 @@ drawing a progress bar on a terminal.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,8 +22,19 @@ _ROOT_FLAGS = ("claude", "codex", "opencode", "runs")
 
 
 def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
+    from readers.roots import CONFIG_KEYS
     from readers.roots import resolve_roots as resolve
 
+    for key in CONFIG_KEYS.values():  # a number or an object would become a path "5"
+        value = home.config.get(key)
+        if value is not None and not (
+            isinstance(value, str)
+            or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+        ):
+            raise click.ClickException(
+                f"{home.config_path}: {key} must be a path, a comma-separated string of paths "
+                f"or a list of paths; got {json.dumps(value)[:100]}"
+            )
     return resolve(
         flags=flags,
         config=home.config,

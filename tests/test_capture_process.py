@@ -200,6 +200,14 @@ def test_roots_from_config_json(tmp_path: Path, home: Path) -> None:
         str(tmp_path / n) for n in ("cx", "oc", "runs"))
 
 
+def test_a_root_in_config_json_that_is_not_a_path_is_an_error(home: Path) -> None:
+    """QA: {"claude_dir": 5} was taken as the relative path "5"."""
+    (home / "config.json").write_text(json.dumps({"claude_dir": 5}))
+    out = run_cli(home, "capture", "--json", "--no-index")
+    assert out.returncode == 1 and b"claude_dir must be a path" in out.stderr
+    assert not (home / "log").exists()
+
+
 def test_progress_on_a_terminal_never_shows_a_none_total(tmp_path: Path, home: Path) -> None:
     """QA: on a terminal the progress line read "0/None files" until the first tick."""
     import pty
