@@ -212,8 +212,12 @@ def sessions(
 ) -> list[dict[str, Any]]:
     """The project's sessions for the dropdown, newest first (at most MAX_SESSIONS)."""
     arch = "" if include_archived else " AND archived = 0"
+    # the session's own title (opencode's session row) when known: the documents' titles are
+    # per turn (tool titles, file names), so max() of them is an arbitrary one
     rows = con.execute(
-        "SELECT session, count(*), min(at), max(at), max(title), max(archived)"
+        "SELECT session, count(*), min(at), max(at), coalesce((SELECT s.title FROM sessions s"
+        " WHERE s.session = documents.session AND s.title IS NOT NULL ORDER BY s.agent LIMIT 1),"
+        " max(title)), max(archived)"
         " FROM documents WHERE kind = 'transcript' AND project = ? AND session IS NOT NULL"
         f"{arch} GROUP BY session ORDER BY max(at) DESC, session LIMIT ?",
         (project, MAX_SESSIONS),

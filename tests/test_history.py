@@ -159,3 +159,28 @@ def test_dense_and_sparse_search_plans_agree(
         dense = ops.search(home, "common", **kwargs)  # type: ignore[arg-type]
         assert dense == sparse, kwargs
     assert len(ops.search(home, "common", include_archived=True)["hits"]) == 200
+
+
+@pytest.mark.corpus
+def test_session_titles_are_the_sessions_own(corpus: Path, tmp_path: Path) -> None:
+    """QA: opencode sessions were listed under an arbitrary turn title (max() of tool titles)."""
+    import sqlite3
+
+    db = corpus / "opencode" / "richardaiand-aiand-portfolio-web" / "opencode.db"
+    if not db.is_file():
+        pytest.skip("corpus opencode.db absent")
+    root = tmp_path / "oc"
+    root.mkdir()
+    (root / "opencode.db").symlink_to(db)
+    con = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+    titles = dict(con.execute("SELECT id, title FROM session").fetchall())
+    project = con.execute("SELECT directory FROM session LIMIT 1").fetchone()[0]
+    con.close()
+    home = tmp_path / "h"
+    out = run_cli(home, "capture", "--opencode-dir", str(root), "--claude-dir",
+                  str(tmp_path / "nx"), "--codex-dir", str(tmp_path / "nx"), "--json")
+    assert out.returncode == 0, out.stderr
+    r = run_cli(home, "history", "-p", project, "--sessions", "--json")
+    assert r.returncode == 0, r.stderr
+    listed = {s["sessionId"]: s["title"] for s in json.loads(r.stdout)["sessions"]}
+    assert listed and listed == {k: v for k, v in titles.items() if k in listed}
