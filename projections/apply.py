@@ -11,6 +11,7 @@ catch-up batches. Events with no applier change nothing (unknown tags are counte
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib
 import importlib.util
@@ -286,6 +287,9 @@ def apply_records(
 
     last_seq, last_hash = 0, ""
     transcripts.begin_batch(con)
+    # Objects that exist before the batch (a capture's file table, say) are left out of the
+    # cyclic collector's passes while the batch allocates its many short-lived records.
+    gc.freeze()
     try:
         records.reverse()
         while records:
@@ -295,6 +299,7 @@ def apply_records(
             del st
         transcripts.flush_batch(con)
     finally:
+        gc.unfreeze()
         transcripts.end_batch(con)
     return last_seq, last_hash
 
