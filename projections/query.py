@@ -319,8 +319,12 @@ def run_log(db_path: Path, run_basename: str, from_offset: int | str = 0) -> dic
     con = _open(Path(db_path))
     if con is None:
         return None
-    meta = con.execute("SELECT job, session, agent, at FROM documents WHERE id = ?",
-                       (f"run:{base}",)).fetchone()
+    # the broker's run.started, else the run's metadata file, else its newest log chunk (whose
+    # time and agent are the run's start and agent): the same values the run's hits show
+    meta = con.execute(
+        "SELECT job, session, agent, at FROM documents WHERE conversation = ? AND kind = 'run'"
+        " ORDER BY id = ? DESC, role = 'metadata' DESC, ord DESC LIMIT 1",
+        (f"run:{base}", f"run:{base}")).fetchone()
     gen_row = con.execute(
         "SELECT max(ord >> 40) FROM documents WHERE conversation = ? AND role = 'log'",
         (f"run:{base}",)).fetchone()

@@ -3,6 +3,7 @@ injection safety, both engines, CJK, ranking, dedupe, archived documents."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from eventlog.events import AliasBound, MessageSent
 from projections import query
 from projections.catchup import catch_up
 from projections.errors import BadId, NotFound, QueryError
-from tests.test_projections_support import append, mixed_events
+from tests.test_projections_support import append, chunks_of, mixed_events, seen
 
 HIT_FIELDS = {"id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message", "job",
               "run", "session", "cursor", "conversation", "project"}
@@ -279,6 +280,30 @@ def test_decision_history_and_run_log(hdb: Path) -> None:
     assert query.run_log(hdb, "nope") is None
     with pytest.raises(QueryError):
         query.run_log(hdb, "run-7", -1)
+
+
+def test_run_log_without_run_started_names_its_job_agent_and_time(tmp_path: Path) -> None:
+    """QA: /api/runs answered job/agent/at null for a run known only from its files."""
+    from eventlog.events import FileSnapshotted
+
+    log = EventLog(tmp_path / "log")
+    meta = json.dumps({"job": "j9", "agent": "codex", "session": "S5"}).encode()
+    append(log, [seen("runs:r3:2026-11-21T00-00-00Z-a.json", "runs", "runs.meta"),
+                 FileSnapshotted(source="runs:r3:2026-11-21T00-00-00Z-a.json", blake3="b",
+                                 size=len(meta), data=meta, at=7),
+                 seen("runs:r3:2026-11-21T00-00-00Z-a.log", "runs", "runs.log"),
+                 seen("runs:r3:2026-11-22T00-00-00Z-b.log", "runs", "runs.log"),
+                 *chunks_of("runs:r3:2026-11-21T00-00-00Z-a.log", b"hello\n", []),
+                 *chunks_of("runs:r3:2026-11-22T00-00-00Z-b.log", b"bye\n", [])])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    a = query.run_log(path, "2026-11-21T00-00-00Z-a")
+    assert a is not None and a["text"] == "hello\n"
+    assert (a["job"], a["session"], a["agent"], a["at"]) == ("j9", "S5", "codex",
+                                                              1_795_219_200_000)
+    b = query.run_log(path, "2026-11-22T00-00-00Z-b")
+    assert b is not None and (b["job"], b["agent"], b["at"]) == (None, "other",
+                                                                 1_795_305_600_000)
 
 
 def test_alias_of_unknown_agent_is_other(tmp_path: Path) -> None:
