@@ -44,11 +44,12 @@ class Filters:
                 conds.append(f"{alias}.{col} = ?")
                 params.append(value)
         if self.session is not None:
+            # a session id, or a peer identity: its bound sessions and what it sent itself
             conds.append(
                 f"({alias}.session = ? OR {alias}.session IN "
-                "(SELECT session FROM aliases WHERE alias = ?))"
+                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?)"
             )
-            params += [self.session, self.session]
+            params += [self.session, self.session, self.session]
         if self.since is not None:
             conds.append(f"{alias}.at >= ?")
             params.append(self.since)
