@@ -90,7 +90,7 @@ def capture(
         log = home.log()
         engine = Capturer(log, roots, Options(settle_s=settle))
         if watch:
-            stats = _watch(home, engine, index)
+            stats = _watch(home, engine, index, roots=roots, announce=not as_json)
         else:
             stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
     except EventLogError as exc:
@@ -137,9 +137,12 @@ def _once(engine: Any, *, show_progress: bool) -> Any:
         return engine.run_once(tick)
 
 
-def _watch(home: Home, engine: Any, index: bool) -> Any:
+def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: bool) -> Any:
+    """Capture until SIGINT/SIGTERM. Unless --json: a start line and one line per commit on
+    stderr (counts only, never transcript text), so a long watch shows it is alive."""
     import signal
     import threading
+    import time
 
     from cli import hooks
 
@@ -153,7 +156,21 @@ def _watch(home: Home, engine: Any, index: bool) -> Any:
     from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
 
     start_archive_ticker(home, stop)
-    return engine.run_watch(stop, (lambda: hooks.after_append(home)) if index else None)
+    if announce:
+        watched = ", ".join(f"{r.agent} {r.path}" for r in roots if r.exists) or "nothing"
+        click.echo(f"watching {watched}; Ctrl-C stops", err=True)
+    seen = [engine.stats.appended, engine.stats.bytes]
+
+    def committed() -> None:
+        if index:
+            hooks.after_append(home)
+        if announce:
+            appended, size = engine.stats.appended, engine.stats.bytes
+            click.echo(f"{time.strftime('%H:%M:%S')} +{appended - seen[0]} events, "
+                       f"{human_bytes(size - seen[1])}", err=True)
+            seen[:] = [appended, size]
+
+    return engine.run_watch(stop, committed if index or announce else None)
 
 
 @click.command()

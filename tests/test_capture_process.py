@@ -170,6 +170,30 @@ def test_watch_mode_captures_and_stops_on_sigterm(tmp_path: Path, home: Path) ->
     )
 
 
+def test_watch_mode_shows_it_is_alive_without_transcript_text(tmp_path: Path,
+                                                               home: Path) -> None:
+    """QA: `capture --watch` printed nothing at all until it was stopped."""
+    root = tmp_path / "claude"
+    f = write(root / "projects" / "-p" / "live.jsonl", b'{"secret":"okapi"}\n')
+    cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
+           "--no-index", "--claude-dir", str(root), "--codex-dir", str(tmp_path / "nx"),
+           "--opencode-dir", str(tmp_path / "ny"), "--settle", "0"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        append(f, b'{"secret":"okapi2"}\n')
+        time.sleep(2.8)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err.decode()
+    text = err.decode()
+    assert f"watching claude {root}" in text and "Ctrl-C" in text
+    assert text.count(" events, ") >= 2  # the first sweep, then the appended line
+    assert "okapi" not in text and "okapi" not in out.decode()
+    assert b"captured 1 files" in out
+
+
 def test_watch_mode_stops_cleanly_on_sigint(tmp_path: Path, home: Path) -> None:
     root = _tree(tmp_path, 40, 200)
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
