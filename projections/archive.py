@@ -51,16 +51,33 @@ def _free_id(con: sqlite3.Connection, wanted: str, project: str, session: str) -
     return f"{wanted}@{session_digest(project, session)}"
 
 
+def _conversation(
+    con: sqlite3.Connection, conv: str, project: str, memo: dict[str, str]
+) -> str:
+    """`conv`, or `conv@<project>` when another project already holds that conversation (a
+    session imported into a second project): get_conversation of one copy must not
+    interleave the turns of every copy."""
+    if conv not in memo:
+        other = con.execute(
+            "SELECT 1 FROM documents WHERE conversation = ? AND project IS NOT ? LIMIT 1",
+            (conv, project)).fetchone()
+        memo[conv] = f"{conv}@{project}" if other else conv
+    return memo[conv]
+
+
 def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, TurnsImported)
     digest = session_digest(ev.project, ev.session)
+    mine: dict[str, str] = {}
     for turn in ev.turns:
         doc: dict[str, Any] = document_of_turn(turn)
         idx = int(doc.pop("ord"))
         wanted = doc["id"] or f"transcript:import:{digest}:{idx}"
         doc_id = _free_id(con, wanted, ev.project, ev.session) or wanted
         agent = agent_family(doc["agent"]) if doc["agent"] else "other"
+        conversation = _conversation(con, conversation_of(agent, ev.session, doc["subagent"],
+                                                          "import"), ev.project, mine)
         doc.update(
             id=doc_id,
             kind="transcript",
@@ -69,7 +86,7 @@ def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
             project=ev.project,
             session=ev.session,
             cursor=doc["cursor"] or f"import:{idx}",
-            conversation=conversation_of(agent, ev.session, doc["subagent"], "import"),
+            conversation=conversation,
             archived=0,
             seq=st.seq,
             ord=st.seq * ORD_SPAN + idx,

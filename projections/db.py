@@ -27,7 +27,9 @@ from typing import Any
 from projections import cjk
 from projections.text import fold
 
-SCHEMA_VERSION = 4  # 4: run log chunks dated by the run start (file name, late metadata)
+# 4: run log chunks dated by the run start (file name, late metadata)
+# 5: a session imported into a second project is its own conversation
+SCHEMA_VERSION = 5
 NO_PARSER = "none"
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024

@@ -79,6 +79,31 @@ def test_import_twice_skips_every_session_and_writes_nothing(tmp_path: Path) -> 
     assert len(_pages(h, "p")) == 10
 
 
+def test_a_session_imported_into_two_projects_keeps_two_conversations(tmp_path: Path) -> None:
+    """QA: get_conversation of a session showed the turns of every imported copy, interleaved."""
+    from projections.query import get_conversation
+    from projections.query import search as main_search
+
+    h = home_at(tmp_path / "h")
+    data = envelope("p", rich_project())
+    assert ops.import_envelope(h, data, apply=True)["applied"]
+    assert ops.import_envelope(h, data, project="q", apply=True)["applied"]
+    convs = {}
+    for project in ("p", "q"):
+        hits = main_search(h.history_db, "settings screen", {"project": project}, 50)["hits"]
+        assert hits
+        conv = {hit["conversation"] for hit in hits}
+        assert len(conv) == 1
+        convs[project] = conv.pop()
+        items = get_conversation(h.history_db, convs[project], limit=100)["items"]
+        assert {i["project"] for i in items} == {project} and len(items) == 5
+    assert convs["p"] != convs["q"]
+    # the same conversation ids after a rebuild
+    assert run_cli(h.root, "reindex").returncode == 0
+    hits = main_search(h.history_db, "settings screen", {"project": "q"}, 50)["hits"]
+    assert {hit["conversation"] for hit in hits} == {convs["q"]}
+
+
 def test_dry_run_leaves_the_log_head_unchanged(tmp_path: Path) -> None:
     h = home_at(tmp_path / "h")
     import_turns(h, "p", rich_project()[:2])
