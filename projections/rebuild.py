@@ -31,6 +31,8 @@ Progress = Callable[[int, int], None]
 BATCH = 2000
 BATCH_BYTES = 16 << 20  # stored event bytes per read (decoded one event at a time)
 RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
+LOAD_CACHE_KIB = 64 * 1024  # SQLite page cache while loading rows
+INDEX_CACHE_KIB = 32 * 1024  # ... and while building the indexes after the load
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ def build(
     try:
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
-        con.execute("PRAGMA cache_size = -262144")
+        con.execute(f"PRAGMA cache_size = {-LOAD_CACHE_KIB}")
         con.execute("PRAGMA temp_store = MEMORY")
         con.execute("PRAGMA threads = 2")  # CREATE INDEX after the load sorts on 2 cores
         from projections.apply import appliers, apply_records
@@ -126,6 +128,9 @@ def build(
                 progress(last_seq, stop)
         con.execute("COMMIT")
         # The file is private until the swap, so indexing after the load needs no atomicity.
+        # The page cache is shrunk first: the full-text build's large term hash then reuses
+        # its memory instead of adding to it (peak RSS ~ the larger of the two, not the sum).
+        con.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")
         db.finish_bulk(con, chosen)
         db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
