@@ -14,7 +14,7 @@ from cli.config import Home
 def after_append(home: Home) -> None:
     """Catch the projections up after `record`, `capture` or `import` appended events."""
     from projections.catchup import catch_up
-    from projections.errors import ProjectionBusy
+    from projections.errors import ProjectionBusy, ProjectionDamaged
 
     if not home.has_log():
         return
@@ -22,6 +22,16 @@ def after_append(home: Home) -> None:
         catch_up(home.history_db, home.log(readonly=True))
     except ProjectionBusy as exc:
         click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
+    except ProjectionDamaged as exc:
+        _rebuild_damaged(home, exc)
+
+
+def _rebuild_damaged(home: Home, exc: Exception) -> None:
+    """history.db is derived: a damaged file is rebuilt from the log (new file, swapped in)."""
+    from projections.rebuild import rebuild
+
+    click.echo(f"agentlog: {exc}; rebuilding it from the log", err=True)
+    rebuild(home.history_db, home.log(readonly=True))
 
 
 def ensure_current(home: Home) -> None:
@@ -29,7 +39,7 @@ def ensure_current(home: Home) -> None:
     if not home.has_log():
         return
     from projections.catchup import catch_up, status
-    from projections.errors import ProjectionBusy
+    from projections.errors import ProjectionBusy, ProjectionDamaged
 
     log = home.log(readonly=True)
     if status(home.history_db, log.head().seq) == "current":
@@ -38,6 +48,8 @@ def ensure_current(home: Home) -> None:
         catch_up(home.history_db, log)
     except ProjectionBusy as exc:
         click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
+    except ProjectionDamaged as exc:
+        _rebuild_damaged(home, exc)
 
 
 def search_engine(home: Home) -> str | None:

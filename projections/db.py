@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from projections import cjk
+from projections.errors import ProjectionDamaged
 from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
@@ -244,8 +245,17 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
     if not readonly:
-        con.execute("PRAGMA synchronous = NORMAL")
+        try:  # the first statement that reads the file's header
+            con.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
+                raise
+            con.close()
+            raise ProjectionDamaged(f"{path} is damaged ({exc})") from exc
     return con
+
+
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def register_functions(con: sqlite3.Connection) -> None:

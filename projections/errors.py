@@ -6,6 +6,8 @@ end (CLI, MCP, HTTP) can report bad input precisely without parsing messages.
 
 from __future__ import annotations
 
+import sqlite3
+
 
 class ProjectionError(Exception):
     """Base of every error raised by `projections`."""
@@ -40,3 +42,9 @@ class NotFound(ProjectionError):
 
 class ProjectionBusy(ProjectionError):
     """Another process is rebuilding history.db and did not finish in time."""
+
+
+class ProjectionDamaged(ProjectionError, sqlite3.DatabaseError):
+    """history.db is not a readable SQLite database (truncated, overwritten, corrupt). It is
+    derived data: rebuilding it from the log (`agentlog reindex`) is always the cure. (Also a
+    `sqlite3.DatabaseError`, so code that handles that keeps doing so.)"""

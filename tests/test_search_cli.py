@@ -106,6 +106,23 @@ def test_verify_names_the_cure_for_a_drifted_history_db(filled: Path) -> None:
     assert run_cli(filled, "verify").returncode == 0
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_history_db_is_rebuilt_not_a_traceback(filled: Path, damage: str) -> None:
+    """QA: a truncated or overwritten history.db made every search die with a traceback."""
+    _json(run_cli(filled, "reindex", "--json"))
+    db = filled / "history.db"
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database\n" * 100)
+    else:
+        db.write_bytes(db.read_bytes()[:20000])
+    out = run_cli(filled, "search", "café", "--json")
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"Traceback" not in out.stderr and b"rebuilding it from the log" in out.stderr
+    assert {h["id"] for h in json.loads(out.stdout)["hits"]} == {"message:m1",
+                                                                 "transcript:claude:u2"}
+    assert run_cli(filled, "verify").returncode == 0
+
+
 def test_config_forces_the_plain_engine(filled: Path) -> None:
     (filled / "config.json").write_text(json.dumps({"search": {"engine": "plain"}}))
     res = _json(run_cli(filled, "search", "café", "--json"))
