@@ -244,14 +244,13 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
                               check_same_thread=False, factory=Connection)
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
-    if not readonly:
-        try:  # the first statement that reads the file's header
-            con.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.DatabaseError as exc:
-            if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
-                raise
-            con.close()
-            raise ProjectionDamaged(f"{path} is damaged ({exc})") from exc
+    try:  # the first statement that reads the file's header
+        con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
+            raise
+        con.close()
+        raise ProjectionDamaged(f"{path} is damaged ({exc})") from exc
     return con
 
 

@@ -192,3 +192,24 @@ def test_answer_without_answers_module(client: TestClient, monkeypatch: pytest.M
     assert res["answer"]["text"] == "" and res["answer"]["agent"] is None
     assert [s["id"] for s in res["answer"]["sources"]] == [h["id"] for h in res["hits"]]
     assert all(s["link"].startswith("/api/history/") for s in res["answer"]["sources"])
+
+
+def test_a_damaged_history_db_is_a_503_naming_the_cure(tmp_path: Path) -> None:
+    """QA: a damaged history.db was a bare 500 "internal error: DatabaseError"."""
+    from cli.web import calls
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "history.db").write_bytes(b"not a database\n" * 64)
+    app = create_app(Home(home), token=TOKEN, session="s" * 43, port=PORT,
+                     allowed_hosts=loopback_hosts(PORT))
+    c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}", follow_redirects=False,
+                   raise_server_exceptions=False)
+    c.headers["Authorization"] = f"Bearer {TOKEN}"
+    for path in ("/api/search?q=x", "/api/coverage", "/api/history/message%3Am1",
+                 "/api/conversations/x", "/api/runs/x", "/api/decisions/x/history"):
+        resp = c.get(path)
+        assert resp.status_code == 503, (path, resp.text)
+        assert "damaged" in resp.json()["error"] and "agentlog reindex" in resp.json()["error"]
+    with pytest.raises(calls.Damaged):  # MCP reports the same CallError
+        calls.search(Home(home), "x")

@@ -44,6 +44,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
+    from projections.errors import ProjectionDamaged
+
+    if isinstance(exc, ProjectionDamaged):  # e.g. the history routes' catch-up
+        from cli.web.calls import DAMAGED_HINT
+
+        return JSONResponse({"error": f"{exc}: {DAMAGED_HINT}"}, status_code=503)
     return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)
 
 

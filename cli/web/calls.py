@@ -17,7 +17,7 @@ from typing import Any
 
 from cli.config import Home
 from projections import query as q
-from projections.errors import NotFound, ProjectionBusy, QueryError
+from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
 
 AGENTS = ("claude", "codex", "opencode", "other")
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
@@ -48,6 +48,15 @@ class Busy(CallError):
     status = 503
 
 
+class Damaged(CallError):
+    """history.db is not a readable database: it must be rebuilt from the log."""
+
+    status = 503
+
+
+DAMAGED_HINT = "`agentlog reindex` (or any `agentlog search`) rebuilds it from the log"
+
+
 def _engine(home: Home) -> str | None:
     search_cfg = home.config.get("search")
     if isinstance(search_cfg, dict):
@@ -65,6 +74,8 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise Missing(str(exc)) from None
     except ProjectionBusy as exc:
         raise Busy(f"history.db is busy: {exc}") from None
+    except ProjectionDamaged as exc:
+        raise Damaged(f"{exc}: {DAMAGED_HINT}") from None
     except QueryError as exc:
         raise BadArgument(str(exc)) from None
 
