@@ -9,7 +9,9 @@ Promises:
   one event at a time, and the log's mapped pages are released as the read goes on
   (`projections.pages`), so memory stays bounded whatever the size of the log;
 - a missing file, a schema or parser version change, or a log that no longer holds the
-  checkpoint's hash (replaced or truncated) leads to a full `rebuild` instead;
+  checkpoint's hash (replaced or truncated) leads to a full `rebuild` instead; so does a
+  backlog that is most of the log and at least `FAST_PATH_BYTES` (a bulk load with the
+  indexes built afterwards is ~2.5x faster per document than batches through triggers);
 - when nothing is new, the cost is one SQLite read and one LMDB read (a fast no-op).
 """
 
@@ -27,6 +29,7 @@ from projections.rebuild import BuildResult, Progress, build_lock, rebuild
 BATCH = 1000
 BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
 RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
+FAST_PATH_BYTES = 64 << 20  # a backlog this large (and larger than the rest) is rebuilt
 
 
 def status(db_path: Path, head_seq: int) -> str:
@@ -76,6 +79,9 @@ def catch_up(
                     return built
                 continue
             assert cp is not None
+            if max_events is None and _backlog_is_most(log, cp.last_seq, head.seq):
+                con.close()  # a rebuild loads in bulk: far faster than batches via triggers
+                return rebuild(db_path, log, progress=progress)
             try:
                 done = _apply_batches(con, log, batch, max_events, progress, head.seq)
             except sqlite3.OperationalError as exc:
@@ -91,6 +97,16 @@ def catch_up(
         finally:
             con.close()
     return rebuild(db_path, log, progress=progress)
+
+
+def _backlog_is_most(log: EventLog, last_seq: int, head_seq: int) -> bool:
+    """More new events than applied ones, and (estimated from the log's size) at least
+    `FAST_PATH_BYTES` of them: a rebuild (bulk load, indexes after) then beats catching up,
+    and gives the same rows."""
+    behind = head_seq - last_seq
+    if behind <= last_seq or head_seq <= 0:
+        return False
+    return log.size_bytes() * behind // head_seq >= FAST_PATH_BYTES
 
 
 def _rebuild_if_needed(

@@ -144,3 +144,36 @@ def test_batch_memos_see_writes_made_earlier_in_the_same_batch(tmp_path: Path) -
     hits = query.search(built, "run", {"job": "nightly"})["hits"]
     assert sorted(h["id"] for h in hits) == ["transcript:claude:a1", "transcript:claude:a2"]
     log.close()
+
+
+def test_a_backlog_larger_than_the_rest_is_rebuilt_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections import catchup, db
+
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events()[:3])
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    append(log, broker_events()[3:], prefix="more")
+    monkeypatch.setattr(catchup, "FAST_PATH_BYTES", 1)
+    res = catch_up(path, log)
+    assert res.rebuilt and res.last_seq == log.head().seq
+    con = db.connect(path, readonly=True)
+    try:
+        ids = sorted(r[0] for r in con.execute("SELECT id FROM documents"))
+    finally:
+        con.close()
+    fresh = tmp_path / "fresh.db"
+    build(fresh, log)
+    con = db.connect(fresh, readonly=True)
+    try:
+        assert ids == sorted(r[0] for r in con.execute("SELECT id FROM documents"))
+    finally:
+        con.close()
+    append(log, broker_events()[:1], prefix="one")  # a small backlog: caught up in place
+    assert not catch_up(path, log).rebuilt
+    monkeypatch.setattr(catchup, "FAST_PATH_BYTES", 1 << 40)
+    append(log, broker_events() * 3, prefix="many")  # most of the log, but few bytes
+    assert not catch_up(path, log).rebuilt
+    log.close()
