@@ -10,11 +10,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from eventlog import EventLog, open_log
+if TYPE_CHECKING:  # the log is imported only by commands that open it (start-up time)
+    from eventlog import EventLog
 
 
 @dataclass
@@ -56,6 +57,8 @@ class Home:
         """The process-wide log of this home (created on first write)."""
         if not readonly:
             self.root.mkdir(parents=True, exist_ok=True)
+        from eventlog import open_log
+
         return open_log(self.log_dir, readonly=readonly, command=self.command)
 
 
