@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eventlog import EventLog
-from eventlog.events import AliasBound, MessageSent
+from eventlog.events import AliasBound, Event, FileSnapshotted, MessageSent
 from projections import query
 from projections.catchup import catch_up
 from projections.errors import BadId, NotFound, QueryError
@@ -384,3 +384,31 @@ def test_snippets_are_bounded_and_centred_on_the_match(filler: str) -> None:
         snip = snippet(text, tokens)
         assert len(snip) <= 320 and "NEEDLE" in snip
     assert snippet("short text", ["absent"]) == "short text"
+
+
+def test_transcript_hits_carry_no_broker_message(tmp_path: Path) -> None:
+    """An agent's own message id (opencode msg_…) is not a broker message: `message` is null,
+    so nothing navigates to /?message=<msg_…> and finds nothing."""
+    import blake3
+
+    root = Path(__file__).parent / "fixtures" / "opencode" / "json-storage" / "input"
+    events: list[Event] = []
+    for f in sorted(root.rglob("*.json")):
+        rel = f.relative_to(root).as_posix()
+        src = f"opencode:r9:{rel}"
+        data = f.read_bytes()
+        events.append(seen(src, "opencode", "opencode.json"))
+        events.append(FileSnapshotted(source=src, blake3=blake3.blake3(data).hexdigest(),
+                                      size=len(data), data=data, at=5))
+    log = EventLog(tmp_path / "log")
+    append(log, events)
+    catch_up(tmp_path / "h.db", log)
+    log.close()
+    res = query.search(tmp_path / "h.db", "presentation scripts")
+    assert res["hits"], "the opencode part was not indexed"
+    for hit in res["hits"]:
+        assert hit["kind"] == "transcript" and hit["agent"] == "opencode"
+        assert hit["message"] is None
+        assert hit["link"].startswith("/?session=")
+        doc = query.get_document(tmp_path / "h.db", hit["id"])
+        assert doc is not None and doc["message"] is None
