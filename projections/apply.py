@@ -247,6 +247,14 @@ def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:
         (ev.alias, ev.session, ev.agent, ev.at),
     )
     _alias_cache(con).clear()
+    # What this peer sent before the binding takes the agent it is now known by, so the
+    # rows do not depend on whether the alias or the message was recorded first.
+    family = _sender_agent(con, ev.alias, {})
+    con.execute(
+        "UPDATE documents SET agent = ? WHERE sender = ? AND agent != ?"
+        " AND (extra IS NULL OR json_type(extra, '$.agent') IS NOT 'text')",
+        (family, ev.alias, family),
+    )
 
 
 BROKER_APPLIERS: dict[str, Applier] = {

@@ -30,7 +30,7 @@ from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 NO_PARSER = "none"
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024
@@ -55,6 +55,7 @@ CREATE TABLE documents(
 CREATE INDEX documents_session ON documents(session);
 CREATE INDEX documents_run ON documents(run);
 CREATE INDEX documents_subagent ON documents(subagent) WHERE subagent IS NOT NULL;
+CREATE INDEX documents_sender ON documents(sender) WHERE sender IS NOT NULL;
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)

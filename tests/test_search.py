@@ -412,3 +412,21 @@ def test_transcript_hits_carry_no_broker_message(tmp_path: Path) -> None:
         assert hit["link"].startswith("/?session=")
         doc = query.get_document(tmp_path / "h.db", hit["id"])
         assert doc is not None and doc["message"] is None
+
+
+@pytest.mark.parametrize("alias_first", [True, False])
+def test_sender_agent_does_not_depend_on_fact_order(tmp_path: Path, alias_first: bool) -> None:
+    """A peer bound to a codex session is a codex sender, whether the binding was recorded
+    before or after its messages; an explicit `agent` in the message's extra still wins."""
+    msg = MessageSent(id="x1", sender="peer-z", to=["lead"], kind="message", body="ibex one",
+                      at=1000)
+    own = MessageSent(id="x2", sender="peer-z", to=["lead"], kind="message", body="ibex two",
+                      at=1001, extra={"agent": "claude"})
+    alias = AliasBound(alias="peer-z", session="S1", agent="codex", at=500)
+    events: list[Event] = [alias, msg, own] if alias_first else [msg, own, alias]
+    log = EventLog(tmp_path / "log")
+    append(log, events)
+    catch_up(tmp_path / "h.db", log)
+    log.close()
+    agents = {h["id"]: h["agent"] for h in query.search(tmp_path / "h.db", "ibex")["hits"]}
+    assert agents == {"message:x1": "codex", "message:x2": "claude"}
