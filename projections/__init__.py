@@ -1,0 +1,1 @@
+"""Projections of the event log: history.db, its catch-up and rebuild, and the query API."""

@@ -1,0 +1,1 @@
+"""Agent sources: discovery, bounded capture into the log, restore, and pure parsers."""

@@ -1,0 +1,1 @@
+"""agentlog tests: real LMDB, SQLite, MCP over stdio, uvicorn and Chromium."""

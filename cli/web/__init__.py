@@ -1,0 +1,1 @@
+"""The local HTTP API and dashboard page (Starlette), behind one guard."""

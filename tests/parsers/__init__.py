@@ -1,0 +1,1 @@
+"""Parser tests: golden fixtures, semantics, robustness and the shared corpus."""
