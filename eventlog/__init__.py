@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing, WriterBusy
-from eventlog.store import AppendResult, EventLog, Head, StoredEvent, now_ms, open_log
+from eventlog.records import AppendResult, Head, StoredEvent
+from eventlog.store import EventLog, now_ms, open_log
 
 __all__ = [
     "AppendResult",

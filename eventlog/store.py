@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,9 @@ import lmdb
 
 from eventlog import chain, codec
 from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing
-from eventlog.events import Event, UnknownEvent, WriterStarted
+from eventlog.events import Event, WriterStarted
 from eventlog.lock import WriterLock
+from eventlog.records import AppendResult, Head, RawRecord, StoredEvent, decode_record
 
 VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
@@ -47,40 +47,6 @@ _registry_lock = threading.Lock()
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    seq: int
-    hash: bytes
-
-    @property
-    def hex(self) -> str:
-        return self.hash.hex()
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    appended: int
-    duplicates: int
-    head: int
-    seqs: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    seq: int
-    at: int
-    key: bytes
-    hash: bytes
-    size: int
-    event: Event | UnknownEvent
-
-
-@dataclass(frozen=True, slots=True)
-class RawRecord:
-    seq: int
-    value: bytes
 
 
 class EventLog:
@@ -489,21 +455,6 @@ class EventLog:
         """A consistent snapshot of the environment into the directory `dest`."""
         dest.mkdir(parents=True, exist_ok=True)
         self.env.copy(str(dest), compact=compact)
-
-
-def decode_record(raw: RawRecord) -> StoredEvent:
-    fmt, h, stored = codec.unpack_value(raw.value)
-    if fmt != codec.FORMAT:
-        raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
-    env = codec.decode_envelope(stored)
-    return StoredEvent(
-        seq=raw.seq,
-        at=env.at,
-        key=env.key,
-        hash=h,
-        size=len(stored),
-        event=codec.decode_event(env.event),
-    )
 
 
 def open_log(path: Path, **kwargs: Any) -> EventLog:

@@ -36,7 +36,8 @@ import lmdb
 
 from eventlog import chain, codec
 from eventlog.errors import CorruptRecord, EventLogError
-from eventlog.store import EventLog, Head
+from eventlog.records import Head
+from eventlog.store import EventLog
 
 FORMAT_NAME = "agentlog-log"
 FORMAT_VERSION = 1

@@ -32,7 +32,7 @@ from eventlog.events import (
     UnknownEvent,
     tag_of,
 )
-from eventlog.store import RawRecord, StoredEvent, decode_record
+from eventlog.records import RawRecord, StoredEvent, decode_record
 
 Applier = Callable[[sqlite3.Connection, StoredEvent], None]
 

@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import PurePosixPath
 
 from eventlog.events import ChunkCaptured
-from eventlog.store import StoredEvent
+from eventlog.records import StoredEvent
 from projections.apply import RUN_CHUNK_ORD, agent_family, put_document, run_basename
 from readers.parse_runs import filename_time
 from readers.records import Record, SourceInfo

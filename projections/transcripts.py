@@ -31,7 +31,7 @@ from eventlog.events import (
     SourceRewound,
     SourceSeen,
 )
-from eventlog.store import StoredEvent
+from eventlog.records import StoredEvent
 from projections import runlogs
 from projections.apply import (
     ORD_SPAN,
