@@ -31,10 +31,11 @@ from typing import Any
 import msgspec
 
 from eventlog import EventLog, WriterBusy
-from eventlog.events import Event, SourceSeen
+from eventlog.events import SourceSeen
 from readers import capture_files as cf
 from readers import cursor as cur
 from readers import statcache
+from readers.capture_batch import Batch
 from readers.capture_state import Options, Source, Stats, is_pending
 from readers.discovery import Entry, kind_of, walk
 from readers.roots import Root, split_source
@@ -63,10 +64,7 @@ class Capturer:
         self.sources: dict[str, Source] = {}
         self._epoch: bytes | None = None
         self._held: contextlib.ExitStack | None = None
-        self._events: list[tuple[bytes, Event]] = []
-        self._to_pack: list[int] = []
-        self._state: dict[bytes, bytes | None] = {}
-        self._pending_bytes = 0
+        self._batch = Batch()
         self.ready: deque[str] = deque()
         self._queued: set[str] = set()
         self._sweep: list[str] = []
@@ -132,12 +130,13 @@ class Capturer:
         try:
             if self._failed:
                 return
-            self._pack_pending()
-            if self._events or self._state:
+            batch = self._batch
+            batch.pack()
+            if batch:
                 token = os.urandom(8)
-                self._state[cur.EPOCH_KEY] = token
+                batch.state[cur.EPOCH_KEY] = token
                 try:
-                    res = self.log.append(self._events, state=self._state)
+                    res = self.log.append(batch.events, state=batch.state)
                 except BaseException:
                     self._failed = True
                     raise
@@ -145,8 +144,7 @@ class Capturer:
                 self.stats.appended += res.appended
                 self.stats.duplicates += res.duplicates
         finally:
-            self._events, self._state, self._pending_bytes = [], {}, 0
-            self._to_pack = []
+            self._batch = Batch()
             if self._held is not None:
                 self._held.close()
                 self._held = None
@@ -158,8 +156,8 @@ class Capturer:
         assert new is not None
         if polled is not None:
             for key, ev in polled.events:
-                self._add(key, ev)
-            self._pending_bytes += polled.bytes
+                self._batch.add(key, ev)
+            self._batch.bytes += polled.bytes
             self.stats.bytes += polled.bytes
             if polled.events:
                 self.stats.changed.add(new.source)
@@ -167,26 +165,8 @@ class Capturer:
                 self.stats.rewound += 1
         if new != src.cursor:
             src.cursor = new
-            self._state[cur.cursor_key(new.source)] = cur.encode(new)
+            self._batch.state[cur.cursor_key(new.source)] = cur.encode(new)
             self._changes += 1
-
-    def _add(self, key: bytes, ev: Event) -> None:
-        """Queue an event; its payload is compressed when the batch is committed."""
-        data = getattr(ev, "data", None)
-        if isinstance(data, bytes) and len(data) >= cf.COMPRESS_MIN:
-            self._to_pack.append(len(self._events))
-        self._events.append((key, ev))
-
-    def _pack_pending(self) -> None:
-        """Compress the batch's payloads in one call (zstd's own threads, GIL released)."""
-        if not self._to_pack:
-            return
-        datas = [getattr(self._events[i][1], "data", b"") for i in self._to_pack]
-        for i, (packed, codec) in zip(self._to_pack, cf.pack_many(datas), strict=True):
-            if codec:
-                key, ev = self._events[i]
-                self._events[i] = (key, msgspec.structs.replace(ev, data=packed, codec=codec))
-        self._to_pack = []
 
     def close(self) -> None:
         """Commit what is pending, and the stat cache."""
@@ -203,14 +183,11 @@ class Capturer:
                 return
             if attempt == 0 and self._lock():
                 continue  # another process committed meanwhile: rebuild from its cursors
-            self._state.update(changed)
+            self._batch.state.update(changed)
             return
 
     def _maybe_flush(self) -> None:
-        if (
-            self._pending_bytes >= self.opt.batch_bytes
-            or len(self._events) >= self.opt.batch_events
-        ):
+        if self._batch.full(self.opt.batch_bytes, self.opt.batch_events):
             self.flush()
 
     # --- discovery --------------------------------------------------------------------
@@ -252,8 +229,8 @@ class Capturer:
             source=source, agent=root.agent, root=str(root.path), path=rel, layout=layout,
             at=self.clock() // 1_000_000,
         )
-        self._events.append((cur.event_key(b"seen", source), ev))
-        self._state[cur.cursor_key(source)] = cur.encode(c)
+        self._batch.add(cur.event_key(b"seen", source), ev)
+        self._batch.state[cur.cursor_key(source)] = cur.encode(c)
         self.stats.registered += 1
         self._enqueue(source)
 
@@ -372,7 +349,7 @@ class Capturer:
                     return self._rows_round_done(src)
                 table = tables[src.table_idx]
                 key = cur.rows_key(c.source, table)
-                raw = self._state.get(key) or self.log.get_state(key)
+                raw = self._batch.state.get(key) or self.log.get_state(key)
                 pos = cur.decode_rows(raw) if raw else cur.RowCursor()
                 limit = sr.SESSION_PAGE if table == "session" else sr.PAGE
                 rows = sr.fetch_page(conn, table, pos.time_updated, pos.row_id, limit)
@@ -388,14 +365,13 @@ class Capturer:
             )
             k = cur.event_key(b"row", c.source, table, row.row_id, row.time_updated,
                               cur.span_hash(row.data))
-            self._add(k, ev)
-            self._pending_bytes += len(row.data)
+            self._batch.add(k, ev, len(row.data))
             self.stats.bytes += len(row.data)
         self.stats.rows += len(rows)
         if rows:
             self.stats.changed.add(c.source)
             last = rows[-1]
-            self._state[key] = cur.encode(cur.RowCursor(last.time_updated, last.row_id))
+            self._batch.state[key] = cur.encode(cur.RowCursor(last.time_updated, last.row_id))
             self._changes += 1
         if len(rows) >= limit:
             self._put(src, c=_replace(c, backlog=True, missing=False))

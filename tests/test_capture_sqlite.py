@@ -93,7 +93,7 @@ def test_rows_live_wal_updates_and_restore(tmp_path: Path) -> None:
 
 
 def _pending_rows(eng: Capturer) -> list[object]:
-    return [e for e in eng._events if isinstance(e[1], RowSnapshotted)]
+    return [e for e in eng._batch.events if isinstance(e[1], RowSnapshotted)]
 
 
 def test_wal_without_shm_is_read_from_a_private_copy(tmp_path: Path) -> None:
