@@ -17,7 +17,6 @@ Promises:
 from __future__ import annotations
 
 import html
-import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from eventlog.store import EventLog
 from projections.db import has_fts
 from projections.envelope import format_ts
 from projections.errors import ProjectionBusy, QueryError
-from projections.text import _folded_with_map, fold, fts_phrase, query_tokens
+from projections.text import first_match, fold, folded_with_map, fts_phrase, query_tokens
 from readers.records import ROLES
 
 PAGE_SIZE = 100
@@ -293,16 +292,8 @@ def search(
 def preview(text: str, tokens: list[str], width: int = PREVIEW_CHARS) -> str:
     """±`width` characters around the first match, HTML-escaped, the match in <mark>."""
     window = text[:200_000]
-    folded, idx = _folded_with_map(window)
-    best, best_len = -1, 0
-    for tok in tokens:
-        ft = fold(tok)
-        if not ft:
-            continue
-        m = re.search(r"(?<![^\W_])" + re.escape(ft), folded)
-        pos = m.start() if m else folded.find(ft)
-        if pos >= 0 and (best < 0 or pos < best):
-            best, best_len = pos, len(ft)
+    folded, idx = folded_with_map(window)
+    best, best_len = first_match(folded, tokens)
     if best < 0 or best >= len(idx):
         return html.escape(window[: 2 * width])
     start = idx[best]

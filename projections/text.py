@@ -61,7 +61,7 @@ def fold(text: str) -> str:
     return _MARKS.sub("", unicodedata.normalize("NFD", text)).lower()
 
 
-def _folded_with_map(text: str) -> tuple[str, list[int]]:
+def folded_with_map(text: str) -> tuple[str, list[int]]:
     """Folded text and, for each folded character, the index of its source character."""
     out: list[str] = []
     idx: list[int] = []
@@ -72,7 +72,7 @@ def _folded_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), idx
 
 
-def _first_match(folded: str, tokens: list[str]) -> tuple[int, int]:
+def first_match(folded: str, tokens: list[str]) -> tuple[int, int]:
     """(position, length) in `folded` of the earliest token match: whole words first."""
     best, size = -1, 0
     for tok in tokens:
@@ -97,11 +97,11 @@ def _source_index(window: str, folded: str, pos: int, size: int, tokens: list[st
     guess = pos * len(window) // max(len(folded), 1)
     lo = max(0, guess - 2000)
     region = window[lo : guess + 2000 + size]
-    sub_folded, sub_idx = _folded_with_map(region)
-    sub_pos, _ = _first_match(sub_folded, tokens)
+    sub_folded, sub_idx = folded_with_map(region)
+    sub_pos, _ = first_match(sub_folded, tokens)
     if sub_pos >= 0:
         return lo + sub_idx[sub_pos]
-    _, full_idx = _folded_with_map(window)  # rare: the estimate was far off
+    _, full_idx = folded_with_map(window)  # rare: the estimate was far off
     return full_idx[pos] if pos < len(full_idx) else 0
 
 
@@ -109,7 +109,7 @@ def snippet(text: str, tokens: list[str], width: int = SNIPPET_CHARS) -> str:
     """A plain-text window of `text` around the first match of any token."""
     window = text[:200_000]
     folded = fold(window)
-    best, size = _first_match(folded, tokens)
+    best, size = first_match(folded, tokens)
     start = _source_index(window, folded, best, size, tokens) if best >= 0 else 0
     begin = max(0, start - width // 3)
     piece = _SPACE.sub(" ", window[begin : begin + width * 2]).strip()
