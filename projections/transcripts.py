@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -442,49 +443,55 @@ def forget_lookups(con: sqlite3.Connection) -> None:
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, FileSnapshotted)
-    info, _ = _source_row(con, ev.source)
-    _touch(con, ev.source, ev.at or st.at, ev.size, "snapshots")
-    try:
-        data = _decompress(ev.data, ev.codec, ev.size)
-    except Exception as exc:
-        _count_unknown(con, ev.source, {f"snapshot-undecodable:{type(exc).__name__}": 1})
-        return
-    parser = parser_module()
-    if parser is None:
-        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
-        return
-    scope, state = _load_state(con, parser, info)
-    unknown: dict[str, int] = {}
-    n = _apply_result(con, st, info, _call(parser.parse_snapshot, info, state, data), unknown)
-    _save_state(con, scope, state)
-    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, ev.source))
-    _count_unknown(con, ev.source, unknown)
+    _apply_whole(
+        con, st, ev.source, ev.at or st.at, ev.size, "snapshots", "snapshot",
+        lambda: _decompress(ev.data, ev.codec, ev.size),
+        lambda parser, info, state, data: _call(parser.parse_snapshot, info, state, data),
+    )
 
 
 def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, RowSnapshotted)
-    info, _ = _source_row(con, ev.source)
-    _touch(con, ev.source, ev.at or st.at, len(ev.data), "rows")
+    _apply_whole(
+        con, st, ev.source, ev.at or st.at, len(ev.data), "rows", "row",
+        lambda: _decompress(ev.data, ev.codec, None),
+        lambda parser, info, state, data: _call(
+            parser.parse_row, info, state, ev.table, ev.row_id, data),
+    )
+
+
+def _apply_whole(
+    con: sqlite3.Connection,
+    st: StoredEvent,
+    source: str,
+    at: int,
+    nbytes: int,
+    counter: str,
+    label: str,
+    payload: Callable[[], bytes],
+    parse: Callable[[ModuleType, SourceInfo, dict[str, Any], bytes], ParseResult],
+) -> None:
+    """A whole-content event (file snapshot, database row) -> records of its source."""
+    _ord_counter(con)[:] = [st.seq, 0]
+    info, _ = _source_row(con, source)
+    _touch(con, source, at, nbytes, counter)
     try:
-        data = _decompress(ev.data, ev.codec, None)
+        data = payload()
     except Exception as exc:
-        _count_unknown(con, ev.source, {f"row-undecodable:{type(exc).__name__}": 1})
+        _count_unknown(con, source, {f"{label}-undecodable:{type(exc).__name__}": 1})
         return
     parser = parser_module()
     if parser is None:
-        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
+        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (source,))
         return
     scope, state = _load_state(con, parser, info)
     unknown: dict[str, int] = {}
-    res = _call(parser.parse_row, info, state, ev.table, ev.row_id, data)
-    n = _apply_result(con, st, info, res, unknown)
+    n = _apply_result(con, st, info, parse(parser, info, state, data), unknown)
     _save_state(con, scope, state)
-    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, ev.source))
-    _count_unknown(con, ev.source, unknown)
+    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, source))
+    _count_unknown(con, source, unknown)
 
 
 APPLIERS: dict[str, Applier] = {
