@@ -30,7 +30,7 @@ from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 NO_PARSER = "none"
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024

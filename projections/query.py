@@ -103,18 +103,12 @@ _ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "ses
              "conversation", "project", "role", "subagent", "title", "text")
 
 
-def _message(r: dict[str, Any]) -> str | None:
-    """The broker message a hit belongs to (navigable as /?message=); transcripts have none
-    (an agent's own message ids, e.g. opencode's msg_…, are not broker messages)."""
-    return None if r["kind"] == "transcript" else r["message"]
-
-
 def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
     r = dict(zip(_ROW_KEYS, row, strict=True))
     return {
         "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
         "snippet": snippet(r["text"] or "", tokens), "link": _link(r["kind"], r),
-        "sourceLink": source_link(r["id"]), "message": _message(r), "job": r["job"],
+        "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
     }
@@ -223,7 +217,7 @@ def get_document(db_path: Path, hit_id: str) -> dict[str, Any] | None:
     r = dict(zip(_DOC_COLS, row, strict=True))
     return {
         "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"], "body": r["text"],
-        "link": _link(r["kind"], r), "message": _message(r), "job": r["job"], "run": r["run"],
+        "link": _link(r["kind"], r), "message": r["message"], "job": r["job"], "run": r["run"],
         "session": r["session"], "cursor": r["cursor"],
     }
 

@@ -409,10 +409,11 @@ def _record(
     at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
     # the row in apply._COLUMNS order: id, kind, agent, at, project, session, job, run,
     # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
-    # seq, ord, source, sender, extra, text
+    # seq, ord, source, sender, extra, text. `message` names broker messages only (an agent's
+    # own message ids, e.g. opencode's msg_…, are not navigable as /?message=).
     put_row(con, [
         f"transcript:{rec.uid}", "transcript", agent, at, rec.project, rec.session, job, None,
-        rec.message, rec.cursor, conversation_of(agent, rec.session, rec.subagent, info.source),
+        None, rec.cursor, conversation_of(agent, rec.session, rec.subagent, info.source),
         rec.role, rec.tool, rec.subagent, subagent_name, title, 0, st.seq,
         st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), info.source, None, None, text,
     ], policy="same_source")
