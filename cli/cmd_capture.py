@@ -110,6 +110,8 @@ def capture(
         )
         for err in out["errors"]:
             click.echo(f"warning: {err}", err=True)
+        for skipped in out["skipped"]:
+            click.echo(f"skipped: {skipped}", err=True)
     if stats.appended and index and not watch:
         from cli import hooks
 
@@ -178,13 +180,19 @@ def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: 
               help="Folder to write the captured files into.")
 @click.option("--agent", type=click.Choice(["claude", "codex", "opencode", "runs"]), default=None)
 @click.option("--session", default=None, help="Only files (and rows) of this session id.")
+@click.option("--skip-damaged", is_flag=True,
+              help="On a damaged log, write what is intact and list what was left out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
-            as_json: bool) -> None:
+            skip_damaged: bool, as_json: bool) -> None:
     """Write captured files back under DIR/<agent>/<path>, byte-identical to the newest
-    captured generation; database rows as JSON Lines per table."""
-    from eventlog import EventLogError, LogMissing
+    captured generation; database rows as JSON Lines per table.
+
+    Every record is checked against the log's hash chain first: a damaged log writes
+    nothing and exits 1 naming the record, unless --skip-damaged."""
+    from eventlog import CorruptRecord, EventLogError, LogMissing
+    from eventlog.records import DAMAGE_HINT
     from readers.restore import RestoreError
     from readers.restore import restore as run_restore
 
@@ -194,7 +202,12 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     except LogMissing:
         raise click.ClickException(f"no event log in {home.root} (nothing captured yet)") from None
     try:
-        report = run_restore(log, Path(to).absolute(), agent=agent, session=session)
+        report = run_restore(log, Path(to).absolute(), agent=agent, session=session,
+                             skip_damaged=skip_damaged)
+    except CorruptRecord as exc:
+        raise click.ClickException(
+            f"{exc}; nothing restored: {DAMAGE_HINT}; `restore --skip-damaged` writes what "
+            "is intact") from None
     except (EventLogError, RestoreError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -202,5 +215,12 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     else:
         click.echo(f"restored {report.files} files ({human_bytes(report.bytes)}) and "
                    f"{report.rows} rows in {report.tables} tables to {to}")
-        for s in report.skipped:
-            click.echo(f"skipped unsafe path: {s}", err=True)
+        for r in report.refused:
+            click.echo(f"skipped unsafe path: {r['source']!r}: {r['reason']}", err=True)
+        if report.damaged:
+            seqs = ", ".join(map(str, report.damaged[:20]))
+            click.echo(f"left out {len(report.damaged)} damaged record(s): {seqs}", err=True)
+        for src in report.incomplete:
+            click.echo(f"left out (a damaged record belonged to it): {src!r}", err=True)
+    if report.damaged or report.incomplete:
+        ctx.exit(1)

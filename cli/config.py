@@ -2,6 +2,12 @@
 
 Resolution: `--home DIR`, else env AGENTLOG_HOME, else the platform data dir.
 Only `cli` reads the environment and config files; libraries get paths passed in.
+
+The home holds transcripts, which hold secrets: it is private. Whenever a command opens
+the log (`Home.log`), the process's umask becomes 077 (every file it creates afterwards —
+log, history.db, backups, archives — is 0600 in 0700 folders), and a home found readable
+by others (the home folder, `log/data.mdb` or `history.db`) is tightened: group and
+other permission bits are removed from everything under it, saying so once on stderr.
 """
 
 from __future__ import annotations
@@ -55,11 +61,52 @@ class Home:
 
     def log(self, *, readonly: bool = False) -> EventLog:
         """The process-wide log of this home (created on first write)."""
+        os.umask(0o077)
         if not readonly:
             self.root.mkdir(parents=True, exist_ok=True)
+        self.make_private()
         from eventlog import open_log
 
         return open_log(self.log_dir, readonly=readonly, command=self.command)
+
+
+    def make_private(self) -> int:
+        """Remove group/other bits under an existing home that has any (see the module
+        docstring); returns how many entries were changed."""
+        try:
+            if not any(_loose(p) for p in (self.root, self.log_dir / "data.mdb",
+                                           self.history_db)):
+                return 0
+        except OSError:
+            return 0
+        changed = _tighten(self.root)
+        for folder, dirs, files in os.walk(self.root):
+            for name in dirs + files:
+                changed += _tighten(Path(folder) / name)
+        if changed > 1:
+            click.echo(f"agentlog: made {self.root} private (removed group and other "
+                       "permissions: it holds transcripts)", err=True)
+        return changed
+
+
+def _loose(path: Path) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & 0o077)
+    except FileNotFoundError:
+        return False
+
+
+def _tighten(path: Path) -> int:
+    import stat
+
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+            return 0
+        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077)
+    except OSError:
+        return 0
+    return 1
 
 
 def load_config(path: Path) -> dict[str, Any]:

@@ -2,6 +2,11 @@
 
 Commands are imported only when invoked, so `agentlog search` or `agentlog mcp` never pay
 for the imports of the others (start-up time is part of the product).
+
+No input prints a Python traceback: a damaged log record (`CorruptRecord`) is one line
+naming the seq and the cure, a full disk one line naming it, and any other unexpected
+error one line with its type (exit 1; `AGENTLOG_DEBUG=1` re-raises it for a traceback).
+The message of an unexpected error is never printed: it may quote transcript text.
 """
 
 from __future__ import annotations
@@ -71,11 +76,44 @@ class LazyGroup(click.Group):
         assert isinstance(cmd, click.Command)
         return cmd
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:
+            import os
+
+            if os.environ.get("AGENTLOG_DEBUG"):
+                raise
+            raise click.ClickException(failure_line(exc)) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line for an error no command handled (see the module docstring)."""
+    import errno
+
+    from eventlog import CorruptRecord, LogFull
+    from eventlog.records import DAMAGE_HINT
+
+    if isinstance(exc, CorruptRecord):
+        return f"{exc}: {DAMAGE_HINT}"
+    if isinstance(exc, LogFull):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"disk full: {exc.strerror} ({exc.filename or 'a file in the home'})"
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": ")
+    if isinstance(exc, RecursionError):
+        return "input nested too deeply"
+    return (f"internal error ({type(exc).__name__}); run with AGENTLOG_DEBUG=1 for the "
+            "traceback and please report it")
 
 
 def _exists(spec: str) -> bool:

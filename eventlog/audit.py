@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from eventlog import codec
+from eventlog.errors import CorruptRecord
 from eventlog.events import WriterStarted
 from eventlog.store import EventLog
 
@@ -40,10 +41,14 @@ class TaggedRecord(NamedTuple):
 
 
 def iter_tagged(log: EventLog, batch: int = 5000) -> Iterator[TaggedRecord]:
-    """Every record with its tag, the event left undecoded (cheap scans for reports)."""
-    for raw in log.iter_raw(1, batch):
+    """Every record with its tag, the event left undecoded (cheap scans for reports); each
+    record is checked against the chain first (`CorruptRecord` at the first bad one)."""
+    for raw in log.iter_raw(1, batch, check=True):
         _, _, stored = codec.unpack_value(raw.value)
-        env = codec.decode_envelope(stored)
+        try:
+            env = codec.decode_envelope(stored)
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(raw.seq, f"does not decode ({str(exc)[:80]})") from None
         try:
             tag = _tag_dec.decode(env.event).type
         except msgspec.DecodeError:

@@ -1,14 +1,25 @@
 """The values the store hands out: heads, append results, raw and decoded records.
 
 `decode_record` is the one place a stored LMDB value becomes an event: format byte, chain
-hash, then the MessagePack envelope (see `codec`). An unknown tag decodes as `UnknownEvent`.
+hash, then the MessagePack envelope (see `codec`). An unknown tag decodes as `UnknownEvent`;
+bytes that are not MessagePack raise `CorruptRecord` (never a decoder's own error).
+
+`ChainCheck` is how every reader that produces output (restore, catch-up and rebuild,
+audit, export) trusts a record: it recomputes the record's chain hash from the previous
+one (one SHA-256 per record) and refuses a gap, an unknown format or a mismatch with
+`CorruptRecord(seq, reason)` before the record is used. Lenient mode (restore
+`--skip-damaged`) lists the damaged seqs instead and goes on from the next record's own
+stored link.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from eventlog import codec
+import msgspec
+
+from eventlog import chain, codec
 from eventlog.errors import CorruptRecord
 from eventlog.events import Event, UnknownEvent
 
@@ -48,15 +59,91 @@ class RawRecord:
 
 
 def decode_record(raw: RawRecord) -> StoredEvent:
+    if len(raw.value) < codec.HEADER:
+        raise CorruptRecord(raw.seq, f"record of {len(raw.value)} bytes is shorter than its header")
     fmt, h, stored = codec.unpack_value(raw.value)
     if fmt != codec.FORMAT:
         raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
-    env = codec.decode_envelope(stored)
-    return StoredEvent(
-        seq=raw.seq,
-        at=env.at,
-        key=env.key,
-        hash=h,
-        size=len(stored),
-        event=codec.decode_event(env.event),
-    )
+    try:
+        env = codec.decode_envelope(stored)
+        event = codec.decode_event(env.event)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptRecord(raw.seq, f"does not decode ({str(exc)[:80]})") from None
+    return StoredEvent(seq=raw.seq, at=env.at, key=env.key, hash=h, size=len(stored),
+                       event=event)
+
+
+DAMAGE_HINT = ("the log is damaged: `agentlog verify` names every bad record; restore the "
+               "log from a backup (`agentlog backup` writes them to <home>/backups/)")
+
+
+@dataclass(slots=True)
+class ChainCheck:
+    """Checks records in seq order against the chain (see the module docstring).
+
+    `prev` is the chain hash of record `next_seq - 1` (`chain.GENESIS` before seq 1). With
+    `damaged` set to a list, a bad record is appended to it instead of raising."""
+
+    prev: bytes = chain.GENESIS
+    next_seq: int = 1
+    damaged: list[int] | None = None
+    _unknown_prev: bool = field(default=False, repr=False)
+
+    def ok(self, raw: RawRecord) -> bool:
+        """True when `raw` is the next record and matches its chain hash."""
+        why: str | None = None
+        seq = raw.seq
+        if seq != self.next_seq:
+            if self.damaged is None:
+                raise CorruptRecord(self.next_seq, f"missing (the next record is {seq})")
+            self.damaged.extend(range(self.next_seq, min(seq, self.next_seq + 1000)))
+            self._unknown_prev = True
+        if len(raw.value) < codec.HEADER:
+            why = "shorter than its header"
+            h = b""
+        else:
+            fmt, h, stored = codec.unpack_value(raw.value)
+            if fmt != codec.FORMAT:
+                why = f"unknown record format {fmt}"
+            elif self._unknown_prev or chain.link(self.prev, seq, stored) != h:
+                why = "checksum mismatch"
+        self.next_seq = seq + 1
+        self.prev = h
+        self._unknown_prev = len(h) != 32
+        if why is None:
+            return True
+        if self.damaged is None:
+            raise CorruptRecord(seq, why)
+        self.damaged.append(seq)
+        return False
+
+    def all(self, records: list[RawRecord]) -> bytes:
+        """Check a batch (strict); returns the chain hash of its last record."""
+        for r in records:
+            self.ok(r)
+        return self.prev
+
+
+ReadRaw = Callable[[int, int], list[RawRecord]]
+
+
+def checker_at(read_raw: ReadRaw, from_seq: int, damaged: list[int] | None = None) -> ChainCheck:
+    """A `ChainCheck` positioned before `from_seq`: the stored hash of the record before it
+    is the starting link."""
+    if from_seq <= 1:
+        return ChainCheck(chain.GENESIS, 1, damaged)
+    got = read_raw(from_seq - 1, 1)
+    if not got or got[0].seq != from_seq - 1 or len(got[0].value) < codec.HEADER:
+        raise CorruptRecord(from_seq - 1, "missing or truncated")
+    return ChainCheck(codec.unpack_value(got[0].value)[1], from_seq, damaged)
+
+
+def checked_get(read_raw: ReadRaw, seq: int) -> StoredEvent | None:
+    """Record `seq` (None when absent), checked against the stored link before it."""
+    if seq < 1:
+        return None
+    got = read_raw(seq, 1)
+    if not got or got[0].seq != seq:
+        return None
+    checker_at(read_raw, seq).ok(got[0])
+    return decode_record(got[0])

@@ -28,6 +28,7 @@ from typing import Any
 import lmdb
 
 from eventlog import chain, codec
+from eventlog import records as rec
 from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing
 from eventlog.events import Event, WriterStarted
 from eventlog.lock import WriterLock
@@ -71,7 +72,7 @@ class EventLog:
         if not (self.path / "data.mdb").exists():
             if readonly or not create:
                 raise LogMissing(f"no event log at {self.path}")
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         data_file = self.path / "data.mdb"
         existing = data_file.stat().st_size if data_file.exists() else 0
         self.env = lmdb.open(
@@ -85,6 +86,7 @@ class EventLog:
             readonly=readonly,
             max_spare_txns=0,
             create=not readonly,
+            mode=0o600,  # data.mdb and lock.mdb: transcripts are private
         )
         self.env.reader_check()
         self._dbs: dict[bytes, Any] = {}
@@ -373,27 +375,47 @@ class EventLog:
         """At most `limit` decoded events from `from_seq` (one short read transaction)."""
         return [decode_record(r) for r in self.read_raw(from_seq, limit)]
 
-    def iter_events(self, from_seq: int = 1, batch: int = READ_BATCH) -> Iterator[StoredEvent]:
-        """Every event from `from_seq` to the head, in bounded read transactions."""
-        for raw in self.iter_raw(from_seq, batch):
-            yield decode_record(raw)
+    def iter_events(
+        self, from_seq: int = 1, batch: int = READ_BATCH, *, damaged: list[int] | None = None
+    ) -> Iterator[StoredEvent]:
+        """Every event from `from_seq` to the head, in bounded read transactions, each
+        checked against the chain as it is read (`CorruptRecord` at the first bad one; with
+        `damaged`, bad records are listed there and left out)."""
+        for raw in self.iter_raw(from_seq, batch, check=True, damaged=damaged):
+            try:
+                yield decode_record(raw)
+            except CorruptRecord:
+                if damaged is None:
+                    raise
+                damaged.append(raw.seq)
+
+    def chain_check(self, from_seq: int = 1, damaged: list[int] | None = None) -> rec.ChainCheck:
+        """A `ChainCheck` positioned before `from_seq`."""
+        return rec.checker_at(self.read_raw, from_seq, damaged)
 
     def iter_raw(
-        self, from_seq: int = 1, batch: int = READ_BATCH, max_bytes: int | None = None
+        self, from_seq: int = 1, batch: int = READ_BATCH, max_bytes: int | None = None,
+        *, check: bool = False, damaged: list[int] | None = None,
     ) -> Iterator[RawRecord]:
+        """Exact records from `from_seq`; with `check`, each is checked against the chain
+        first (see `iter_events`)."""
         seq = from_seq
+        chk = self.chain_check(from_seq, damaged) if check else None
         while True:
             chunk = self.read_raw(seq, batch, max_bytes)
             if not chunk:
                 return
-            yield from chunk
+            if chk is None:
+                yield from chunk
+            else:
+                for raw in chunk:
+                    if chk.ok(raw):
+                        yield raw
             seq = chunk[-1].seq + 1
 
     def get(self, seq: int) -> StoredEvent | None:
-        got = self.read_raw(seq, 1)
-        if not got or got[0].seq != seq:
-            return None
-        return decode_record(got[0])
+        """Record `seq`, checked against the stored link of the record before it."""
+        return rec.checked_get(self.read_raw, seq)
 
     def get_state(self, key: bytes) -> bytes | None:
         if self._dbs[b"state"] is None:

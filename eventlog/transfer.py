@@ -13,8 +13,9 @@ a copy made with `StoredAppender` has the same bytes, the same hashes and the sa
 Promises of `StoredAppender` (the only way to write records that were not encoded here):
 - it re-verifies the chain as it appends: seqs must run 1, 2, … with no gap, every stored
   envelope must decode, its time and key must be the ones given, and
-  sha256(h_{n-1} || seq || stored) must equal the given hash, else `TransferError` and the
-  current batch is not committed;
+  sha256(h_{n-1} || seq || stored) must equal the given hash, and no path field may be one
+  `restore` refuses (`eventlog.untrusted`), else `TransferError` and the current batch is
+  not committed (`check_stream` applies the same checks without writing);
 - it refuses a target log that already holds records, unless those records are exactly a
   prefix of the incoming stream (same seq and chain hash at the target's head), which makes
   an interrupted transfer resumable and a repeated one a no-op;
@@ -33,11 +34,13 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 import lmdb
+import msgspec
 
 from eventlog import chain, codec
 from eventlog.errors import CorruptRecord, EventLogError
 from eventlog.records import Head
 from eventlog.store import EventLog
+from eventlog.untrusted import bad_event
 
 FORMAT_NAME = "agentlog-log"
 FORMAT_VERSION = 1
@@ -80,7 +83,10 @@ def iter_records(log: EventLog, *, batch: int = 64) -> Iterator[TransferRecord]:
         prev = chain.link(prev, raw.seq, stored)
         if prev != h:
             raise CorruptRecord(raw.seq, "checksum mismatch")
-        env = codec.decode_envelope(stored)
+        try:
+            env = codec.decode_envelope(stored)
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(raw.seq, f"does not decode ({str(exc)[:80]})") from None
         yield TransferRecord(raw.seq, env.at, env.key, h, bytes(stored))
         expected += 1
 
@@ -249,6 +255,9 @@ class StoredAppender:
             raise TransferError(f"record {seq}: stored bytes do not decode ({exc})") from None
         if env.at != rec.at or env.key != rec.key:
             raise TransferError(f"record {seq}: time or key differ from its stored bytes")
+        why = bad_event(codec.decode_event(env.event))
+        if why is not None:
+            raise TransferError(f"record {seq}: {why}")
         if not env.key or len(env.key) > 480:
             raise TransferError(f"record {seq}: idempotency key must be 1..480 bytes")
         h = chain.link(self._prev, seq, rec.stored)
@@ -349,6 +358,9 @@ def check_stream(
                 raise TransferError(f"record {seq}: stored bytes do not decode ({exc})") from None
             if env.at != item.at or env.key != item.key:
                 raise TransferError(f"record {seq}: time or key differ from its stored bytes")
+            why = bad_event(codec.decode_event(env.event))
+            if why is not None:  # a path field restore would refuse: never bring it in
+                raise TransferError(f"record {seq}: {why}")
             prev = chain.link(prev, seq, item.stored)
             if prev != item.hash:
                 raise TransferError(f"record {seq}: chain hash mismatch")

@@ -9,7 +9,9 @@ Promises:
   middle of a transaction on it (its rollback journal could otherwise be mistaken for the
   new file's); writers that opened the old file get SQLITE_READONLY_DBMOVED and reopen;
 - one rebuild at a time per file (an advisory lock on `history.db.lock`);
-- nothing but the log is read: agent files are never touched.
+- nothing but the log is read: agent files are never touched;
+- every record is checked against its chain hash as it is read: a damaged log stops the
+  build with `CorruptRecord` and the old file keeps serving (nothing is swapped in).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eventlog import EventLog
+from eventlog.records import ChainCheck
 from projections import db, pages
 from projections.errors import ProjectionBusy
 
@@ -113,10 +116,12 @@ def build(
         con.execute("BEGIN")
         last_seq, last_hash, events, unreleased = 0, "", 0, 0
         seq = 1
+        check = ChainCheck()  # a damaged record stops the build (CorruptRecord): no swap
         while seq <= stop:
             batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)
             if not batch:
                 break
+            check.all(batch)
             events += len(batch)
             unreleased += sum(len(r.value) for r in batch)
             last_seq, last_hash = apply_records(con, batch, table)

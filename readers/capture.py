@@ -212,7 +212,9 @@ class Capturer:
                 self.discovery_done = True
                 self._next_discovery = time.monotonic() + self.opt.rediscover_s
                 return
-            if entry.layout is not None:
+            if entry.skipped is not None or entry.error is not None:
+                self.stats.note_skipped(root, entry)
+            elif entry.layout is not None:
                 source = f"{root.agent}:{root.id}:{entry.rel}"
                 if source not in self.sources:
                     self._register(root, entry.rel, entry.layout, source)

@@ -18,6 +18,7 @@ Promises:
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_mod
 import threading
@@ -143,8 +144,13 @@ def _intact(fd: int, c: Cursor) -> bool:
 def open_ro(path: str) -> int:
     """Open read-only; O_NONBLOCK so that a FIFO in an agent folder cannot hang capture
     (it has no effect on regular files, and anything else is skipped after `fstat`)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK
-    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW  # never leave a root through a link
+    try:
+        return os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "symbolic link, not followed", path) from None
+        raise
 
 
 def poll_append(

@@ -57,7 +57,18 @@ class Stats:
         self.missing = 0
         self.pending = 0
         self.errors: list[str] = []
+        self.skipped: list[str] = []
         self.changed: set[str] = set()
+        self._noted: set[str] = set()
+
+    def note_skipped(self, root: Root, entry: Any) -> None:
+        """A link not followed (`skipped`) or a folder not listed (`errors`), once each."""
+        where = os.path.join(str(root.path), entry.rel)
+        msg = f"{where}: {entry.error or entry.skipped}"
+        if msg in self._noted:
+            return
+        self._noted.add(msg)
+        (self.errors if entry.error else self.skipped).append(msg)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +83,7 @@ class Stats:
             "missing_files": self.missing,
             "pending": self.pending,
             "errors": self.errors[:20],
+            "skipped": self.skipped[:20],
         }
 
 

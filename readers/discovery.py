@@ -10,7 +10,13 @@ Promises:
   claude.session, claude.subagent, claude.subagent_meta, claude.tool_result,
   claude.history, codex.rollout, codex.history, opencode.json, opencode.db,
   runs.log, runs.meta.
-- credential files (opencode `auth.json`, `*.key`) are never classified.
+- credential files (opencode `auth.json`, `*.key`) are never classified;
+- capture never leaves a root through a link: a symbolic link under a root (to a file or
+  a folder, inside the root or out of it, looping or dangling) is never followed. `walk`
+  decides entry by entry: a link where history could be is yielded with `skipped` set to
+  the reason, a folder that cannot be listed (permissions, vanished) with `error` set, and
+  one bad entry never hides its siblings. A root that is itself a link is followed (the
+  user configured it).
 """
 
 from __future__ import annotations
@@ -31,10 +37,17 @@ _TOP_DIRS = {
 
 
 class Entry(NamedTuple):
-    """One examined directory entry; `layout` is None for folders and ignored files."""
+    """One examined directory entry; `layout` is None for folders and ignored files.
+
+    `skipped`: why a link was not followed; `error`: why a folder could not be listed."""
 
     rel: str
     layout: str | None
+    skipped: str | None = None
+    error: str | None = None
+
+
+LINK_SKIPPED = "symbolic link, not followed (capture stays inside its roots)"
 
 
 def kind_of(layout: str) -> str:
@@ -120,25 +133,41 @@ def _descend(agent: str, rel_dir: str) -> bool:
     return True
 
 
+def _kind(e: os.DirEntry[str]) -> str:
+    """"link", "dir" or "file" of an entry, never following a link (so never ELOOP)."""
+    try:
+        if e.is_symlink():
+            return "link"
+        return "dir" if e.is_dir(follow_symlinks=False) else "file"
+    except OSError:
+        return "file"  # vanished while listed: the poll reports it missing
+
+
 def walk(agent: str, root: str) -> Iterator[Entry]:
-    """Every entry examined under `root`, depth first in name order; never raises on
-    unreadable or vanished folders (they are skipped)."""
+    """Every entry examined under `root`, depth first in name order (see the module
+    promises); never raises: an unreadable folder is an `Entry` with `error` set."""
     stack: list[str] = [""]
     while stack:
         rel_dir = stack.pop()
         path = os.path.join(root, rel_dir) if rel_dir else root
         try:
             with os.scandir(path) as it:
-                items = sorted((e.name, e.is_dir()) for e in it)
-        except OSError:
+                items = sorted((e.name, _kind(e)) for e in it)
+        except FileNotFoundError:
+            continue  # vanished since it was listed
+        except OSError as exc:
+            yield Entry(rel_dir or ".", None, error=f"cannot list folder: {exc.strerror or exc}")
             continue
         subdirs: list[str] = []
-        for name, is_dir in items:
+        for name, kind in items:
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if is_dir:
+            if kind == "dir":
                 if _descend(agent, rel):
                     subdirs.append(rel)
                 yield Entry(rel, None)
+            elif kind == "link":
+                wanted = _descend(agent, rel) or classify(agent, rel) is not None
+                yield Entry(rel, None, skipped=LINK_SKIPPED if wanted else None)
             else:
                 yield Entry(rel, classify(agent, rel))
         stack.extend(reversed(subdirs))
@@ -161,11 +190,13 @@ def files(
         with it:
             for e in it:
                 rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-                if rel in known:
-                    yield rel, e
-                    continue
                 try:
-                    is_dir = e.is_dir()
+                    if e.is_symlink():
+                        continue  # never followed (see `walk`)
+                    if rel in known:
+                        yield rel, e
+                        continue
+                    is_dir = e.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
                 if is_dir:

@@ -9,13 +9,24 @@ Promises:
   each row, in capture order) under `<db path>.rows/<table>.jsonl`;
 - paths are `DEST/<agent>/<path relative to its root>`, or
   `DEST/<agent>/<root id>/<path>` when that agent has several roots in the selection;
-- relative paths that would escape DEST are refused (counted in `skipped`);
+- every path component taken from the log (agent, root id, path, table name) is untrusted:
+  a component that is empty, `.`/`..`, holds a `/`, a NUL or a control character is refused
+  (`eventlog.untrusted`), the final path must resolve under DEST, and no symlink found under
+  DEST is followed (folders are checked one by one, files opened with O_NOFOLLOW); a refused
+  source is listed in `skipped` (ids) and `refused` (id and reason), nothing is written for it;
+- each record is checked against the chain as it is read (`CorruptRecord` names the first bad
+  seq) and pass 1 reads the whole log before anything is written, so a damaged log writes
+  nothing; with `skip_damaged` the damaged records are listed (`damaged`), the files they
+  belonged to (when known, or when a chunk is missing) are left out (`incomplete`), and the
+  rest is written;
 - `payload(codec, data)` is the one decoder of captured bytes (zstd or raw).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +40,7 @@ from eventlog.events import (
     SourceRewound,
     SourceSeen,
 )
+from eventlog.untrusted import bad_component, bad_event
 from readers.discovery import kind_of
 
 _decompressor: Any = None
@@ -59,6 +71,8 @@ class _Src:
     gen: int = 0
     snap_seq: int = 0
     out: Path | None = None
+    end: int = 0  # contiguous bytes of the newest generation seen so far
+    hole: bool = False  # a chunk of the newest generation is missing (damaged record)
 
 
 @dataclass(slots=True)
@@ -68,10 +82,18 @@ class RestoreReport:
     rows: int = 0
     tables: int = 0
     skipped: list[str] = field(default_factory=list)
+    refused: list[dict[str, str]] = field(default_factory=list)
+    damaged: list[int] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
+
+    def refuse(self, source: str, reason: str) -> None:
+        self.skipped.append(source)
+        self.refused.append({"source": source, "reason": reason})
 
     def to_dict(self) -> dict[str, Any]:
         return {"files": self.files, "bytes": self.bytes, "rows": self.rows,
-                "tables": self.tables, "skipped": self.skipped}
+                "tables": self.tables, "skipped": self.skipped, "refused": self.refused,
+                "damaged": self.damaged, "incomplete": self.incomplete}
 
 
 def _selected(seen: SourceSeen, agent: str | None, session: str | None) -> bool:
@@ -94,24 +116,81 @@ def _row_matches(data: bytes, session: str) -> bool:
         obj.get("session_id"), obj.get("sessionID"), obj.get("id"))
 
 
-def _safe_join(base: Path, rel: str) -> Path | None:
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        return None
-    return base.joinpath(*parts)
+def _safe_dir(dest: Path, parts: list[str]) -> Path:
+    """DEST/parts..., created folder by folder; a symlink or a non-folder on the way is
+    refused (RestoreError), so nothing is ever written through a link under DEST."""
+    cur = dest
+    for part in parts:
+        why = bad_component(part)
+        if why is not None:
+            raise RestoreError(f"{part[:40]!r} {why}")
+        cur = cur / part
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            os.mkdir(cur)
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise RestoreError(f"{cur} is a symbolic link (not followed)")
+        if not stat.S_ISDIR(st.st_mode):
+            raise RestoreError(f"{cur} is not a folder")
+    real = os.path.realpath(cur)
+    if os.path.commonpath([real, str(dest)]) != str(dest):
+        raise RestoreError(f"{cur} resolves outside {dest}")
+    return cur
 
 
-def scan_sources(log: EventLog) -> dict[str, _Src]:
+def _open_out(path: Path, flags: int) -> int:
+    """A file descriptor of `path` that is never a symlink's target."""
+    try:
+        return os.open(path, flags | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RestoreError(f"{path} is a symbolic link (not followed)") from None
+        raise
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = _open_out(path, os.O_CREAT | os.O_TRUNC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _target(dest: Path, s: _Src, several_roots: bool) -> Path:
+    """Where a source is restored (folders created; see the module promises)."""
+    why = bad_event(s.seen)
+    if why is not None:
+        raise RestoreError(why)
+    seen = s.seen
+    parts = [seen.agent]
+    if several_roots:
+        parts.append(seen.source.split(":", 2)[1])
+    rel = seen.path.split("/")
+    if kind_of(seen.layout) == "rows":
+        return _safe_dir(dest, parts + rel[:-1] + [rel[-1] + ".rows"])
+    return _safe_dir(dest, parts + rel[:-1]) / rel[-1]
+
+
+def scan_sources(log: EventLog, damaged: list[int] | None = None) -> dict[str, _Src]:
     """Pass 1: every source, its newest generation and its newest snapshot's seq."""
     srcs: dict[str, _Src] = {}
-    for se in log.iter_events():
+    for se in log.iter_events(damaged=damaged):
         ev = se.event
         if isinstance(ev, SourceSeen):
             srcs.setdefault(ev.source, _Src(ev))
         elif isinstance(ev, SourceRewound | ChunkCaptured):
             s = srcs.get(ev.source)
-            if s is not None:
-                s.gen = max(s.gen, ev.generation)
+            if s is None:
+                continue
+            if ev.generation > s.gen:
+                s.gen, s.end, s.hole = ev.generation, 0, False
+            if isinstance(ev, ChunkCaptured) and ev.generation == s.gen:
+                s.hole = s.hole or ev.offset > s.end
+                s.end = max(s.end, ev.offset + ev.size)
         elif isinstance(ev, FileSnapshotted):
             s = srcs.get(ev.source)
             if s is not None:
@@ -119,45 +198,49 @@ def scan_sources(log: EventLog) -> dict[str, _Src]:
     return srcs
 
 
-def restore(
-    log: EventLog, dest: Path, *, agent: str | None = None, session: str | None = None
-) -> RestoreReport:
-    """Write every selected captured source under `dest` (see the module promises)."""
-    report = RestoreReport()
-    srcs = {k: v for k, v in scan_sources(log).items() if _selected(v.seen, agent, session)}
+def _prepare(dest: Path, srcs: dict[str, _Src], report: RestoreReport) -> None:
+    """Create every target (append files empty); refused sources get no `out`."""
     roots_per_agent: dict[str, set[str]] = {}
     for s in srcs.values():
         roots_per_agent.setdefault(s.seen.agent, set()).add(s.seen.root)
     for s in srcs.values():
-        base = dest / s.seen.agent
-        if len(roots_per_agent[s.seen.agent]) > 1:
-            base = base / s.seen.source.split(":", 2)[1]
-        out = _safe_join(base, s.seen.path)
-        if out is None:
-            report.skipped.append(s.seen.source)
-            continue
-        kind = kind_of(s.seen.layout)
-        if kind == "rows":
-            out = out.with_name(out.name + ".rows")
-            out.mkdir(parents=True, exist_ok=True)
-        else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            if kind == "append":
-                out.write_bytes(b"")
+        try:
+            out = _target(dest, s, len(roots_per_agent[s.seen.agent]) > 1)
+            if kind_of(s.seen.layout) == "append":
+                _write_new(out, b"")
                 report.files += 1
+        except RestoreError as exc:
+            report.refuse(s.seen.source, str(exc))
+            continue
         s.out = out
-    newest_rows = _newest_rows(log, srcs) if any(
+
+
+def restore(
+    log: EventLog, dest: Path, *, agent: str | None = None, session: str | None = None,
+    skip_damaged: bool = False,
+) -> RestoreReport:
+    """Write every selected captured source under `dest` (see the module promises)."""
+    report = RestoreReport()
+    damaged = report.damaged if skip_damaged else None
+    srcs = {k: v for k, v in scan_sources(log, damaged).items()
+            if _selected(v.seen, agent, session)}
+    if skip_damaged:
+        _leave_out_damaged(log, srcs, report)
+    dest.mkdir(parents=True, exist_ok=True)
+    dest = Path(os.path.realpath(dest))
+    _prepare(dest, srcs, report)
+    newest_rows = _newest_rows(log, srcs, damaged) if any(
         kind_of(s.seen.layout) == "rows" for s in srcs.values()) else {}
-    tables: dict[Path, Any] = {}
+    tables: dict[Path, int] = {}
     try:
-        for se in log.iter_events():
+        for se in log.iter_events(damaged=[] if skip_damaged else None):
             ev = se.event
             if isinstance(ev, ChunkCaptured):
                 c = srcs.get(ev.source)
                 if c is None or c.out is None or ev.generation != c.gen:
                     continue
                 data = payload(ev.codec, ev.data)
-                fd = os.open(c.out, os.O_WRONLY)
+                fd = _open_out(c.out, 0)
                 try:
                     os.pwrite(fd, data, ev.offset)
                 finally:
@@ -170,7 +253,7 @@ def restore(
                 if (session is not None and session not in f.seen.path
                         and not _row_matches(data, session)):
                     continue
-                f.out.write_bytes(data)
+                _write_new(f.out, data)
                 report.files += 1
             elif isinstance(ev, RowSnapshotted):
                 r = srcs.get(ev.source)
@@ -180,15 +263,19 @@ def restore(
                 data = payload(ev.codec, ev.data)
                 if session is not None and not _row_matches(data, session):
                     continue
+                why = bad_event(ev)
+                if why is not None:
+                    if ev.source not in report.skipped:
+                        report.refuse(ev.source, why)
+                    continue
                 path = r.out / f"{ev.table}.jsonl"
-                fh = tables.get(path)
-                if fh is None:
-                    fh = tables[path] = open(path, "wb")  # noqa: SIM115
-                fh.write(data + b"\n")
+                if path not in tables:
+                    tables[path] = _open_out(path, os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+                os.write(tables[path], data + b"\n")
                 report.rows += 1
     finally:
-        for fh in tables.values():
-            fh.close()
+        for fd in tables.values():
+            os.close(fd)
     report.tables = len(tables)
     report.bytes = sum(
         (s.out.stat().st_size for s in srcs.values()
@@ -196,9 +283,40 @@ def restore(
     return report
 
 
-def _newest_rows(log: EventLog, srcs: dict[str, _Src]) -> dict[tuple[str, str, str], int]:
+def _leave_out_damaged(log: EventLog, srcs: dict[str, _Src], report: RestoreReport) -> None:
+    """With --skip-damaged: sources a damaged record belonged to (when it still decodes far
+    enough to name one) or whose newest generation has a missing chunk are left out."""
+    bad: set[str] = {k for k, s in srcs.items() if s.hole}
+    for seq in report.damaged:
+        raw = log.read_raw(seq, 1)
+        if not raw or raw[0].seq != seq:
+            continue
+        source = _source_of(raw[0].value)
+        if source is not None:
+            bad.add(source)
+    for source in sorted(bad):
+        if srcs.pop(source, None) is not None:
+            report.incomplete.append(source)
+
+
+def _source_of(value: bytes) -> str | None:
+    from eventlog import codec
+
+    try:
+        stored = codec.unpack_value(value)[2]
+        env = codec.decode_envelope(stored)
+        ev = codec.decode_event(env.event)
+    except Exception:
+        return None
+    src = getattr(ev, "source", None)
+    return src if isinstance(src, str) else None
+
+
+def _newest_rows(
+    log: EventLog, srcs: dict[str, _Src], damaged: list[int] | None
+) -> dict[tuple[str, str, str], int]:
     best: dict[tuple[str, str, str], tuple[int, int]] = {}
-    for se in log.iter_events():
+    for se in log.iter_events(damaged=None if damaged is None else []):
         ev = se.event
         if isinstance(ev, RowSnapshotted) and ev.source in srcs:
             k = (ev.source, ev.table, ev.row_id)
