@@ -23,10 +23,10 @@ def after_append(home: Home) -> None:
     except ProjectionBusy as exc:
         click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
     except ProjectionDamaged as exc:
-        _rebuild_damaged(home, exc)
+        rebuild_damaged(home, exc)
 
 
-def _rebuild_damaged(home: Home, exc: Exception) -> None:
+def rebuild_damaged(home: Home, exc: Exception) -> None:
     """history.db is derived: a damaged file is rebuilt from the log (new file, swapped in)."""
     from projections.rebuild import rebuild
 
@@ -49,7 +49,7 @@ def ensure_current(home: Home) -> None:
     except ProjectionBusy as exc:
         click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
     except ProjectionDamaged as exc:
-        _rebuild_damaged(home, exc)
+        rebuild_damaged(home, exc)
 
 
 def search_engine(home: Home) -> str | None:

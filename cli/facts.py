@@ -13,7 +13,15 @@ import json
 from typing import Annotated, Any, Literal
 
 import msgspec
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
 from eventlog.events import (
     AliasBound,
@@ -63,6 +71,33 @@ def parse_time(value: Any) -> int:
 
 Time = Annotated[int, BeforeValidator(parse_time)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+MAX_DEPTH = 64  # nesting of one fact (objects and arrays); deeper is bad input
+
+
+def _no_control(value: str) -> str:
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError("an id must not contain control characters")
+    return value
+
+
+# ids become search hit ids and links (`message:<id>`): printable text only
+Ident = Annotated[str, Field(min_length=1), AfterValidator(_no_control)]
+
+
+_DEEP = object()
+
+
+def _too_deep(obj: Any) -> bool:
+    stack = [(obj, 1)]
+    while stack:
+        cur, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(cur, dict):
+            stack.extend((v, depth + 1) for v in cur.values())
+        elif isinstance(cur, list):
+            stack.extend((v, depth + 1) for v in cur)
+    return False
 
 
 class _Fact(BaseModel):
@@ -74,7 +109,7 @@ class _Fact(BaseModel):
 
 class MessageFact(_Fact):
     type: Literal["message"]
-    id: NonEmpty
+    id: Ident
     from_: NonEmpty = Field(alias="from")
     to: list[str]
     kind: Literal["message", "approval", "progress", "report"]
@@ -88,7 +123,7 @@ class MessageFact(_Fact):
 
 class QuestionFact(_Fact):
     type: Literal["question"]
-    id: NonEmpty
+    id: Ident
     from_: NonEmpty = Field(alias="from")
     body: str
     at: Time
@@ -97,7 +132,7 @@ class QuestionFact(_Fact):
 
 class AnswerFact(_Fact):
     type: Literal["answer"]
-    question: NonEmpty
+    question: Ident
     body: str
     by: NonEmpty
     at: Time
@@ -105,7 +140,7 @@ class AnswerFact(_Fact):
 
 class DecisionFact(_Fact):
     type: Literal["decision"]
-    topic: NonEmpty
+    topic: Ident
     revision: Annotated[int, Field(ge=0)]
     body: str
     author: NonEmpty
@@ -114,8 +149,8 @@ class DecisionFact(_Fact):
 
 class RunFact(_Fact):
     type: Literal["run"]
-    job: NonEmpty
-    run: NonEmpty
+    job: Ident
+    run: Ident
     started_at: Time
     agent: str | None = None
     session: str | None = None
@@ -124,8 +159,8 @@ class RunFact(_Fact):
 
 class AliasFact(_Fact):
     type: Literal["alias"]
-    alias: NonEmpty
-    session: NonEmpty
+    alias: Ident
+    session: Ident
     agent: NonEmpty
     at: Time
 
@@ -214,6 +249,11 @@ def parse_lines(data: bytes) -> tuple[list[tuple[bytes, Event]], list[dict[str, 
         except json.JSONDecodeError as exc:
             msg = f"invalid JSON: {exc.msg} at column {exc.colno}"
             errors.append({"line": lineno, "error": msg})
+            continue
+        except RecursionError:
+            obj = _DEEP
+        if obj is _DEEP or _too_deep(obj):
+            errors.append({"line": lineno, "error": f"nested deeper than {MAX_DEPTH} levels"})
             continue
         if not isinstance(obj, dict):
             errors.append({"line": lineno, "error": "expected a JSON object"})

@@ -77,6 +77,20 @@ class LazyGroup(click.Group):
         return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
+        saved = (list(getattr(ctx, "_protected_args", [])), list(ctx.args))
+        try:
+            return self._invoke(ctx)
+        except Damaged as exc:
+            # history.db is derived: rebuild it from the log, then answer once more
+            from cli.catchup import rebuild_damaged
+
+            rebuild_damaged(ctx.obj, exc)
+            if hasattr(ctx, "_protected_args"):
+                ctx._protected_args = saved[0]
+            ctx.args = saved[1]
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
@@ -86,6 +100,10 @@ class LazyGroup(click.Group):
 
             if os.environ.get("AGENTLOG_DEBUG"):
                 raise
+            if _is_damage(exc) and ctx.invoked_subcommand in RETRY_AFTER_REBUILD and not getattr(
+                    ctx, "_agentlog_retried", False):
+                ctx._agentlog_retried = True  # type: ignore[attr-defined]
+                raise Damaged(str(exc)) from None
             raise click.ClickException(failure_line(exc)) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -93,6 +111,20 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+# read-only commands answered again after a damaged history.db was rebuilt from the log
+RETRY_AFTER_REBUILD = frozenset({"search", "show", "conversation", "history", "export"})
+
+
+class Damaged(Exception):
+    """history.db failed while a read-only command answered (see `LazyGroup.invoke`)."""
+
+
+def _is_damage(exc: BaseException) -> bool:
+    from projections.errors import ProjectionDamaged
+
+    return isinstance(exc, ProjectionDamaged)
 
 
 def failure_line(exc: BaseException) -> str:
@@ -110,6 +142,8 @@ def failure_line(exc: BaseException) -> str:
         return f"disk full: {exc.strerror} ({exc.filename or 'a file in the home'})"
     if isinstance(exc, OSError):
         return f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": ")
+    if _is_damage(exc):
+        return f"{exc}: `agentlog reindex` rebuilds it from the log"
     if isinstance(exc, RecursionError):
         return "input nested too deeply"
     return (f"internal error ({type(exc).__name__}); run with AGENTLOG_DEBUG=1 for the "

@@ -6,6 +6,8 @@ SHA-256 digests of the canonical rows, table by table. No SQL here (see projecti
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from typing import Any
 
 from cli.config import Home
@@ -17,10 +19,20 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
 
     if not home.history_db.exists():
         return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
-    report = check(home.history_db, log)
+    from projections import db
+    from projections.errors import ProjectionDamaged
+
+    try:
+        report = check(home.history_db, log)
+    except (ProjectionDamaged, sqlite3.DatabaseError) as exc:
+        # the message of an SQLite error on a damaged file may quote its contents: not shown
+        kind = "damaged" if isinstance(exc, ProjectionDamaged) else type(exc).__name__
+        report = {"ok": False, "detail": f"history.db could not be read ({kind})"}
     detail = report["detail"]
     if not report["ok"]:
         # history.db is derived: a rebuild from the log is always the cure (e.g. after an
         # upgrade changed how documents are derived)
         detail = f"{detail}; `agentlog reindex` rebuilds it from the log"
+        with contextlib.suppress(OSError):
+            db.mark_stale(home.history_db, detail)  # search, serve and MCP flag it
     return {"name": "history.db", "ok": report["ok"], "detail": detail}

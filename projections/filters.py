@@ -59,8 +59,19 @@ class Filters:
         return (" AND ".join(conds) or "1"), params
 
 
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: SQLite and datetime agree
+
+
 def parse_time(value: Any, param: str) -> int:
-    """Epoch ms from an int, a decimal string, or ISO-8601 with a timezone."""
+    """Epoch ms from an int, a decimal string, or ISO-8601 with a timezone, within
+    0..`MAX_TIME_MS` (a larger number is bad input, never an overflow)."""
+    ms = _parse_time(value, param)
+    if not 0 <= ms <= MAX_TIME_MS:
+        raise QueryError(param, f"epoch milliseconds must be 0..{MAX_TIME_MS}, got {ms}")
+    return ms
+
+
+def _parse_time(value: Any, param: str) -> int:
     if isinstance(value, bool):
         raise QueryError(param, "expected epoch milliseconds or ISO-8601 with a timezone")
     if isinstance(value, float) and value.is_integer():
@@ -72,6 +83,8 @@ def parse_time(value: Any, param: str) -> int:
     if isinstance(value, str):
         s = value.strip()
         if s.isdigit() and s.isascii():
+            if len(s) > 20:
+                raise QueryError(param, f"epoch milliseconds must be 0..{MAX_TIME_MS}")
             return int(s)
         try:
             parsed = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
@@ -81,7 +94,10 @@ def parse_time(value: Any, param: str) -> int:
             ) from None
         if parsed.tzinfo is None:
             raise QueryError(param, f"ISO-8601 time needs a timezone: {value!r}")
-        return int(parsed.timestamp() * 1000)
+        try:
+            return int(parsed.timestamp() * 1000)
+        except (OverflowError, ValueError, OSError):
+            raise QueryError(param, f"time out of range: {value!r}") from None
     raise QueryError(param, "expected epoch milliseconds or ISO-8601 with a timezone")
 
 

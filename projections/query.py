@@ -8,24 +8,30 @@ Promises:
   (docs/search.md): fields are only ever added;
 - reads use a per-thread read-only connection that is reopened when `rebuild` swapped the
   file, so a long-running server always answers from a complete file;
-- a missing history.db answers like an empty one (with coverage saying 0 events).
+- a missing history.db answers like an empty one (with coverage saying 0 events);
+- any failure to open or read history.db other than a busy lock (a damaged header, a
+  corrupt page, an unreadable file, a broken full-text table) is `ProjectionDamaged`:
+  history.db is derived, and rebuilding it from the log is the cure (`damage_named`);
+- coverage carries `stale: true` while a drift between history.db and the log is known
+  (`verify` found it; a rebuild clears it).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import quote
 
 from projections import db
 from projections.apply import RUN_CHUNK_ORD
-from projections.errors import BadId, NotFound, QueryError
+from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionError, QueryError
 from projections.filters import parse_filters, parse_limit
 from projections.search import fts_search, plain_search
 from projections.text import query_tokens, snippet
@@ -57,6 +63,30 @@ def _open(db_path: Path) -> sqlite3.Connection | None:
     con = db.connect(db_path, readonly=True)
     cache[key] = (ident, con)
     return con
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def damage_named(fn: Callable[P, R]) -> Callable[P, R]:
+    """`fn(db_path, …)` with every SQLite failure but a busy lock as `ProjectionDamaged`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ProjectionError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
+                raise
+            close_connections()
+            where = args[0] if args else kwargs.get("db_path", "history.db")
+            raise ProjectionDamaged(f"{where} is damaged ({msg[:120]})") from None
+
+    return wrapper
 
 
 def close_connections() -> None:
@@ -114,6 +144,7 @@ def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
     }
 
 
+@damage_named
 def search(
     db_path: Path,
     query: str,
@@ -136,13 +167,15 @@ def search(
     rows: list[tuple[Any, ...]] = []
     if tokens:
         rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
-    return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": _coverage(con)}
+    cov = _coverage(con)
+    cov["stale"] = db.stale_note(Path(db_path)) is not None
+    return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": cov}
 
 
 def empty_coverage() -> dict[str, Any]:
     return {"events": 0, "lastCaptureAt": None, "sources": 0, "sourcesPending": 0,
             "recordsParsed": 0, "bytesCaptured": 0, "oversizedLines": 0,
-            "unknownRecordTypes": {}, "parser": db.parser_version()}
+            "unknownRecordTypes": {}, "parser": db.parser_version(), "stale": False}
 
 
 def _coverage(con: sqlite3.Connection) -> dict[str, Any]:
@@ -164,6 +197,7 @@ def _coverage(con: sqlite3.Connection) -> dict[str, Any]:
     }
 
 
+@damage_named
 def coverage(db_path: Path, *, per_source: bool = False) -> dict[str, Any]:
     """Coverage figures; with `per_source`, one row per captured source as well."""
     con = _open(Path(db_path))
@@ -173,6 +207,7 @@ def coverage(db_path: Path, *, per_source: bool = False) -> dict[str, Any]:
             out["perSource"] = []
         return out
     out = _coverage(con)
+    out["stale"] = db.stale_note(Path(db_path)) is not None
     if per_source:
         rows = con.execute(
             "SELECT source, agent, layout, generation, files, bytes_captured, chunks, snapshots,"
@@ -204,6 +239,7 @@ _DOC_COLS = ("id", "kind", "agent", "at", "text", "message", "job", "run", "sess
              "subagent", "title")
 
 
+@damage_named
 def get_document(db_path: Path, hit_id: str) -> dict[str, Any] | None:
     """The indexed, bounded source document of a hit: {id,kind,agent,at,body,link,...}."""
     check_id(hit_id)
@@ -226,6 +262,7 @@ _ITEM_COLS = ("id", "kind", "agent", "at", "role", "tool", "subagent", "subagent
               "text", "cursor", "message", "session", "job", "run", "project", "ord")
 
 
+@damage_named
 def get_conversation(
     db_path: Path, conversation_id: str, after: str | None = None, limit: int | str | None = 20
 ) -> dict[str, Any]:
@@ -286,6 +323,7 @@ def _resolve_conversation(con: sqlite3.Connection, ident: str) -> str | None:
     return str(row[0]) if row and row[0] else None
 
 
+@damage_named
 def decision_history(db_path: Path, topic: str) -> dict[str, Any] | None:
     """Every revision of a decision, oldest first; None when the topic is unknown."""
     if not isinstance(topic, str) or not topic.strip():
@@ -305,6 +343,7 @@ def decision_history(db_path: Path, topic: str) -> dict[str, Any] | None:
             "revisions": revs}
 
 
+@damage_named
 def run_log(db_path: Path, run_basename: str, from_offset: int | str = 0) -> dict[str, Any] | None:
     """Captured run log text from byte `from_offset` (at most 64 KiB); None if unknown run."""
     if not isinstance(run_basename, str) or not run_basename.strip() or "/" in run_basename:

@@ -169,6 +169,7 @@ def rebuild(
         try:
             result = build(tmp, log, progress=progress, engine=engine)
             swap(tmp, db_path)
+            db.clear_stale(db_path)  # a known drift is gone with the old file
         except BaseException:
             with contextlib.suppress(OSError):
                 tmp.unlink()

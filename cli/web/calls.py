@@ -7,12 +7,18 @@ Promises:
   plus `answer` when asked, so MCP and HTTP answer alike.
 - The answer step runs only when asked, and only through `cli.answers` when that module
   exists; otherwise `answer.error` says so while hits and sources are kept.
+- A damaged history.db (any failure to open or read it) is `Damaged` (HTTP 503, an MCP
+  error) naming the cure, and starts one rebuild from the log in a background thread;
+  calls answer again once it is swapped in.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 from cli.config import Home
@@ -55,6 +61,35 @@ class Damaged(CallError):
 
 
 DAMAGED_HINT = "`agentlog reindex` (or any `agentlog search`) rebuilds it from the log"
+_rebuilding: set[Path] = set()
+_rebuild_lock = threading.Lock()
+
+
+def _rebuild_in_background(db_path: Path) -> bool:
+    """Start rebuilding a damaged history.db from its home's log (once at a time)."""
+    log_dir = db_path.parent / "log"
+    if not (log_dir / "data.mdb").exists():
+        return False
+    with _rebuild_lock:
+        if db_path in _rebuilding:
+            return True
+        _rebuilding.add(db_path)
+
+    def run() -> None:
+        try:
+            from eventlog import open_log
+            from projections.rebuild import rebuild
+
+            rebuild(db_path, open_log(log_dir, readonly=True))
+        except Exception as exc:
+            logging.getLogger("agentlog").warning("rebuilding history.db failed: %s",
+                                                  type(exc).__name__)
+        finally:
+            with _rebuild_lock:
+                _rebuilding.discard(db_path)
+
+    threading.Thread(target=run, name="agentlog-rebuild", daemon=True).start()
+    return True
 
 
 def _engine(home: Home) -> str | None:
@@ -75,7 +110,9 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     except ProjectionBusy as exc:
         raise Busy(f"history.db is busy: {exc}") from None
     except ProjectionDamaged as exc:
-        raise Damaged(f"{exc}: {DAMAGED_HINT}") from None
+        started = bool(args) and isinstance(args[0], Path) and _rebuild_in_background(args[0])
+        now = "; rebuilding it from the log now, retry shortly" if started else ""
+        raise Damaged(f"{exc}{now}: {DAMAGED_HINT}") from None
     except QueryError as exc:
         raise BadArgument(str(exc)) from None
 
