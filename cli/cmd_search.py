@@ -135,6 +135,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     if cov.get("unknownRecordTypes"):
         summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
     click.echo(summary)
+    if cov.get("stale"):
+        click.echo("warning: `agentlog verify` found history.db differs from the log; "
+                   "`agentlog reindex` rebuilds it", err=True)
 
 
 @click.command()

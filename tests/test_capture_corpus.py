@@ -1,13 +1,15 @@
 """The real corpus: capture everything, restore, and every file's SHA-256 matches PROVENANCE.
 
-Corpus files are laid out into temporary agent roots as symlinks (one root per source
-repository, at the path the file had under its agent's folder); nothing is copied.
+Corpus files are copied into temporary agent roots (one root per source repository, at the
+path the file had under its agent's folder; 7.5 MB): capture never follows a symbolic link
+under a root, so links into the corpus would be skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ def _sha(data: bytes) -> str:
 
 
 def _layout(corpus: Path, base: Path) -> tuple[list[Root], list[dict[str, Any]], Path | None]:
-    """Symlink every PROVENANCE file into per-repo roots; the older growth snapshot of a
+    """Copy every PROVENANCE file into per-repo roots; the older growth snapshot of a
     path that appears twice is returned separately (captured first, then replaced)."""
     entries = json.loads((corpus / "PROVENANCE.json").read_text())
     roots: dict[tuple[str, str], Path] = {}
@@ -50,13 +52,13 @@ def _layout(corpus: Path, base: Path) -> tuple[list[Root], list[dict[str, Any]],
     for target, es in by_target.items():
         target.parent.mkdir(parents=True, exist_ok=True)
         es.sort(key=lambda x: x["size"])
-        target.symlink_to(corpus / es[0]["dest"])
+        shutil.copyfile(corpus / es[0]["dest"], target)
         if len(es) > 1:
             older = target
     db = next(corpus.glob("opencode/*/opencode.db"))
     oc = base / "opencode" / "root"
     oc.mkdir(parents=True)
-    (oc / "opencode.db").symlink_to(db)
+    shutil.copyfile(db, oc / "opencode.db")
     all_roots = [Root(a, p, "flag", True) for (a, _), p in sorted(roots.items())]
     all_roots.append(Root("opencode", oc, "flag", True))
     return all_roots, placed, older
@@ -72,7 +74,7 @@ def test_corpus_capture_restore_is_byte_exact(corpus: Path, tmp_path: Path) -> N
             bigger = max((e for e in placed if e["root"] / e["rel"] == older),
                          key=lambda e: e["size"])
             older.unlink()
-            older.symlink_to(corpus / bigger["dest"])
+            shutil.copyfile(corpus / bigger["dest"], older)
             second = capture(log, roots)
             assert second.rewound == 0
             assert second.bytes == bigger["size"] - min(

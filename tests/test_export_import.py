@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -251,8 +252,11 @@ def test_round_trip_of_a_captured_claude_session(corpus: Path, tmp_path: Path) -
         pytest.skip("corpus session-with-subagent is absent")
     root = tmp_path / "claude"
     (root / "projects").mkdir(parents=True)
-    for child in src.iterdir():  # symlinks only: nothing of the corpus is copied
-        (root / "projects" / child.name).symlink_to(child)
+    for child in src.iterdir():  # copies in a temp dir (capture never follows links)
+        if child.is_dir():
+            shutil.copytree(child, root / "projects" / child.name)
+        else:
+            shutil.copyfile(child, root / "projects" / child.name)
     a, b = tmp_path / "a", tmp_path / "b"
     r = run_cli(a, "capture", "--claude-dir", str(root), "--codex-dir", str(tmp_path / "none"),
                 "--opencode-dir", str(tmp_path / "none"), "--json")

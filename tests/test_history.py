@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,7 @@ def test_session_titles_are_the_sessions_own(corpus: Path, tmp_path: Path) -> No
         pytest.skip("corpus opencode.db absent")
     root = tmp_path / "oc"
     root.mkdir()
-    (root / "opencode.db").symlink_to(db)
+    shutil.copyfile(db, root / "opencode.db")  # capture never follows links
     con = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
     titles = dict(con.execute("SELECT id, title FROM session").fetchall())
     project = con.execute("SELECT directory FROM session LIMIT 1").fetchone()[0]
