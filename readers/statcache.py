@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from eventlog import EventLog
 from readers import capture_files as cf
 from readers import cursor as cur
+from readers import registry
 from readers.capture_state import Source, is_idle
-from readers.discovery import files
+from readers.discovery import classify, files
 from readers.roots import Root
 
 
@@ -42,6 +43,13 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
     the last capture (read from the stat caches, one small value per root); else None.
 
     This is the no-change fast path: no cursor is loaded and no file is opened."""
+    try:
+        return _unchanged(log, roots)
+    except OSError:  # an unreadable folder: the full walk reports it
+        return None
+
+
+def _unchanged(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
     total = gone = 0
     for root in roots:
         if not root.exists:
@@ -57,7 +65,7 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
             if want is None:
                 return None  # a new file
             try:
-                if rel == "opencode.db":
+                if _is_db(root.agent, rel):
                     got = cf.db_signature(entry.path)
                 else:
                     st = entry.stat()
@@ -72,3 +80,8 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
         total += seen
         gone += missing
     return total, gone
+
+
+def _is_db(agent: str, rel: str) -> bool:
+    """A SQLite source (its signature includes the -wal), by its layout's capture mode."""
+    return rel.endswith(".db") and registry.mode_of(classify(agent, rel) or "") == registry.ROWS

@@ -95,6 +95,8 @@ def test_unreadable_folder_is_reported_like_an_unreadable_file(
     stats = capture(log, roots_of(claude=root))
     assert list(_captured(log)) == ["projects/-open/b.jsonl"]
     assert stats.errors == [f"{locked}: cannot list folder: Permission denied"]
+    again = capture(log, roots_of(claude=root))  # not hidden by the no-change fast path
+    assert again.errors == stats.errors
 
 
 def test_capture_cli_reports_skips(tmp_path: Path) -> None:
