@@ -1,10 +1,16 @@
 """Keep history.db caught up with the log (after appends, and before answering a query).
 
 No SQL here: `projections.catchup` does the work. A busy rebuild in another process never
-makes a query fail: the query answers from the file as it is.
+makes a query fail: the query answers from the file as it is. Neither does a full disk:
+the log write is what counts, so after an append a history.db that cannot be updated is
+reported (with about how much space a rebuild needs) and the command still succeeds; a
+query answers from the file as it is, saying so.
 """
 
 from __future__ import annotations
+
+import errno
+import sqlite3
 
 import click
 
@@ -18,12 +24,65 @@ def after_append(home: Home) -> None:
 
     if not home.has_log():
         return
+    global _full_said
     try:
-        catch_up(home.history_db, home.log(readonly=True))
+        try:
+            catch_up(home.history_db, home.log(readonly=True))
+        except ProjectionDamaged as exc:
+            rebuild_damaged(home, exc)
+        if _full_said:
+            click.echo("agentlog: history.db is up to date again", err=True)
+        _full_said = False
     except ProjectionBusy as exc:
         click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
-    except ProjectionDamaged as exc:
-        rebuild_damaged(home, exc)
+    except (sqlite3.OperationalError, OSError) as exc:
+        if not disk_full(exc):
+            raise
+        if not _full_said:  # once while it lasts (capture --watch retries every commit)
+            click.echo(full_message(home), err=True)
+        _full_said = True
+
+
+_full_said = False
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's or the OS's "no space left"."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or (
+            "disk is full" in str(exc))
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def full_message(home: Home) -> str:
+    """The log holds the events; history.db could not follow (and what it needs)."""
+    import shutil
+
+    from cli.output import human_bytes
+
+    try:
+        size = home.history_db.stat().st_size
+    except OSError:
+        size = 0
+    try:
+        free = shutil.disk_usage(home.root).free
+    except OSError:
+        free = 0
+    need = size + (size >> 2)  # a rebuild writes a new copy, then swaps
+    try:  # plus about twice the new events' stored bytes (documents and their index)
+        from projections.catchup import applied_seq
+
+        log = home.log(readonly=True)
+        head = log.head().seq
+        behind = head - applied_seq(home.history_db)
+        need += 2 * log.size_bytes() * behind // max(head, 1)
+    except Exception:  # noqa: BLE001 - an estimate only
+        pass
+    need = max(need, 1 << 20)
+    return (f"agentlog: the log holds every event, but history.db could not be updated: the "
+            f"disk is full ({human_bytes(free)} free; about {human_bytes(need)} needed to "
+            "rebuild it). Free space, then any search or `agentlog reindex` brings it up to "
+            "date")
 
 
 def rebuild_damaged(home: Home, exc: Exception) -> None:
@@ -45,11 +104,16 @@ def ensure_current(home: Home) -> None:
     if status(home.history_db, log.head().seq) == "current":
         return
     try:
-        catch_up(home.history_db, log)
+        try:
+            catch_up(home.history_db, log)
+        except ProjectionDamaged as exc:
+            rebuild_damaged(home, exc)
     except ProjectionBusy as exc:
         click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
-    except ProjectionDamaged as exc:
-        rebuild_damaged(home, exc)
+    except (sqlite3.OperationalError, OSError) as exc:
+        if not disk_full(exc) or not home.history_db.exists():
+            raise
+        click.echo(full_message(home) + "; answering from it as it is", err=True)
 
 
 def search_engine(home: Home) -> str | None:

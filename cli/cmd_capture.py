@@ -161,7 +161,12 @@ def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: 
         click.echo(f"watching {watched}; Ctrl-C stops", err=True)
     seen = [engine.stats.appended, engine.stats.bytes]
 
+    full = [False]  # the log's disk was full: said once, then waited for
+
     def committed() -> None:
+        if full[0]:
+            click.echo("agentlog: the log is writable again", err=True)
+            full[0] = False
         if index:
             hooks.after_append(home)
         if announce:
@@ -170,7 +175,26 @@ def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: 
                        f"{human_bytes(size - seen[1])}", err=True)
             seen[:] = [appended, size]
 
-    return engine.run_watch(stop, committed if index or announce else None)
+    from eventlog import LogFull
+    from readers.capture import Capturer
+
+    while True:
+        try:
+            return engine.run_watch(stop, committed)
+        except LogFull as exc:
+            # the batch was not written (its cursors neither): wait for space, then start
+            # again from the committed cursors
+            if not full[0]:
+                click.echo(f"agentlog: {exc}; waiting for free space (retrying every "
+                           f"{LOG_FULL_RETRY_S:g} s)", err=True)
+                full[0] = True
+            if stop.wait(LOG_FULL_RETRY_S):
+                return engine.stats
+            engine = Capturer(engine.log, engine.roots, engine.opt)
+            seen[:] = [0, 0]
+
+
+LOG_FULL_RETRY_S = 30.0
 
 
 @click.command()

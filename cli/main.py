@@ -138,6 +138,10 @@ def failure_line(exc: BaseException) -> str:
         return f"{exc}: {DAMAGE_HINT}"
     if isinstance(exc, LogFull):
         return str(exc)
+    from cli.catchup import disk_full
+
+    if disk_full(exc) and not isinstance(exc, OSError):
+        return "disk full: history.db could not be written; free space and run it again"
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"disk full: {exc.strerror} ({exc.filename or 'a file in the home'})"
     if isinstance(exc, OSError):

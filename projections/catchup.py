@@ -55,6 +55,21 @@ def status(db_path: Path, head_seq: int) -> str:
     return "behind" if cp.last_seq < head_seq else "stale"
 
 
+def applied_seq(db_path: Path) -> int:
+    """The last seq history.db holds (0 when missing or unreadable)."""
+    try:
+        con = db.connect(db_path, readonly=True)
+    except (sqlite3.Error, OSError):
+        return 0
+    try:
+        cp = db.read_checkpoint(con)
+    except sqlite3.Error:
+        return 0
+    finally:
+        con.close()
+    return cp.last_seq if cp is not None else 0
+
+
 def catch_up(
     db_path: Path,
     log: EventLog,
