@@ -76,7 +76,7 @@ def full_message(home: Home) -> str:
         head = log.head().seq
         behind = head - applied_seq(home.history_db)
         need += 2 * log.size_bytes() * behind // max(head, 1)
-    except Exception:  # noqa: BLE001 - an estimate only
+    except Exception:  # an estimate only
         pass
     need = max(need, 1 << 20)
     return (f"agentlog: the log holds every event, but history.db could not be updated: the "
