@@ -9,6 +9,7 @@ Promises:
   a crash of the server. Transcript text is never logged.
 - Start-up does no index work; the MCP SDK is imported only when this module is.
 - Nothing is printed to stdout: it is the protocol channel.
+- Every request is answered, a malformed one with a JSON-RPC error (`cli/mcp_stdio.py`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from cli.config import Home
 from cli.main import VERSION
+from cli.mcp_stdio import guarded_stdio
 from cli.web import calls
 from readers import registry
 
@@ -257,7 +258,8 @@ def serve_stdio(home: Home) -> None:
     server = build_server(home)
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        # the SDK's transport behind a guard that answers every line (cli/mcp_stdio.py)
+        async with guarded_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
