@@ -76,10 +76,13 @@ def remove_server_json(path: Path, pid: int) -> None:
             path.unlink()
 
 
-def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
-    """Serve until interrupted (SIGINT/SIGTERM)."""
+def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
+          header_timeout: float | None = None) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM). A connection whose request headers do not
+    arrive within `header_timeout` seconds is closed (`cli.web.slow`)."""
     import uvicorn
 
+    from cli.web import slow
     from cli.web.app import create_app
 
     if not is_loopback(host) and not allow_remote:
@@ -106,7 +109,8 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
     pid = os.getpid()
     write_server_json(info_path, {"url": url, "port": port, "pid": pid, "token": token})
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            server_header=False)
+                            server_header=False,
+                            http=slow.protocol(header_timeout or slow.HEADER_TIMEOUT_S))
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
     # handlers it found; ours turns that into a normal return, so server.json is removed.
