@@ -9,9 +9,6 @@ query answers from the file as it is, saying so.
 
 from __future__ import annotations
 
-import errno
-import sqlite3
-
 import click
 
 from cli.config import Home
@@ -35,7 +32,7 @@ def after_append(home: Home) -> None:
         _full_said = False
     except ProjectionBusy as exc:
         click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
-    except (sqlite3.OperationalError, OSError) as exc:
+    except Exception as exc:
         if not disk_full(exc):
             raise
         if not _full_said:  # once while it lasts (capture --watch retries every commit)
@@ -48,10 +45,9 @@ _full_said = False
 
 def disk_full(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's or the OS's "no space left"."""
-    if isinstance(exc, sqlite3.OperationalError):
-        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or (
-            "disk is full" in str(exc))
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    from projections.errors import disk_full as full
+
+    return full(exc)
 
 
 def full_message(home: Home) -> str:
@@ -110,7 +106,7 @@ def ensure_current(home: Home) -> None:
             rebuild_damaged(home, exc)
     except ProjectionBusy as exc:
         click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
-    except (sqlite3.OperationalError, OSError) as exc:
+    except Exception as exc:
         if not disk_full(exc) or not home.history_db.exists():
             raise
         click.echo(full_message(home) + "; answering from it as it is", err=True)

@@ -7,7 +7,6 @@ SHA-256 digests of the canonical rows, table by table. No SQL here (see projecti
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from typing import Any
 
 from cli.config import Home
@@ -20,11 +19,11 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
     if not home.history_db.exists():
         return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
     from projections import db
-    from projections.errors import ProjectionDamaged
+    from projections.errors import DatabaseError, ProjectionDamaged
 
     try:
         report = check(home.history_db, log)
-    except (ProjectionDamaged, sqlite3.DatabaseError) as exc:
+    except (ProjectionDamaged, DatabaseError) as exc:
         # the message of an SQLite error on a damaged file may quote its contents: not shown
         kind = "damaged" if isinstance(exc, ProjectionDamaged) else type(exc).__name__
         report = {"ok": False, "detail": f"history.db could not be read ({kind})"}

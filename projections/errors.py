@@ -48,3 +48,17 @@ class ProjectionDamaged(ProjectionError, sqlite3.DatabaseError):
     """history.db is not a readable SQLite database (truncated, overwritten, corrupt). It is
     derived data: rebuilding it from the log (`agentlog reindex`) is always the cure. (Also a
     `sqlite3.DatabaseError`, so code that handles that keeps doing so.)"""
+
+
+# SQLite's failures as `projections` names them, so front ends need not import sqlite3
+DatabaseError = sqlite3.DatabaseError
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's or the OS's "no space left" (history.db could not grow)."""
+    import errno
+
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or (
+            "disk is full" in str(exc))
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
