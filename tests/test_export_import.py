@@ -247,8 +247,7 @@ def test_round_trip_of_a_captured_claude_session(corpus: Path, tmp_path: Path) -
     from projections.query import search as main_search
 
     src = corpus / "claude-code" / "4thehalibit-omarchy-backup" / "session-with-subagent"
-    if not src.is_dir():
-        pytest.skip("corpus session-with-subagent is absent")
+    assert src.is_dir(), f"corpus session-with-subagent is absent: {src}"
     root = tmp_path / "claude"
     (root / "projects").mkdir(parents=True)
     for child in src.iterdir():  # symlinks only: nothing of the corpus is copied

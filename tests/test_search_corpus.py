@@ -1,4 +1,4 @@
-"""End to end on the shared corpus: capture -> catch-up -> search (skipped when absent).
+"""End to end on the shared corpus: capture -> catch-up -> search (absent: skip; CI: fail).
 
 Queries are derived at run time from what got indexed; no corpus text lives in this file.
 """
@@ -23,11 +23,10 @@ pytestmark = pytest.mark.corpus
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EventLog]:
     from tests.capture_helpers import capture
-    from tests.conftest import CORPUS
+    from tests.conftest import CORPUS, need
     from tests.test_capture_corpus import _layout
 
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     tmp = tmp_path_factory.mktemp("corpus")
     roots, _, _ = _layout(CORPUS, tmp / "roots")
     log = EventLog(tmp / "log")
@@ -86,7 +85,7 @@ def test_cjk_substring_from_the_corpus(indexed: tuple[Path, EventLog]) -> None:
             if len(fts) < 50:
                 assert doc_id in fts or len(plain) == 50
             return
-    pytest.skip("no CJK text in the corpus")
+    raise AssertionError("no CJK text in the corpus")
 
 
 def test_corpus_catch_up_equals_rebuild(indexed: tuple[Path, EventLog],
