@@ -14,8 +14,8 @@ import os
 import random
 import signal
 import subprocess
-import threading
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
