@@ -10,8 +10,8 @@ import pytest
 
 from eventlog import EventLog
 from eventlog.events import FileSnapshotted, SourceRewound, SourceSeen
-from readers.capture import Capturer, Options
 from readers import capture_files
+from readers.capture import Capturer, Options
 from readers.capture_files import READ_MAX
 from readers.discovery import classify
 from readers.restore import generation_bytes, restore
@@ -289,7 +289,7 @@ def test_fifo_and_unreadable_files_do_not_block(tmp_path: Path, log: EventLog) -
     root = tmp_path / "claude"
     good = write(root / "projects" / "-p" / "ok.jsonl", b'{"ok":1}\n')
     os.mkfifo(root / "projects" / "-p" / "pipe.jsonl")
-    secret = write(root / "projects" / "-p" / "locked.jsonl", b'{"x":1}\n')
+    write(root / "projects" / "-p" / "locked.jsonl", b'{"x":1}\n')
     real_open = capture_files.open_ro
 
     def denied(path: str) -> int:  # as chmod 000 for a non-root user (CI runs as root)
