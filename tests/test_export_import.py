@@ -267,5 +267,6 @@ def test_round_trip_of_a_captured_claude_session(corpus: Path, tmp_path: Path) -
                                                                       {"agent": "main"})
     for q in ("history", "conversation history", "agent"):
         assert ops.search(hb, q) == ops.search(ha, q)
-        assert main_search(hb.history_db, q, None, 50)["hits"] == \
-            main_search(ha.history_db, q, None, 50)["hits"]
+        hits = main_search(ha.history_db, q, None, 50)["hits"]
+        assert hits, q  # the captured session talks about each of these words
+        assert main_search(hb.history_db, q, None, 50)["hits"] == hits
