@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
@@ -17,6 +18,19 @@ CORPUS_MORE = Path(
     os.environ.get("AGENTLOG_CORPUS_MORE", ROOT.parent / "shared" / "corpus-more")
 ).resolve()
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+# Hypothesis: under CI every property test runs at least CI_EXAMPLES examples (tests that set
+# their own max_examples pass it through `examples()`); locally the faster defaults hold.
+CI_EXAMPLES = 200
+settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, print_blob=True)
+if IN_CI:
+    settings.load_profile("ci")
+
+
+def examples(local: int) -> int:
+    """max_examples for a property test: `local` on a laptop, at least CI_EXAMPLES in CI."""
+    return max(local, CI_EXAMPLES) if IN_CI else local
 
 
 def unavailable(reason: str) -> NoReturn:
