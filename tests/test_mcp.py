@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -194,15 +193,12 @@ def test_startup_is_light(home: Path) -> None:
     assert out.stdout.strip() == "[]"
 
 
-async def test_startup_time_and_no_index_work(home: Path) -> None:
+async def test_a_missing_index_is_not_built_by_a_search(home: Path) -> None:
     make_history(home)
     (home / "history.db").unlink()  # a log without its projection
-    start = time.perf_counter()
-    async with spawn(home) as client:
+    async with spawn(home) as client:  # start-up time: bench/mcp.py, not a timed test
         await client.list_tools()
-        elapsed = time.perf_counter() - start
         # A search on a missing index answers empty; it does not build one.
         res = await ok(client, "search_history", {"query": "quokka"})
         assert res["hits"] == []
     assert not (home / "history.db").exists()
-    assert elapsed < 10.0  # the goal (< 1 s) is measured by bench/mcp.py; this catches regressions
