@@ -14,11 +14,13 @@ from cli.config import get_home
               help="Port to listen on (default: a free port).")
 @click.option("--allow-remote", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it still needs the token).")
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Answer searches from the team server (`config` = team.postgres).")
 @click.option("--header-timeout", type=click.FloatRange(0.1, 3600), default=None, hidden=True,
               help="Seconds a connection may take to send a request's headers (10).")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
-          header_timeout: float | None) -> None:
+          postgres: str | None = None, header_timeout: float | None = None) -> None:
     """Serve the HTTP API and the dashboard until interrupted.
 
     Prints one line: the URL with a fresh token. Opening it sets a session cookie and drops
@@ -28,8 +30,13 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
     from cli.web.server import ServeError
     from cli.web.server import serve as run
 
+    home = get_home(ctx)
+    if postgres is not None:
+        from cli.team_sync import resolve_url
+
+        home.postgres = resolve_url(home, postgres)
     try:
-        run(get_home(ctx), host=host, port=port, allow_remote=allow_remote,
+        run(home, host=host, port=port, allow_remote=allow_remote,
             header_timeout=header_timeout)
     except ServeError as exc:
         raise click.ClickException(str(exc)) from exc
