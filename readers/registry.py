@@ -92,6 +92,18 @@ REGISTRY: tuple[Agent, ...] = (
     Agent("runs", "Delegated runs", "readers.parse_runs",
           {"runs.log": _A, "runs.meta": _S},
           env=(("AGENTLOG_RUNS_DIR", ""),), docs="runs", search=False),
+    # --- agents-a (issue 14) ---
+    Agent("gemini", "Gemini CLI", "readers.agent_gemini",
+          {"gemini.chat": _S, "gemini.chat_log": _A, "gemini.logs": _S,
+           "gemini.checkpoint": _S, "gemini.projects": _S, "gemini.project_root": _S},
+          env=(("GEMINI_CLI_HOME", ".gemini"),), defaults=(".gemini",),
+          resume=("gemini", "--resume", "{session}"), docs="gemini-cli"),
+    Agent("qwen", "Qwen Code", "readers.agent_qwen",
+          {"qwen.session": _A, "qwen.chat": _S, "qwen.chat_log": _A, "qwen.logs": _S,
+           "qwen.checkpoint": _S, "qwen.projects": _S, "qwen.project_root": _S},
+          env=(("QWEN_HOME", ""),), defaults=(".qwen",),
+          resume=("qwen", "--resume", "{session}"), docs="qwen-code"),
+    # --- agents-b (issue 14) ---
 )
 
 _BY_NAME = {a.name: a for a in REGISTRY}
