@@ -43,6 +43,14 @@ _SETUP = re.compile(r"This is the (Gemini CLI|Qwen Code)\. We are setting up the
 _CWD = re.compile(r"I'm currently working in the directory: ([^\n]+)")
 _SYSTEM_TYPES = ("info", "error", "warning")
 _MAP_LIMIT = 1024
+EXAMPLE_PATHS = {  # one path per layout (tests: classify, fuzzing)
+    "gemini.chat": "tmp/p/chats/session-2026-01-01T00-00-abcd1234.json",
+    "gemini.chat_log": "tmp/p/chats/session-2026-01-01T00-00-abcd1234.jsonl",
+    "gemini.logs": "tmp/p/logs.json",
+    "gemini.checkpoint": "tmp/p/checkpoint-tag.json",
+    "gemini.projects": "projects.json",
+    "gemini.project_root": "tmp/p/.project_root",
+}
 
 
 # --- discovery -------------------------------------------------------------------------

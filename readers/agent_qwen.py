@@ -33,6 +33,10 @@ from readers.records import ParseResult, SourceInfo
 
 AGENT = "qwen"
 _QUIET_SYSTEM = ("ui_telemetry",)
+EXAMPLE_PATHS = {  # one path per layout (tests: classify, fuzzing)
+    **{k.replace("gemini.", "qwen."): v for k, v in gem.EXAMPLE_PATHS.items()},
+    "qwen.session": "projects/c--users-x/chats/11111111-2222-4333-8444-555555555555.jsonl",
+}
 
 
 def classify(rel: str) -> str | None:
