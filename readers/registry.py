@@ -103,6 +103,11 @@ REGISTRY: tuple[Agent, ...] = (
            "qwen.checkpoint": _S, "qwen.projects": _S, "qwen.project_root": _S},
           env=(("QWEN_HOME", ""),), defaults=(".qwen",),
           resume=("qwen", "--resume", "{session}"), docs="qwen-code"),
+    Agent("copilot", "GitHub Copilot CLI", "readers.agent_copilot",
+          {"copilot.events": _A, "copilot.flat": _A, "copilot.workspace": _S,
+           "copilot.history": _S},
+          env=(("COPILOT_HOME", ""),), defaults=(".copilot",),
+          resume=("copilot", "--resume", "{session}"), docs="github-copilot-cli"),
     # --- agents-b (issue 14) ---
 )
 
