@@ -108,6 +108,10 @@ REGISTRY: tuple[Agent, ...] = (
            "copilot.history": _S},
           env=(("COPILOT_HOME", ""),), defaults=(".copilot",),
           resume=("copilot", "--resume", "{session}"), docs="github-copilot-cli"),
+    Agent("cursor", "Cursor", "readers.agent_cursor",
+          {"cursor.txt": _S, "cursor.jsonl": _A, "cursor.subagent": _A},
+          env=(("CURSOR_CONFIG_DIR", ""),), defaults=(".cursor",),
+          resume=("cursor-agent", "--resume", "{session}"), docs="cursor"),
     # --- agents-b (issue 14) ---
 )
 

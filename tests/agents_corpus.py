@@ -85,7 +85,7 @@ def capture_home(agent: str, home: Path, tmp: Path) -> Captured:
 
 def phrase(text: str) -> str | None:
     """Three distinctive words of a text (None when it has too few)."""
-    words = [w for w in _WORD.findall(text) if not w.isupper()]
+    words = _WORD.findall(text)
     words = sorted(set(words), key=lambda w: (-len(w), w))[:3]
     return " ".join(words) if len(words) >= 2 else None
 

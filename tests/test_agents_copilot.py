@@ -55,7 +55,8 @@ def test_capture_finds_every_session(tmp_path: Path) -> None:
 
 
 def test_workspace_yaml_multiline_quoted_summary() -> None:
-    text = ('id: abc\ncwd: c:\\Users\\x\\proj\nsummary: "Fix the \\"parser\\"\\r\n\n  next line\\r\n'
+    text = ('id: abc\ncwd: c:\\Users\\x\\proj\n'
+            'summary: "Fix the \\"parser\\"\\r\n\n  next line\\r\n'
             '  and more..."\nsummary_count: 0\nnested:\n  - a\n')
     got = yaml_scalars(text)
     assert got["id"] == "abc" and got["cwd"] == "c:\\Users\\x\\proj"
