@@ -112,6 +112,9 @@ REGISTRY: tuple[Agent, ...] = (
           {"cursor.txt": _S, "cursor.jsonl": _A, "cursor.subagent": _A},
           env=(("CURSOR_CONFIG_DIR", ""),), defaults=(".cursor",),
           resume=("cursor-agent", "--resume", "{session}"), docs="cursor"),
+    Agent("continue", "Continue", "readers.agent_continue",
+          {"continue.session": _S, "continue.index": _S},
+          env=(("CONTINUE_GLOBAL_DIR", ""),), defaults=(".continue",), docs="continue"),
     # --- agents-b (issue 14) ---
 )
 
