@@ -72,6 +72,12 @@ class Agent:
 
 
 _A, _S, _R = APPEND, SNAPSHOT, ROWS
+# VS Code (and forks') extension storage: Cline, Roo Code and Kilo Code keep tasks there
+_EDITOR_STORAGE = tuple(f"{base}/User/globalStorage" for base in (
+    ".vscode-server/data", ".cursor-server/data", ".config/Code", ".config/Code - Insiders",
+    ".config/VSCodium", ".config/Cursor", ".config/Windsurf", "Library/Application Support/Code",
+    "Library/Application Support/Cursor", "AppData/Roaming/Code"))
+_CLINE_IDS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline", "kilocode.kilo-code")
 
 REGISTRY: tuple[Agent, ...] = (
     Agent("claude", "Claude Code", "readers.parse_claude",
@@ -115,6 +121,11 @@ REGISTRY: tuple[Agent, ...] = (
     Agent("continue", "Continue", "readers.agent_continue",
           {"continue.session": _S, "continue.index": _S},
           env=(("CONTINUE_GLOBAL_DIR", ""),), defaults=(".continue",), docs="continue"),
+    Agent("cline", "Cline", "readers.agent_cline",
+          {"cline.api": _S, "cline.ui": _S, "cline.meta": _S},
+          env=(("AGENTLOG_CLINE_DIR", ""),),
+          optional_defaults=tuple((d, ext) for d in _EDITOR_STORAGE for ext in _CLINE_IDS),
+          docs="cline"),
     # --- agents-b (issue 14) ---
 )
 
