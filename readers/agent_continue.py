@@ -55,6 +55,10 @@ def descend(rel_dir: str) -> bool:
     return rel_dir == "sessions"
 
 
+def may_hold_session(rel: str, session: str) -> bool:
+    return rel == "sessions/sessions.json"  # the index names every session
+
+
 def state_scope(source: SourceInfo, prefix: str) -> str | None:
     return prefix + "sessions"  # a session learns its creation time from the index
 

@@ -97,6 +97,15 @@ def descend(rel_dir: str) -> bool:
     return descend_tree(rel_dir)
 
 
+def may_hold_session(rel: str, session: str) -> bool:
+    """restore --session: a chat file names only the first 8 characters of its session;
+    prompt logs, checkpoints and project files belong to no single session."""
+    name = rel.rsplit("/", 1)[-1]
+    if "/chats/" not in rel:
+        return True
+    return name.startswith("session-") and name.rsplit(".", 1)[0].endswith(session[:8])
+
+
 def state_scope(source: SourceInfo, prefix: str) -> str | None:
     return prefix + source.agent  # a root's sources share what they learn about projects
 

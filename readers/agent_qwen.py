@@ -54,6 +54,10 @@ def descend(rel_dir: str) -> bool:
     return gem.descend_tree(rel_dir)
 
 
+def may_hold_session(rel: str, session: str) -> bool:
+    return not rel.startswith("projects/") and gem.may_hold_session(rel, session)
+
+
 def state_scope(source: SourceInfo, prefix: str) -> str | None:
     if source.layout == "qwen.session":
         return None  # a session file needs nothing from the others

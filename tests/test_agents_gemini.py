@@ -13,6 +13,7 @@ import pytest
 
 from readers import parse
 from readers.records import SourceInfo
+from readers.restore import restore
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
 pytestmark = pytest.mark.corpus
@@ -89,6 +90,13 @@ def test_capture_finds_every_session(agent: str, folder: str, dot: str,
             assert {h["project"] for h in hits} == {project}, (home.name, session)
             sessions += 1
         assert coverage_unknown(cap.db) == {}
+        for chat in sorted((home / dot).glob("tmp/*/chats/session-*.json"))[:2]:
+            # restore --session finds a chat whose file name spells 8 characters of its id
+            sid = json.loads(chat.read_bytes())["sessionId"]
+            out = tmp_path / f"r{i}-{sid}"
+            restore(cap.log, out, agent=agent, session=sid)
+            rel = chat.relative_to(home / dot)
+            assert (out / agent / rel).read_bytes() == chat.read_bytes()
     assert sessions >= 15  # the samples hold 21 (gemini) and 19 (qwen) non-empty sessions
 
 
