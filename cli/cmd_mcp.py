@@ -38,12 +38,16 @@ def mcp(ctx: click.Context) -> None:
         serve_stdio(get_home(ctx))
 
 
-def server_command(home: Home) -> list[str]:
-    """The absolute command line a client should spawn."""
+def program() -> list[str]:
+    """The absolute agentlog program (this venv's script, else PATH, else `python -m`)."""
     exe = Path(sys.executable).parent / "agentlog"
     found = str(exe) if exe.exists() else shutil.which("agentlog")
-    base = [found] if found else [sys.executable, "-m", "cli.main"]
-    return [*base, "--home", str(home.root), "mcp"]
+    return [found] if found else [sys.executable, "-m", "cli.main"]
+
+
+def server_command(home: Home) -> list[str]:
+    """The absolute command line a client should spawn."""
+    return [*program(), "--home", str(home.root), "mcp"]
 
 
 def snippet(client: str, command: list[str]) -> str:

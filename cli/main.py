@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "import": "cli.cmd_archive:import_",
     "archive": "cli.cmd_archive:archive",
     "demo": "cli.cmd_demo:demo",
+    "hooks": "cli.commands.hooks:hooks",
 }
 
 HELP: dict[str, str] = {
@@ -55,6 +56,7 @@ HELP: dict[str, str] = {
     "import": "Import an export envelope (dry run unless --apply).",
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",
+    "hooks": "Install agent hooks that capture each transcript as it is written.",
 }
 
 

@@ -1,0 +1,1 @@
+"""Click command modules of the `agentlog` front end (registered in cli/main.py's COMMANDS)."""
