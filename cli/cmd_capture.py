@@ -98,6 +98,9 @@ def capture(
         log = home.log()
         engine = Capturer(log, roots, Options(settle_s=settle))
         if watch:
+            from cli.commands.retention_warning import warn_once
+
+            warn_once(home)
             stats = _watch(home, engine, index, roots=roots, announce=not as_json)
         else:
             stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
@@ -122,6 +125,10 @@ def capture(
         from cli import hooks
 
         hooks.after_append(home)
+    if not watch:
+        from cli.commands.retention_warning import warn_once
+
+        warn_once(home)
 
 
 def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle: float,
@@ -129,6 +136,9 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
     from cli.commands.capture_path import capture_named, summary
 
     named = capture_named(home, [Path(p) for p in paths], roots, settle=settle, index=index)
+    from cli.commands.retention_warning import warn_once
+
+    warn_once(home)
     out = summary(named)
     if as_json:
         emit_json(out)

@@ -36,6 +36,8 @@ COMMANDS: dict[str, str] = {
     "archive": "cli.cmd_archive:archive",
     "demo": "cli.cmd_demo:demo",
     "hooks": "cli.commands.hooks:hooks",
+    "service": "cli.commands.service:service",
+    "retention": "cli.commands.retention:retention",
 }
 
 HELP: dict[str, str] = {
@@ -57,6 +59,8 @@ HELP: dict[str, str] = {
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",
     "hooks": "Install agent hooks that capture each transcript as it is written.",
+    "service": "Run `capture --watch` as a user service (systemd, launchd).",
+    "retention": "Show or raise Claude Code's transcript cleanup period.",
 }
 
 

@@ -104,7 +104,7 @@ def dump_json_like(data: dict[str, Any], original: str | None) -> str:
     return out + "\n" if newline else out
 
 
-def _keep_orig(path: Path, old: str | None, clean: bool) -> None:
+def keep_orig(path: Path, old: str | None, clean: bool = True) -> None:
     """Remember the bytes of a file agentlog has not edited yet (see the module doc)."""
     orig = orig_path(path)
     if old is not None and clean:
@@ -113,7 +113,7 @@ def _keep_orig(path: Path, old: str | None, clean: bool) -> None:
         orig.unlink()
 
 
-def _restored(path: Path, new: str, same: Callable[[str], bool]) -> str:
+def restored(path: Path, new: str, same: Callable[[str], bool]) -> str:
     """The original bytes when `new` means the same as them, else `new`."""
     orig = orig_path(path)
     pristine = read_text(orig)
@@ -123,7 +123,7 @@ def _restored(path: Path, new: str, same: Callable[[str], bool]) -> str:
         if same(pristine):
             orig.unlink()
             return pristine
-    except ValueError:
+    except Exception:  # an unreadable copy is simply not used
         pass
     return new
 
@@ -145,9 +145,9 @@ def edit_json(path: Path, change: Callable[[dict[str, Any]], None], *,
         return False  # the same meaning: never re-format the user's file
     new = dump_json_like(data, old)
     if removing:
-        new = _restored(path, new, lambda text: bool(json.loads(text) == data))
+        new = restored(path, new, lambda text: bool(json.loads(text) == data))
     elif new != old:
-        _keep_orig(path, old, was_clean)
+        keep_orig(path, old, was_clean)
     return write_text(path, old, new)
 
 
@@ -174,9 +174,9 @@ def edit_toml(path: Path, change: Callable[[Any], None], *, removing: bool = Fal
         return False
     new = tomlkit.dumps(doc)
     if removing:
-        new = _restored(path, new, lambda text: _toml_same(text, doc))
+        new = restored(path, new, lambda text: _toml_same(text, doc))
     elif new != old:
-        _keep_orig(path, old, was_clean)
+        keep_orig(path, old, was_clean)
     return write_text(path, old, new)
 
 
