@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "hooks": "cli.commands.hooks:hooks",
     "service": "cli.commands.service:service",
     "retention": "cli.commands.retention:retention",
+    "sync": "cli.commands.team:sync",
+    "team": "cli.commands.team:team",
 }
 
 HELP: dict[str, str] = {
@@ -61,16 +63,18 @@ HELP: dict[str, str] = {
     "hooks": "Install agent hooks that capture each transcript as it is written.",
     "service": "Run `capture --watch` as a user service (systemd, launchd).",
     "retention": "Show or raise Claude Code's transcript cleanup period.",
+    "sync": "Copy the log to the team PostgreSQL server and project it there.",
+    "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, spec in COMMANDS.items() if _exists(spec))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         spec = COMMANDS.get(cmd_name)
-        if spec is None or not _exists(spec):
+        if spec is None:
             return None
         mod_name, attr = spec.split(":")
         cmd = getattr(importlib.import_module(mod_name), attr)
@@ -82,12 +86,6 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
-
-
-def _exists(spec: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(spec.split(":")[0]) is not None
 
 
 @click.group(cls=LazyGroup)

@@ -1,1 +1,1 @@
-"""Click command modules of the `agentlog` front end (registered in cli/main.py's COMMANDS)."""
+"""Click command modules (one module a family of commands), registered in `cli.main`."""
