@@ -100,6 +100,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=None)
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
+    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
     args = ap.parse_args()
     n = args.docs or (20_000 if args.quick else 1_000_000)
     nq = args.queries or (50 if args.quick else 200)
@@ -188,8 +189,10 @@ def main() -> None:
     finally:
         pgq.close_connections()
         query.close_connections()
-        if server is not None:
+        if server is not None and not args.keep:
             server.destroy()
+        elif server is not None:
+            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
         shutil.rmtree(work, ignore_errors=True)
 
 

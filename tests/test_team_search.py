@@ -119,3 +119,15 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
         assert project(url, tmp_path / "other-scratch").busy
     done = project(url, tmp_path / "other-scratch")
     assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
+
+
+def test_cjk_substring_uses_the_partial_trigram_index(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    from projections.pg.schema import CJK_PREDICATE
+
+    with psycopg.connect(two_hosts[0]) as con:
+        con.execute("SET enable_seqscan = off")  # tiny table: ask whether the index CAN serve
+        plan = "\n".join(r[0] for r in con.execute(
+            f"EXPLAIN SELECT rid FROM agentlog.documents d WHERE d.{CJK_PREDICATE}"
+            " AND d.text ILIKE %s", ("%中文%",)))
+    assert "documents_cjk_trgm" in plan
