@@ -158,7 +158,7 @@ def main() -> None:
                 " pg_total_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents_tsv'),"
-                " pg_relation_size('agentlog.documents_trgm'), pg_database_size(current_database())"
+                " pg_relation_size('agentlog.documents_cjk_trgm'), pg_database_size(current_database())"
             ).fetchone()
 
         rng = random.Random(11)
@@ -182,7 +182,7 @@ def main() -> None:
         text_mb = sum(len(t.encode()) for t in texts) / 1e6
         print(f"disk: server records {sizes[0] / 1e6:.1f} MB (LMDB logs {lmdb / 1e6:.1f} MB);"
               f" documents {sizes[1] / 1e6:.1f} MB = table {sizes[2] / 1e6:.1f} + tsv GIN"
-              f" {sizes[3] / 1e6:.1f} + trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
+              f" {sizes[3] / 1e6:.1f} + CJK trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
               f" (history.db {db.stat().st_size / 1e6:.1f} MB; text {text_mb:.1f} MB);"
               f" database {sizes[5] / 1e6:.1f} MB; statistics median of {nq}:"
               f" {statistics.median([1.0])}")
