@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -158,7 +157,8 @@ def main() -> None:
                 " pg_total_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents_tsv'),"
-                " pg_relation_size('agentlog.documents_cjk_trgm'), pg_database_size(current_database())"
+                " pg_relation_size('agentlog.documents_cjk_trgm'),"
+                " pg_database_size(current_database())"
             ).fetchone()
 
         rng = random.Random(11)
@@ -184,8 +184,7 @@ def main() -> None:
               f" documents {sizes[1] / 1e6:.1f} MB = table {sizes[2] / 1e6:.1f} + tsv GIN"
               f" {sizes[3] / 1e6:.1f} + CJK trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
               f" (history.db {db.stat().st_size / 1e6:.1f} MB; text {text_mb:.1f} MB);"
-              f" database {sizes[5] / 1e6:.1f} MB; statistics median of {nq}:"
-              f" {statistics.median([1.0])}")
+              f" database {sizes[5] / 1e6:.1f} MB")
     finally:
         pgq.close_connections()
         query.close_connections()
