@@ -314,7 +314,8 @@ class Capturer:
                 return False
         at = now // 1_000_000
         if append:
-            polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at)
+            polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at,
+                                    read_max=self.opt.read_max)
         else:
             polled = cf.poll_snapshot(path, src.cursor, at=at)
             self.stats.snapshots += len(polled.events)

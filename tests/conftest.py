@@ -9,8 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis profiles (tests that set max_examples themselves keep it): "dev" by default,
+# "ci" under CI=true: 200 examples for the property tests that leave the count to the profile.
+settings.register_profile("dev", max_examples=40)
+settings.register_profile("ci", max_examples=200, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
 
 
