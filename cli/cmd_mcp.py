@@ -26,8 +26,10 @@ CLIENTS = ("claude", "codex", "opencode")
 
 
 @click.group(invoke_without_command=True)
+@click.option("--capture/--no-capture", default=True, show_default=True,
+              help="Keep the home captured while serving (one process per home captures).")
 @click.pass_context
-def mcp(ctx: click.Context) -> None:
+def mcp(ctx: click.Context, capture: bool) -> None:
     """Run the MCP server on stdio (tools: search_history, get_conversation).
 
     With a sub-command, register the server with a client instead.
@@ -35,7 +37,7 @@ def mcp(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is None:
         from cli.mcp_server import serve_stdio
 
-        serve_stdio(get_home(ctx))
+        serve_stdio(get_home(ctx), capture=capture)
 
 
 def server_command(home: Home) -> list[str]:

@@ -14,8 +14,10 @@ from cli.config import get_home
               help="Port to listen on (default: a free port).")
 @click.option("--allow-remote", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it still needs the token).")
+@click.option("--capture/--no-capture", default=True, show_default=True,
+              help="Keep the home captured while serving (one process per home captures).")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, allow_remote: bool) -> None:
+def serve(ctx: click.Context, host: str, port: int, allow_remote: bool, capture: bool) -> None:
     """Serve the HTTP API and the dashboard until interrupted.
 
     Prints one line: the URL with a fresh token. Opening it sets a session cookie and drops
@@ -26,6 +28,6 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool) -> None:
     from cli.web.server import serve as run
 
     try:
-        run(get_home(ctx), host=host, port=port, allow_remote=allow_remote)
+        run(get_home(ctx), host=host, port=port, allow_remote=allow_remote, capture=capture)
     except ServeError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -120,6 +120,21 @@ def _descend(agent: str, rel_dir: str) -> bool:
     return True
 
 
+def layout_of(agent: str, rel: str) -> str | None:
+    """The layout of the file at `rel` if `walk` would find it there (every parent folder
+    is one it descends into), else None."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if not _descend(agent, "/".join(parts[:i])):
+            return None
+    return classify(agent, rel)
+
+
+def top_dirs(agent: str) -> set[str]:
+    """The folders directly under a root that can hold history (the rest is never read)."""
+    return set(_TOP_DIRS.get(agent, set()))
+
+
 def walk(agent: str, root: str) -> Iterator[Entry]:
     """Every entry examined under `root`, depth first in name order; never raises on
     unreadable or vanished folders (they are skipped)."""
