@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 
-from readers.discovery import layout_of, top_dirs
+from readers.discovery import descends, layout_of
 from readers.roots import Root
 
 
@@ -49,9 +49,12 @@ def watch_plan(roots: list[Root]) -> tuple[list[str], list[str]]:
         if not root.path.is_dir():
             continue
         flat.append(str(root.path))
-        for top in sorted(top_dirs(root.agent)):
-            if (root.path / top).is_dir():
-                deep.append(str(root.path / top))
+        try:
+            with os.scandir(root.path) as it:
+                tops = sorted(e.name for e in it if e.is_dir())
+        except OSError:
+            continue
+        deep.extend(str(root.path / top) for top in tops if descends(root.agent, top))
     return deep, flat
 
 

@@ -55,9 +55,9 @@ def layout_of(agent: str, rel: str) -> str | None:
     return classify(agent, rel)
 
 
-def top_dirs(agent: str) -> set[str]:
-    """The folders directly under a root that can hold history (the rest is never read)."""
-    return set(_TOP_DIRS.get(agent, set()))
+def descends(agent: str, rel_dir: str) -> bool:
+    """Whether `walk` looks inside the folder `rel_dir` (relative to the root)."""
+    return _descend(agent, rel_dir)
 
 
 def walk(agent: str, root: str) -> Iterator[Entry]:
