@@ -61,7 +61,7 @@ class CaptureLoop:
         roots: list[Any] | None = None,
         settle_s: float = 2.0,
         index: bool = True,
-        events: bool = True,
+        events: bool | None = None,
         on_commit: Callable[[Any], None] | None = None,
         on_wait: Callable[[str], None] | None = None,
         takeover_s: float = 2.0,
@@ -73,7 +73,9 @@ class CaptureLoop:
         self.roots = roots
         self.settle_s = settle_s
         self.index = index
-        self.events = events
+        # AGENTLOG_FILE_EVENTS=0 forces polling (a filesystem without events; benchmarks)
+        self.events = events if events is not None else (
+            os.environ.get("AGENTLOG_FILE_EVENTS", "1") != "0")
         self.on_commit = on_commit
         self.on_wait = on_wait
         self.takeover_s = takeover_s

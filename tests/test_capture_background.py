@@ -161,3 +161,52 @@ async def test_five_servers_one_capturer_all_see_new_lines(home: Path) -> None:
             close.set()
     note = json.loads((home / "log" / "capture.lock").read_bytes())
     assert note["pid"] in _writers(home)
+
+
+def _until(cond: Any, what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_loops_in_one_process_elect_one_and_take_over_polling(tmp_path: Path) -> None:
+    """The election needs no separate processes (one flock per open file), and the
+    polling fallback keeps up too."""
+    from cli.background import CaptureLoop, coverage_fields
+    from cli.config import Home
+    from projections.query import search as run_search
+    from tests.capture_helpers import roots_of
+
+    home = Home(tmp_path / "home")
+    root = tmp_path / "claude"
+    f = root / "projects" / "-p" / "s.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(claude_line("u1", "user", "capybara one"))
+
+    def found(word: str) -> bool:
+        return bool(run_search(home.history_db, word)["hits"])
+
+    opts: dict[str, Any] = {"roots": roots_of(claude=root), "settle_s": 0.0, "events": False,
+                            "takeover_s": 0.05, "poll_s": 0.1}
+    first = CaptureLoop(home, **opts).start()
+    second: CaptureLoop | None = None
+    try:
+        _until(lambda: found("capybara"), "first capture")
+        second = CaptureLoop(home, **opts).start()
+        with open(f, "ab") as fh:
+            fh.write(claude_line("u2", "user", "capybara two tapir"))
+        _until(lambda: found("tapir"), "polled append")
+        assert first.capturing and not second.capturing
+        cov = coverage_fields(home, {"events": 10**9})
+        assert cov["capturing"] is True
+        first.stop()
+        _until(lambda: second is not None and second.capturing, "takeover")
+        with open(f, "ab") as fh:
+            fh.write(claude_line("u3", "user", "after takeover gazelle"))
+        _until(lambda: found("gazelle"), "append after takeover")
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert coverage_fields(home, {"events": 0})["capturing"] is False
