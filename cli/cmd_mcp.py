@@ -26,10 +26,12 @@ CLIENTS = ("claude", "codex", "opencode")
 
 
 @click.group(invoke_without_command=True)
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Answer from the team server (`config` = team.postgres; docs/team.md).")
 @click.option("--capture/--no-capture", default=True, show_default=True,
               help="Keep the home captured while serving (one process per home captures).")
 @click.pass_context
-def mcp(ctx: click.Context, capture: bool) -> None:
+def mcp(ctx: click.Context, postgres: str | None = None, capture: bool = True) -> None:
     """Run the MCP server on stdio (tools: search_history, get_conversation).
 
     With a sub-command, register the server with a client instead.
@@ -37,7 +39,12 @@ def mcp(ctx: click.Context, capture: bool) -> None:
     if ctx.invoked_subcommand is None:
         from cli.mcp_server import serve_stdio
 
-        serve_stdio(get_home(ctx), capture=capture)
+        home = get_home(ctx)
+        if postgres is not None:
+            from cli.team_sync import resolve_url
+
+            home.postgres = resolve_url(home, postgres)
+        serve_stdio(home, capture=capture)
 
 
 def server_command(home: Home) -> list[str]:

@@ -1,8 +1,9 @@
 """Extension points, so each shared capability lives in its own module.
 
 - `after_append(home)`: projections catch up after `record`, `capture`, `import` and the
-  background capture loop (`cli.background`).
-- `audit_sections(home, log)`: extra sections of `agentlog audit` (capture, archive).
+  background capture loop (`cli.background`); it also wakes the team syncer when
+  `team.postgres` is set.
+- `audit_sections(home, log)`: extra sections of `agentlog audit` (capture, archive, team).
 - `verify_extras(home, log)`: extra checks of `agentlog verify` (projection drift).
 
 Each is a plain import, done lazily inside the function so that start-up stays fast: a
@@ -19,16 +20,19 @@ from eventlog import EventLog
 
 
 def after_append(home: Home) -> None:
+    from cli import team_sync
     from cli.catchup import after_append as catch_up
 
     catch_up(home)
+    team_sync.after_append(home)
 
 
 def audit_sections(home: Home, log: EventLog) -> dict[str, Any]:
-    from cli import archive_audit, capture_audit
+    from cli import archive_audit, capture_audit, team_sync
 
     out: dict[str, Any] = {}
-    for section in (capture_audit.audit_section, archive_audit.audit_section):
+    for section in (capture_audit.audit_section, archive_audit.audit_section,
+                    team_sync.audit_section):
         out.update(section(home, log))
     return out
 

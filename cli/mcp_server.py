@@ -223,9 +223,20 @@ def _error(message: str) -> types.CallToolResult:
     )
 
 
+def team_tools() -> list[types.Tool]:
+    """With `--postgres`: search_history also takes `filters.host` (hits carry `host`)."""
+    import copy
+
+    schema = copy.deepcopy(SEARCH_SCHEMA)
+    schema["properties"]["filters"]["properties"]["host"] = {
+        **_TEXT, "description": "Only this machine's history (a hit's `host`)."}
+    return [TOOLS[0].model_copy(update={"input_schema": schema}), *TOOLS[1:]]
+
+
 def build_server(home: Home, started: Callable[[], None] | None = None) -> Server[Any]:
     """The server; `started` is called once the client is talking to it (after
     `initialize`, or at its first request in the handshake-less era)."""
+    tools = TOOLS if home.postgres is None else team_tools()
     once: list[Callable[[], None]] = [started] if started is not None else []
 
     def begin() -> None:
@@ -239,7 +250,7 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         begin()
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         begin()

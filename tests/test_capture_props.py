@@ -1,7 +1,6 @@
 """Property tests: whatever the bytes and however they arrive, every byte is captured.
 
-The number of examples comes from the hypothesis profile (tests/conftest.py): a few dozen
-on a laptop, 200 under CI=true.
+40 examples on a laptop, 200 under CI=true (tests/conftest.py `examples`).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from eventlog import EventLog
 from readers.capture import Capturer, Options
 from readers.restore import restore
 from tests.capture_helpers import assert_contiguous, chunk_map, roots_of
+from tests.conftest import examples
 
 _lines = st.one_of(
     st.binary(max_size=300),
@@ -24,7 +24,8 @@ _lines = st.one_of(
 )
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(pieces=st.lists(_lines, min_size=1, max_size=12), read_max=st.sampled_from([7, 64, 4096]),
        ticks=st.lists(st.integers(0, 3), min_size=12, max_size=12))
 def test_random_appends_and_chunkings_restore_exactly(
