@@ -210,3 +210,30 @@ def test_loops_in_one_process_elect_one_and_take_over_polling(tmp_path: Path) ->
         if second is not None:
             second.stop()
     assert coverage_fields(home, {"events": 0})["capturing"] is False
+
+
+def test_serve_captures_while_it_runs(home: Path) -> None:
+    """`agentlog serve` keeps the home captured: /api/search finds an existing line, then a
+    new one, and /api/coverage says it is capturing."""
+    from tests.test_http_server import raw_get, start_server, stop
+
+    _transcript("s1.jsonl", claude_line("u1", "user", "served narwhal"))
+    served = start_server(home)
+    try:
+        headers = {"Host": f"127.0.0.1:{served.port}",
+                   "Authorization": f"Bearer {served.token}"}
+
+        def hits(word: str) -> list[Any]:
+            status, _, body = raw_get(served.port, f"/api/search?q={word}", headers)
+            assert status == 200, body
+            found: list[Any] = json.loads(body)["hits"]
+            return found
+
+        _until(lambda: bool(hits("narwhal")), "existing line through serve")
+        _transcript("s1.jsonl", claude_line("u2", "user", "then a manatee"))
+        _until(lambda: bool(hits("manatee")), "new line through serve")
+        status, _, body = raw_get(served.port, "/api/coverage", headers)
+        cov = json.loads(body)["coverage"]
+        assert status == 200 and cov["capturing"] is True and cov["lastCaptureAgeS"] is not None
+    finally:
+        assert stop(served) == 0
