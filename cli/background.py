@@ -145,8 +145,7 @@ class CaptureLoop:
             return [r for r in self.roots if r.exists]
         from cli.cmd_capture import resolve_roots
 
-        found = resolve_roots(self.home, {"claude": None, "codex": None, "opencode": None,
-                                          "runs": None})
+        found = resolve_roots(self.home, {})  # no flags: config, environment, defaults
         return [r for r in found if r.exists]
 
     def _capture(self) -> None:
