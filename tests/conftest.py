@@ -12,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
+CORPUS_MORE = Path(
+    os.environ.get("AGENTLOG_CORPUS_MORE", ROOT.parent / "shared" / "corpus-more")
+).resolve()
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +51,17 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"shared corpus not present at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture
+def corpus_more() -> Path:
+    """../shared/corpus-more (other agents' real files): a failure under CI=true when absent,
+    else a skip that says why. Read in place, never copied into the project."""
+    if not CORPUS_MORE.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the shared corpus-more is not present at {CORPUS_MORE}")
+        pytest.skip(f"shared corpus-more not present at {CORPUS_MORE}")
+    return CORPUS_MORE
 
 
 def run_cli(
