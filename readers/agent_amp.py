@@ -186,7 +186,8 @@ def _block(
                 output = run.get("progress")
             if output is None:
                 output = run.get("error")
-        text = text_of(output) if isinstance(output, str) else compact_json(output) if output else ""
+        text = (text_of(output) if isinstance(output, str)
+                else compact_json(output) if output else "")
         if not text.strip():
             result.skipped += 1
             return

@@ -163,17 +163,17 @@ def _part(
             uid=uid, role="tool_use", text=f"{name} {tool_input}".strip(), tool=name,
             tool_input=tool_input or None, **base))
     elif ptype == "tool_result":
-        call = str_or_none(data.get("tool_call_id"), 200)
-        name = str_or_none(data.get("name"), 200)
-        if not name and isinstance(calls, dict) and call:
-            name = calls.get(call)
+        call_id = str_or_none(data.get("tool_call_id"), 200)
+        named = str_or_none(data.get("name"), 200)
+        if not named and isinstance(calls, dict) and call_id:
+            named = calls.get(call_id)
         content = data.get("content")
         text = text_of(content) if isinstance(content, str) else compact_json(content)
         if not text.strip():
             result.skipped += 1
             return
         result.records.append(make_record(uid=uid, role="tool_result", text=text,
-                                          tool=name or "tool", **base))
+                                          tool=str(named or "tool"), **base))
     elif ptype in ("binary", "image_url"):
         label = str_or_none(data.get("path"), 1024) or str_or_none(data.get("url"), 200) or ""
         if label.startswith("data:"):

@@ -80,10 +80,10 @@ def parse_row(
         session = str_or_none(row.get("id"), 200) or row_id
         _session(state, session, row.get("working_dir"), row.get("name"), result)
     elif table == "messages":
-        session = str_or_none(row.get("session_id"), 200)
+        owner = str_or_none(row.get("session_id"), 200)
         content = load_text_json(row.get("content_json"))
         at = iso_ms(row.get("created_timestamp")) or sql_time(row.get("timestamp"))
-        _message(state, session, f"{row.get('id') or row_id}", row.get("role"), content, at,
+        _message(state, owner, f"{row.get('id') or row_id}", row.get("role"), content, at,
                  row_id, result)
     else:
         result.count_unknown(f"goose:table:{table[:64]}")
@@ -157,8 +157,8 @@ def _item(
             uid=uid, role="tool_use", text=f"{name} {tool_input}".strip(), tool=name,
             tool_input=tool_input or None, **base))
     elif ctype == "toolResponse":
-        cid = str_or_none(item.get("id"), 200)
-        name = calls.get(cid) if isinstance(calls, dict) and cid else None
+        rid = str_or_none(item.get("id"), 200)
+        called = calls.get(rid) if isinstance(calls, dict) and rid else None
         tool_result = item.get("toolResult")
         value = tool_result.get("value") if isinstance(tool_result, dict) else None
         if value is None and isinstance(tool_result, dict):
@@ -166,7 +166,7 @@ def _item(
         text = _result_text(value)
         if text.strip():
             result.records.append(make_record(uid=uid, role="tool_result", text=text,
-                                              tool=name or "tool", **base))
+                                              tool=str(called or "tool"), **base))
         else:
             result.skipped += 1
     elif ctype == "image":
