@@ -12,7 +12,8 @@ from readers.roots import resolve_roots
 from tests.capture_helpers import capture, write
 from tests.conftest import run_cli
 
-CHAT = b"\n# aider chat started at 2026-01-02 03:04:05\n\n#### refactor the zeppelin module\n\nDone.\n"
+CHAT = (b"\n# aider chat started at 2026-01-02 03:04:05\n\n"
+        b"#### refactor the zeppelin module\n\nDone.\n")
 
 
 def _found(root: Path, agent: str) -> set[str]:
