@@ -57,7 +57,8 @@ class Capturer:
     ) -> None:
         self.log = log
         self.roots = [r for r in roots if r.exists]
-        self.by_id = {r.id: r for r in self.roots}
+        # (agent, root id): Aider and Crush both scan the home, one folder, two roots
+        self.by_id = {(r.agent, r.id): r for r in self.roots}
         self.opt = options or Options()
         self.clock = clock
         self.stats = Stats()
@@ -95,8 +96,8 @@ class Capturer:
         sources: dict[str, Source] = {}
         for _, value in self.log.iter_state(cur.CURSOR_PREFIX):
             c = cur.decode_cursor(value)
-            _, rid, rel = split_source(c.source)
-            root = by_id.get(rid)
+            agent, rid, rel = split_source(c.source)
+            root = by_id.get((agent, rid))
             if root is None:
                 continue
             old = self.sources.get(c.source)
