@@ -289,10 +289,6 @@ def main() -> None:
             times.append(w)
         print(f"no-change re-capture of {summary['files']} files: median "
               f"{statistics.median(times):.3f} s, best {min(times):.3f} s (goal <= 0.12 s)")
-        new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
-        new.parent.mkdir(parents=True)
-        rng = random.Random(1)
-        new.write_bytes(b"".join(_claude_line(rng, "new", j, 60) for j in range(120)))
         user = Path(ENV["HOME"])
         n_new = write_user_home(user, random.Random(3))
         home_b = tmp / "home-new-readers"
@@ -309,6 +305,10 @@ def main() -> None:
               f"folders scanned): median {new_nc:.3f} s vs {base_nc:.3f} s without them "
               f"(+{(new_nc / base_nc - 1) * 100:.0f} %, goal <= +20 %; best "
               f"{min(with_new):.3f} vs {min(without):.3f} s)")
+        new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
+        new.parent.mkdir(parents=True)
+        rng = random.Random(1)
+        new.write_bytes(b"".join(_claude_line(rng, "new", j, 60) for j in range(120)))
         w, _, s = run_capture(home, roots)
         print(f"capture of one new session ({new.stat().st_size / 1e3:.0f} KB): {w:.3f} s "
               f"(goal <= 0.2 s), appended {s['appended']}")
