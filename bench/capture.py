@@ -303,7 +303,7 @@ def main() -> None:
         base_nc, new_nc = statistics.median(without), statistics.median(with_new)
         print(f"no-change re-capture with the 5 new readers ({n_new} more files, 40 project "
               f"folders scanned): median {new_nc:.3f} s vs {base_nc:.3f} s without them "
-              f"(+{(new_nc / base_nc - 1) * 100:.0f} %, goal <= +20 %; best "
+              f"({(new_nc / base_nc - 1) * 100:+.0f} %, goal <= +20 %; best "
               f"{min(with_new):.3f} vs {min(without):.3f} s)")
         new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
         new.parent.mkdir(parents=True)
