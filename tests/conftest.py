@@ -86,3 +86,30 @@ def run_cli(
         cwd=ROOT,
         env=full_env,
     )
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One real PostgreSQL server for the test session (skipped with the reason on a laptop
+    without the server binaries; a failure under CI=true)."""
+    from tests.pgserver import find_bin, start_server
+
+    bindir, why = find_bin()
+    if bindir is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: {why}")
+        pytest.skip(why)
+    server = start_server(bindir)
+    yield server
+    server.destroy()
+
+
+_pg_dbs = [0]
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """A fresh database on the session's server (superuser URL)."""
+    _pg_dbs[0] += 1
+    url: str = pg_server.createdb(f"t{os.getpid()}_{_pg_dbs[0]}")  # type: ignore[attr-defined]
+    return url
