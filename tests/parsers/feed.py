@@ -10,6 +10,7 @@ from typing import Any
 from readers import parse
 from readers.records import ParseResult, SourceInfo
 
+
 def _agent_of_layout(layout: str) -> str:
     from readers import registry
 
