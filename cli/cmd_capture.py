@@ -51,14 +51,9 @@ def _project_dirs(home: Home) -> list[str]:
     """Project folders named by captured sessions (none before the first index)."""
     if not home.history_db.exists():
         return []
-    import sqlite3
-
     from projections.query import project_dirs
 
-    try:
-        return project_dirs(home.history_db)
-    except sqlite3.Error:
-        return []  # a history.db being rebuilt: the next run sees the folders
+    return project_dirs(home.history_db)
 
 
 def _root_options(f: Any) -> Any:
