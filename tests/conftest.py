@@ -7,14 +7,47 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
 CORPUS_MORE = Path(
     os.environ.get("AGENTLOG_CORPUS_MORE", ROOT.parent / "shared" / "corpus-more")
 ).resolve()
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+# Hypothesis: under CI every property test runs at least CI_EXAMPLES examples (tests that set
+# their own max_examples pass it through `examples()`); locally the faster defaults hold.
+CI_EXAMPLES = 200
+settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, print_blob=True)
+if IN_CI:
+    settings.load_profile("ci")
+
+
+def examples(local: int) -> int:
+    """max_examples for a property test: `local` on a laptop, at least CI_EXAMPLES in CI."""
+    return max(local, CI_EXAMPLES) if IN_CI else local
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A prerequisite (corpus, browser, server) is missing.
+
+    In CI (`CI=true`) that is a failure: CI promises to run every test. Elsewhere the test
+    skips and says why.
+    """
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: a missing prerequisite fails)", pytrace=False)
+    pytest.skip(reason)
+
+
+def need(condition: object, reason: str) -> None:
+    """`unavailable(reason)` unless `condition` holds."""
+    if not condition:
+        unavailable(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -51,19 +84,13 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"shared corpus not present at {CORPUS}")
+    need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     return CORPUS
 
 
 @pytest.fixture
 def corpus_more() -> Path:
-    """../shared/corpus-more (other agents' real files): a failure under CI=true when absent,
-    else a skip that says why. Read in place, never copied into the project."""
-    if not CORPUS_MORE.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the shared corpus-more is not present at {CORPUS_MORE}")
-        pytest.skip(f"shared corpus-more not present at {CORPUS_MORE}")
+    need(CORPUS_MORE.is_dir(), f"shared corpus-more not present at {CORPUS_MORE}")
     return CORPUS_MORE
 
 

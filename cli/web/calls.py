@@ -11,8 +11,6 @@ Promises:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any
 
 from cli.config import Home
@@ -24,7 +22,6 @@ AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "host")
 ANSWER_SOURCES = 8
-ANSWERS_MODULE = "cli.answers"
 
 
 class CallError(Exception):
@@ -118,20 +115,11 @@ def search(
 
 
 def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
-    """The answer object of the seed, from `cli.answers` when it is installed."""
-    if importlib.util.find_spec(ANSWERS_MODULE) is not None:
-        answers = importlib.import_module(ANSWERS_MODULE)
-        if callable(getattr(answers, "answer", None)):
-            produced: dict[str, Any] = answers.answer(home, query, hits)
-            return produced
-    sources = [{"id": h.get("id"), "link": h.get("sourceLink")} for h in hits[:ANSWER_SOURCES]]
-    return {
-        "text": "",
-        "agent": None,
-        "model": None,
-        "sources": sources,
-        "error": "answers are not available",
-    }
+    """The answer object of the seed, from `cli.answers`."""
+    from cli import answers
+
+    produced: dict[str, Any] = answers.answer(home, query, hits)
+    return produced
 
 
 def document(home: Home, hit_id: str) -> dict[str, Any]:
