@@ -43,6 +43,9 @@ FILES = {
     ".aider.llm.history": "aider.llm",
 }
 CHUNK_LINES = 64
+EXAMPLE_PATHS = {"aider.chat": "code/game/.aider.chat.history.md",
+                 "aider.input": "code/game/.aider.input.history",
+                 "aider.llm": "code/game/.aider.llm.history"}
 CHUNK_CHARS = 8 * 1024
 _HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
 

@@ -37,6 +37,7 @@ from readers.parse_common import (
 from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "amp"
+EXAMPLE_PATHS = {"amp.thread": "threads/T-16c2227a.json", "amp.history": "history.jsonl"}
 
 
 def classify(rel: str) -> str | None:

@@ -41,6 +41,7 @@ from readers.parse_common import (
 from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "crush"
+EXAMPLE_PATHS = {"crush.db": "code/game/.crush/crush.db"}
 DATA_DIRS = frozenset({".crush"})
 _SESSIONS_LIMIT = 1024
 _CALLS_LIMIT = 512

@@ -42,6 +42,7 @@ from readers.parse_common import (
 from readers.records import ParseResult, SessionTitle, SourceInfo
 
 AGENT = "goose"
+EXAMPLE_PATHS = {"goose.db": "sessions/sessions.db", "goose.jsonl": "sessions/20250101_1.jsonl"}
 _SESSIONS_LIMIT = 1024
 _CALLS_LIMIT = 512
 

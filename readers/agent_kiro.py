@@ -41,6 +41,8 @@ from readers.parse_common import (
 from readers.records import ParseResult, SourceInfo
 
 AGENT = "kiro"
+EXAMPLE_PATHS = {"kiro.events": "sessions/cli/4760a44c.jsonl",
+                 "kiro.state": "sessions/cli/4760a44c.json"}
 _CONTEXT = re.compile(r"\s*<([\w.-]*context[\w.-]*)>")
 _TIMES_LIMIT = 512
 
