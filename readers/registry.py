@@ -40,6 +40,10 @@ class Table:
     name: str
     updated: str = "time_updated"
     key: str = "id"
+    # seconds of `updated` read again at the start of each round: a column with one-second
+    # resolution (Crush) can change again within the second of the last read, on a row whose
+    # key sorts before the last one read; such a row would be skipped until its next update
+    lookback: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +143,12 @@ REGISTRY: tuple[Agent, ...] = (
           resume=("amp", "threads", "continue", "{session}"), docs="amp"),
     Agent("crush", "Crush", "readers.agent_crush", {"crush.db": _R},
           env=(("AGENTLOG_CRUSH_DIR", ""),), defaults=("",),
-          tables=(Table("sessions", "updated_at"), Table("messages", "updated_at")),
+          tables=(Table("sessions", "updated_at", lookback=1),
+                  Table("messages", "updated_at", lookback=1)),
           docs="crush", extra={"projects": True}),
     Agent("goose", "Goose", "readers.agent_goose", {"goose.db": _R, "goose.jsonl": _A},
           env=(("XDG_DATA_HOME", "goose"),), defaults=(".local/share/goose",),
-          tables=(Table("sessions", "updated_at"), Table("messages", "id")),
+          tables=(Table("sessions", "updated_at", lookback=1), Table("messages", "id")),
           resume=("goose", "session", "--resume", "--session-id", "{session}"), docs="goose"),
     Agent("kiro", "Kiro CLI", "readers.agent_kiro", {"kiro.events": _A, "kiro.state": _S},
           env=(("AGENTLOG_KIRO_DIR", ""),), defaults=(".kiro",),

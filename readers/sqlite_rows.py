@@ -161,6 +161,14 @@ def fetch_page(
     return out
 
 
+def lookback(agent: str, table: str) -> int:
+    """Seconds of `updated` the registry says to read again at the start of a round."""
+    for t in registry.get(agent).tables:
+        if t.name == table:
+            return t.lookback
+    return 0
+
+
 def tables_present(conn: sqlite3.Connection, agent: str = "opencode") -> list[str]:
     """The agent's registry tables that exist in this database, in registry order."""
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from eventlog import EventLog
 from readers.discovery import walk
+from readers.restore import restore
 from readers.roots import resolve_roots
 from tests.capture_helpers import capture, write
 from tests.conftest import run_cli
@@ -109,7 +110,22 @@ def test_crush_in_a_project_root(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log")
     try:
         stats = capture(log, roots)
+        assert stats.errors == [] and stats.files == 1
+        assert stats.rows == 151  # every message although all share one updated_at second
+        # Crush rewrites a message within the same second: its key sorts before the last
+        # row read, and `updated_at` (seconds) did not move; the round's lookback finds it
+        con = sqlite3.connect(db)
+        new = json.dumps([{"type": "text", "data": {"text": "drop it in column four"}}])
+        con.execute("UPDATE messages SET parts = ? WHERE id = 'm000'", (new,))
+        con.commit()
+        con.close()
+        again = capture(log, roots)
+        assert again.errors == [] and again.appended == 1
+        assert capture(log, roots).appended == 0
+        restore(log, tmp_path / "out")
     finally:
         log.close()
-    assert stats.errors == [] and stats.files == 1
-    assert stats.rows == 151  # every message although all share one updated_at second
+    rows = (tmp_path / "out" / "crush" / "code" / "game" / ".crush" / "crush.db.rows" /
+            "messages.jsonl").read_bytes().splitlines()
+    assert len(rows) == 150
+    assert json.loads(next(r for r in rows if b'"m000"' in r))["parts"] == new
