@@ -3,17 +3,16 @@
     .venv/bin/python bench/capture.py --quick   # 6,000 small files + one 20 MB file
     .venv/bin/python bench/capture.py           # 6,000 files (~250 MB) + one 200 MB file
     .venv/bin/python bench/capture.py --gb      # ~1 GB
+    .venv/bin/python bench/capture.py --quick --live-only   # only the live figures
 
 Prints, in one run: cold capture MB/s and its ratio to reading + SHA-256 of the same files
 (baseline measured here), peak RSS of the capture process, a no-change re-capture of all
 files as a whole process (goal <= 0.12 s), capture of one new session (goal <= 0.2 s), and
 log bytes on disk against bytes captured. Every capture is a real `agentlog` subprocess.
-
-The readers added after the original four (issue 14) are measured on the no-change path too:
-the same capture with a synthetic user home (`HOME`) holding Aider, Amp, Crush, Goose and
-Kiro files and 40 project folders (with `.git/` and `node_modules/`) that the project-folder
-scan walks, every new agent on its default roots, against the same capture with every new
-agent's root pointed at a missing folder (goal: the no-change time grows by at most 20 %).
+Then the live figures (bench/capture_live.py): `agentlog mcp` capturing 2,000 transcripts by
+itself, append-to-searchable latency p50/p95 through MCP and idle CPU, with file events and
+with polling as the baseline. Between them, the no-change capture with and without the
+eleven readers issue 14 added (bench/capture_agents.py; goal: at most +20 %).
 """
 
 from __future__ import annotations
@@ -31,7 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import capture_agents
+import capture_live
+
+# bench/mcp.py is named like the SDK: keep this folder off the import path from here on.
+_HERE = Path(__file__).resolve().parent
+ROOT = _HERE.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(ROOT))
 # `agentlog` itself, reporting its peak RSS (VmHWM: ru_maxrss would include the parent's,
 # which Linux carries across exec)
 PROBE = (
@@ -120,95 +126,6 @@ def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int
     return {"claude": claude, "codex": codex, "opencode": oc}
 
 
-def _new_agents() -> tuple[str, ...]:
-    """Every registered agent but the original four (issue 14's eleven)."""
-    sys.path.insert(0, str(ROOT))
-    from readers import registry
-
-    return tuple(n for n in registry.names() if n not in ("claude", "codex", "opencode", "runs"))
-
-
-NEW_AGENTS = _new_agents()
-
-
-def write_user_home(user: Path, rng: random.Random) -> int:
-    """A home with 40 projects (some with Aider or Crush files) and Amp, Goose and Kiro data;
-    returns the number of history files written."""
-    import sqlite3
-
-    n = 0
-    for i in range(40):
-        proj = user / "code" / f"proj{i}"
-        for sub in ("src/app", "tests/unit", "docs/guide", ".git/objects/ab"):
-            (proj / sub).mkdir(parents=True, exist_ok=True)
-            (proj / sub / "file.txt").write_text(_text(rng, 20))
-        for j in range(30):
-            (proj / "node_modules" / f"pkg{j}" / "lib").mkdir(parents=True, exist_ok=True)
-        if i % 4 == 0:
-            chat = "".join(f"# aider chat started at 2026-01-{1 + k:02d} 10:00:00\n\n"
-                           f"#### {_text(rng, 12)}\n\n{_text(rng, 200)}\n\n> Tokens: 1k\n\n"
-                           for k in range(20))
-            (proj / ".aider.chat.history.md").write_text(chat)
-            (proj / ".aider.input.history").write_text(
-                f"\n# 2026-01-01 10:00:00.1\n+{_text(rng, 9)}\n")
-            n += 2
-        if i % 13 == 0:
-            (proj / ".crush").mkdir()
-            con = sqlite3.connect(proj / ".crush" / "crush.db")
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(
-                "CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT,"
-                " updated_at INTEGER, created_at INTEGER);"
-                "CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT,"
-                " parts TEXT, created_at INTEGER, updated_at INTEGER);"
-                "INSERT INTO sessions VALUES ('s', NULL, 't', 1754457380, 1754457380);")
-            con.executemany(
-                "INSERT INTO messages VALUES (?, 's', 'user', ?, 1754457380, 1754457380)",
-                [(f"m{k}", json.dumps([{"type": "text", "data": {"text": _text(rng, 80)}}]))
-                 for k in range(200)])
-            con.commit()
-            con.close()
-            n += 1
-    for d in ("Documents/notes/2025", "Downloads/archive/x", "Pictures/2025/trip"):
-        (user / d).mkdir(parents=True, exist_ok=True)
-    amp = user / ".local" / "share" / "amp" / "threads"
-    amp.mkdir(parents=True)
-    for i in range(10):
-        thread = {"v": 3, "id": f"T-{i:08d}-0000-0000-0000-000000000000",
-                  "created": 1761596096076,
-                  "title": _text(rng, 4), "env": {"initial": {"trees": [{"uri": "file:///w/p"}]}},
-                  "messages": [{"role": "user", "messageId": k, "meta": {"sentAt": 1761596096076},
-                                "content": [{"type": "text", "text": _text(rng, 60)}]}
-                               for k in range(20)]}
-        (amp / f"{thread['id']}.json").write_text(json.dumps(thread))
-        n += 1
-    kiro = user / ".kiro" / "sessions" / "cli"
-    kiro.mkdir(parents=True)
-    for i in range(10):
-        sid = f"{i:08d}-0000-0000-0000-000000000000"
-        (kiro / f"{sid}.json").write_text(json.dumps({"session_id": sid, "cwd": "/w/p"}))
-        (kiro / f"{sid}.jsonl").write_text("".join(json.dumps(
-            {"version": "v1", "kind": "Prompt", "data": {"message_id": f"m{k}", "content": [
-                {"kind": "text", "data": _text(rng, 40)}]}}) + "\n" for k in range(20)))
-        n += 2
-    goose = user / ".local" / "share" / "goose" / "sessions"
-    goose.mkdir(parents=True)
-    con = sqlite3.connect(goose / "sessions.db")
-    con.executescript(
-        "CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT, working_dir TEXT,"
-        " updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);"
-        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,"
-        " role TEXT, content_json TEXT, created_timestamp INTEGER);"
-        "INSERT INTO sessions (id, name, working_dir) VALUES ('20251202_1', 'n', '/w/p');")
-    con.executemany("INSERT INTO messages (session_id, role, content_json, created_timestamp)"
-                    " VALUES ('20251202_1', 'user', ?, 1764694735)",
-                    [(json.dumps([{"type": "text", "text": _text(rng, 50)}]),)
-                     for _ in range(100)])
-    con.commit()
-    con.close()
-    return n + 1
-
-
 def all_files(roots: dict[str, Path]) -> list[Path]:
     return [p for r in roots.values() for p in r.rglob("*") if p.is_file()]
 
@@ -228,13 +145,13 @@ def run_capture(
 ) -> tuple[float, int, dict[str, object]]:
     """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process
     (`--no-index` unless `index`: history.db catch-up is the projections' cost). Without
-    `new_agents` the roots of Aider, Amp, Crush, Goose and Kiro are a missing folder."""
+    `new_agents` the roots of the agents issue 14 added are a missing folder."""
     cmd = [sys.executable, "-c", PROBE, "--home", str(home), "capture", "--json",
            "--index" if index else "--no-index",
            "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
            "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
     if not new_agents:
-        for agent in NEW_AGENTS:
+        for agent in capture_agents.new_agents():
             cmd += [f"--{agent}-dir", str(home / "no-such-folder")]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
@@ -260,6 +177,8 @@ def main() -> None:
     ap.add_argument("--index", action="store_true",
                     help="also time capture with history.db catch-up (the projections' cost)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--live-only", action="store_true",
+                    help="only the live figures (mcp capturing 2,000 transcripts)")
     args = ap.parse_args()
     if args.gb:
         target, big = 800 << 20, 200
@@ -270,75 +189,65 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="agentlog-bench-"))
     ENV["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     ENV["HOME"] = str(tmp / "user")  # the new readers' default roots live under HOME
-    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "AGENTLOG_AIDER_DIR", "AGENTLOG_CRUSH_DIR",
-                "AGENTLOG_KIRO_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+                *(v for v, _ in capture_agents.env_vars())):
         ENV.pop(var, None)
     (tmp / "user").mkdir()
     try:
-        t0 = time.perf_counter()
-        roots = write_home(tmp / "src", args.files, target, big)
-        files = all_files(roots)
-        total = sum(p.stat().st_size for p in files)
-        mb = total / 1e6
-        print(f"synthetic home: {len(files)} files, {mb:.1f} MB "
-              f"(largest {big} MB), written in {time.perf_counter() - t0:.1f} s")
-        base = min(read_and_hash(files) for _ in range(2))
-        print(f"baseline read + SHA-256: {base:.2f} s = {mb / base:.0f} MB/s")
-        home = tmp / "home"
-        wall, rss, summary = run_capture(home, roots)
-        print(f"cold capture: {wall:.2f} s = {mb / wall:.0f} MB/s "
-              f"(ratio to read+SHA-256: {base / wall:.2f}x), peak RSS {rss / 2**20:.0f} MiB "
-              f"(goal < 200 MiB), appended {summary['appended']}, files {summary['files']}")
-        assert summary["bytes"] == total, (summary["bytes"], total)
-        times = []
-        for _ in range(7):
-            w, _, s = run_capture(home, roots)
-            assert s["appended"] == 0, s
-            times.append(w)
-        print(f"no-change re-capture of {summary['files']} files: median "
-              f"{statistics.median(times):.3f} s, best {min(times):.3f} s (goal <= 0.12 s)")
-        user = Path(ENV["HOME"])
-        n_new = write_user_home(user, random.Random(3))
-        home_b = tmp / "home-new-readers"
-        run_capture(home_b, roots, new_agents=True)  # cold
-        without, with_new = [], []
-        for _ in range(9):  # interleaved, so load on a shared machine hits both alike
-            for new_agents, into in ((False, without), (True, with_new)):
-                w, _, s = run_capture(home_b if new_agents else home, roots,
-                                      new_agents=new_agents)
-                assert s["appended"] == 0, s
-                into.append(w)
-        base_nc, new_nc = statistics.median(without), statistics.median(with_new)
-        print(f"no-change re-capture with the {len(NEW_AGENTS)} new readers ({n_new} more "
-              f"files of aider, amp, crush, goose, kiro; 40 project "
-              f"folders scanned): median {new_nc:.3f} s vs {base_nc:.3f} s without them "
-              f"({(new_nc / base_nc - 1) * 100:+.0f} %, goal <= +20 %; best "
-              f"{min(with_new):.3f} vs {min(without):.3f} s)")
-        new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
-        new.parent.mkdir(parents=True)
-        rng = random.Random(1)
-        new.write_bytes(b"".join(_claude_line(rng, "new", j, 60) for j in range(120)))
-        w, _, s = run_capture(home, roots)
-        print(f"capture of one new session ({new.stat().st_size / 1e3:.0f} KB): {w:.3f} s "
-              f"(goal <= 0.2 s), appended {s['appended']}")
-
-        if args.index:
-            w, rss2, _ = run_capture(tmp / "home2", roots, index=True)
-            print(f"cold capture + history.db indexing (capture --index): {w:.2f} s, "
-                  f"peak RSS {rss2 / 2**20:.0f} MiB")
-            new2 = new.with_name("new-session-2.jsonl")
-            new2.write_bytes(new.read_bytes().replace(b'"new"', b'"new2"'))
-            w, _, s = run_capture(tmp / "home2", roots, index=True)
-            print(f"one new session with history.db catch-up: {w:.3f} s")
-        data = home / "log" / "data.mdb"
-        st = data.stat()
-        print(f"log on disk: {st.st_size / 1e6:.1f} MB file, {st.st_blocks * 512 / 1e6:.1f} MB "
-              f"allocated, for {mb:.1f} MB captured (ratio {st.st_blocks * 512 / total:.2f})")
+        if not args.live_only:
+            capture_figures(args, tmp, target, big)
+        capture_live.run(tmp, quick=args.quick)
     finally:
         if args.keep:
             print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def capture_figures(args: argparse.Namespace, tmp: Path, target: int, big: int) -> None:
+    t0 = time.perf_counter()
+    roots = write_home(tmp / "src", args.files, target, big)
+    files = all_files(roots)
+    total = sum(p.stat().st_size for p in files)
+    mb = total / 1e6
+    print(f"synthetic home: {len(files)} files, {mb:.1f} MB "
+          f"(largest {big} MB), written in {time.perf_counter() - t0:.1f} s")
+    base = min(read_and_hash(files) for _ in range(2))
+    print(f"baseline read + SHA-256: {base:.2f} s = {mb / base:.0f} MB/s")
+    home = tmp / "home"
+    wall, rss, summary = run_capture(home, roots)
+    print(f"cold capture: {wall:.2f} s = {mb / wall:.0f} MB/s "
+          f"(ratio to read+SHA-256: {base / wall:.2f}x), peak RSS {rss / 2**20:.0f} MiB "
+          f"(goal < 200 MiB), appended {summary['appended']}, files {summary['files']}")
+    assert summary["bytes"] == total, (summary["bytes"], total)
+    times = []
+    for _ in range(7):
+        w, _, s = run_capture(home, roots)
+        assert s["appended"] == 0, s
+        times.append(w)
+    print(f"no-change re-capture of {summary['files']} files: median "
+          f"{statistics.median(times):.3f} s, best {min(times):.3f} s (goal <= 0.12 s)")
+    capture_agents.figure(run_capture, home, roots, tmp, Path(ENV["HOME"]))
+    new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
+    new.parent.mkdir(parents=True)
+    rng = random.Random(1)
+    new.write_bytes(b"".join(_claude_line(rng, "new", j, 60) for j in range(120)))
+    w, _, s = run_capture(home, roots)
+    print(f"capture of one new session ({new.stat().st_size / 1e3:.0f} KB): {w:.3f} s "
+          f"(goal <= 0.2 s), appended {s['appended']}")
+
+    if args.index:
+        w, rss2, _ = run_capture(tmp / "home2", roots, index=True)
+        print(f"cold capture + history.db indexing (capture --index): {w:.2f} s, "
+              f"peak RSS {rss2 / 2**20:.0f} MiB")
+        new2 = new.with_name("new-session-2.jsonl")
+        new2.write_bytes(new.read_bytes().replace(b'"new"', b'"new2"'))
+        w, _, s = run_capture(tmp / "home2", roots, index=True)
+        print(f"one new session with history.db catch-up: {w:.3f} s")
+    data = home / "log" / "data.mdb"
+    st = data.stat()
+    print(f"log on disk: {st.st_size / 1e6:.1f} MB file, {st.st_blocks * 512 / 1e6:.1f} MB "
+          f"allocated, for {mb:.1f} MB captured (ratio {st.st_blocks * 512 / total:.2f})")
 
 
 if __name__ == "__main__":
