@@ -33,15 +33,9 @@ def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
 
 def _prepare(home: Home) -> None:
     from cli.catchup import ensure_current
+    from cli.fast import ensure_current_quietly
 
-    try:
-        ensure_current(home)
-    except Exception as exc:  # an unreadable log must not hide what history.db holds
-        from eventlog import EventLogError
-
-        if not isinstance(exc, EventLogError):
-            raise
-        click.echo(f"agentlog: could not catch up history.db: {exc}", err=True)
+    ensure_current_quietly(home, ensure_current)
 
 
 def _when(ms: Any) -> str:
@@ -77,24 +71,16 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            since: str | None, until: str | None, limit: str | None, include_archived: bool,
            as_json: bool, want_answer: bool = False) -> None:
     """Search the history for QUERY (literal words, all required)."""
-    from cli.catchup import search_engine
+    from cli.fast import find
     from projections.errors import QueryError
-    from projections.query import search as run_search
 
     home = get_home(ctx)
-    filters: dict[str, Any] = {k: v for k, v in {
+    options = {k: v for k, v in {
         "project": project, "session": session, "job": job, "agent": agent, "kind": kind,
         "since": since, "until": until}.items() if v is not None}
-    if include_archived:
-        filters["include_archived"] = True
     text = " ".join(query)
     try:
-        from projections.text import query_tokens
-
-        query_tokens(text)  # validate before touching the log
-        _prepare(home)
-        result = run_search(home.history_db, text, filters or None, limit,
-                            engine=search_engine(home))
+        result = find(home, text, options, limit, include_archived=include_archived)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:

@@ -19,10 +19,9 @@ import importlib.util
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from projections import cjk
 from projections.errors import ProjectionDamaged
@@ -148,8 +147,7 @@ END;
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
     last_seq: int
     last_hash: str
     schema_version: int

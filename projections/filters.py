@@ -7,10 +7,8 @@ integer, a string of decimal digits, or ISO-8601 with a timezone.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from projections.errors import QueryError
 
@@ -21,8 +19,7 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 
 
-@dataclass(frozen=True, slots=True)
-class Filters:
+class Filters(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
     project: str | None = None
     session: str | None = None
     job: str | None = None
@@ -74,6 +71,8 @@ def parse_time(value: Any, param: str) -> int:
         if s.isdigit() and s.isascii():
             return int(s)
         try:
+            import datetime as dt  # only for ISO input (start-up time)
+
             parsed = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
         except ValueError:
             raise QueryError(
