@@ -14,6 +14,7 @@ venv (`--editable` times this venv's editable install instead, whose .pth finder
 interpreter start), next to each venv's own `python -c pass`.
 
 Usage: .venv/bin/python bench/startup.py [--quick] [--reps N] [--keep DIR] [--editable]
+       [--baseline REV]
 """
 
 from __future__ import annotations
@@ -48,13 +49,23 @@ def agentlog_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.main"]
 
 
-def install_agentlog(venv: Path) -> None:
-    """agentlog as a user gets it: a plain (not editable) install of this tree in a venv."""
+def install_agentlog(venv: Path, tree: Path = ROOT) -> Path:
+    """agentlog as a user gets it: a plain (not editable) install of `tree` in a venv."""
     if not (venv / "bin" / "agentlog").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(ROOT)],
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(tree)],
                        check=True, capture_output=True, timeout=900)
-    _AGENTLOG.append(venv)
+    return venv
+
+
+def export_rev(rev: str, dest: Path) -> Path:
+    """The tree of git revision `rev` (the baseline) in `dest`."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
@@ -128,6 +139,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     ap.add_argument("--editable", action="store_true",
                     help="time this venv's editable agentlog instead of a plain install")
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also time `agentlog search --json` of git revision REV (same run)")
     args = ap.parse_args()
     reps = args.reps or (9 if args.quick else 21)
     tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="agentlog-bench-start-")
@@ -135,7 +148,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if not args.editable:
         shutil.rmtree(work / "agentlog-venv", ignore_errors=True)  # always this tree's code
-        install_agentlog(work / "agentlog-venv")
+        _AGENTLOG.append(install_agentlog(work / "agentlog-venv"))
+    base_cmd: list[str] | None = None
+    if args.baseline:
+        bvenv = work / "baseline-venv"
+        shutil.rmtree(bvenv, ignore_errors=True)
+        install_agentlog(bvenv, export_rev(args.baseline, work / "baseline-src"))
+        base_cmd = [str(bvenv / "bin" / "agentlog")]
     src, home = build(work, args.quick)
     print(f"start-up bench: {reps} interleaved runs, load {os.getloadavg()[0]:.1f} on"
           f" {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
@@ -155,17 +174,27 @@ def main() -> None:
               f" {time.perf_counter() - t0:.1f} s (reference)")
     al_py = _AGENTLOG[0] / "bin" / "python" if _AGENTLOG else Path(sys.executable)
     cols: dict[str, list[float]] = {"python -c pass": [], "agentlog venv python -c pass": [],
-                                    "cc-search venv python -c pass": [], "agentlog search --json": [],
+                                    "cc-search venv python -c pass": [],
+                                    "agentlog search --json": [],
                                     "claude-session-search query": [],
                                     "bare mcp SDK import": [], "agentlog mcp -> tools/list": []}
     search = [*agentlog_cmd(), "--home", str(home), "search", "--json", NEEDLE]
     timed(search)  # catch-up, page cache
+    base_home = work / "home-baseline"
+    if base_cmd is not None:  # its own copy: the baseline may use another schema version
+        shutil.rmtree(base_home, ignore_errors=True)
+        shutil.copytree(home, base_home)
+        cols[f"agentlog@{args.baseline} search --json"] = []
+        base_search = [*base_cmd, "--home", str(base_home), "search", "--json", NEEDLE]
+        timed(base_search)
     for _ in range(reps):
         cols["python -c pass"].append(timed([sys.executable, "-c", "pass"]))
         cols["agentlog venv python -c pass"].append(timed([str(al_py), "-c", "pass"]))
         if css_py is not None:
             cols["cc-search venv python -c pass"].append(timed([str(css_py), "-c", "pass"]))
         cols["agentlog search --json"].append(timed(search))
+        if base_cmd is not None:
+            cols[f"agentlog@{args.baseline} search --json"].append(timed(base_search))
         if css_py is not None:
             cols["claude-session-search query"].append(
                 timed([str(css_py), "-c", _CSS_QUERY, NEEDLE], env=css_env))
@@ -176,6 +205,9 @@ def main() -> None:
     for name, ms in p50.items():
         print(f"  {name:<30} p50 {ms:7.1f} ms")
     s = p50["agentlog search --json"]
+    if base_cmd is not None:
+        b0 = p50[f"agentlog@{args.baseline} search --json"]
+        print(f"search vs the baseline {args.baseline}: {s / b0:.2f}x")
     if "claude-session-search query" in p50:
         c = p50["claude-session-search query"]
         print(f"search vs claude-session-search: {s / c:.2f}x (goal <= 1.0:"

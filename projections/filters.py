@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from projections.errors import QueryError
+from readers import registry
 
-AGENTS = ("claude", "codex", "opencode", "other")
+AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "include_archived")
 DEFAULT_LIMIT = 10
