@@ -3,7 +3,8 @@
 Builds a synthetic three-agent home (bench/capture.py writes it), captures it, then measures,
 interleaved so that a noisy shared machine hits every column alike (medians of `--reps`):
 - `python -c pass` (the interpreter floor);
-- `agentlog search --json` for a needle, whole process;
+- `agentlog search --json` for a needle (one session holds it), whole process; and for two
+  common words (nearly every record);
 - claude-session-search's query (`cc_search.server.api_search`, whole process) over the same
   Claude files, installed from PyPI into a temporary venv; skipped, saying so, when it cannot
   be installed; its `--reindex` of those files is timed once as well (for reference);
@@ -32,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-NEEDLE = "refactor parser"
+NEEDLE = "zanzibarquux"  # one session holds it (a needle); COMMON matches nearly every record
+COMMON = "refactor parser"
 _CSS_QUERY = ("import json, sys; from cc_search import server;"
               " print(json.dumps(server.api_search({'q': sys.argv[1]}))[:200])")
 
@@ -123,6 +125,12 @@ def build(work: Path, quick: bool) -> tuple[Path, Path]:
     src = work / "src"
     if not (src / "claude").is_dir():
         write_home(src, 600 if quick else 3000, (12 << 20) if quick else (120 << 20), 0)
+        needle = src / "claude" / "projects" / "-w-needle" / "needle-session.jsonl"
+        needle.parent.mkdir(parents=True, exist_ok=True)
+        rec = {"type": "user", "sessionId": "needle-session", "uuid": "needle-000001",
+               "cwd": "/w/p", "timestamp": "2026-04-07T15:31:35.362Z",
+               "message": {"role": "user", "content": f"where is the {NEEDLE} bug"}}
+        needle.write_text(json.dumps(rec) + "\n")
     home = work / "home"
     if not (home / "history.db").exists():
         flags = [f"--{a}-dir={src / a}" for a in ("claude", "codex", "opencode")]
@@ -174,12 +182,15 @@ def main() -> None:
               f" {time.perf_counter() - t0:.1f} s (reference)")
     al_py = _AGENTLOG[0] / "bin" / "python" if _AGENTLOG else Path(sys.executable)
     cols: dict[str, list[float]] = {"python -c pass": [], "agentlog venv python -c pass": [],
+                                    "agentlog search --json (common)": [],
+                                    "claude-session-search query (common)": [],
                                     "cc-search venv python -c pass": [],
                                     "agentlog search --json": [],
                                     "claude-session-search query": [],
                                     "bare mcp SDK import": [], "agentlog mcp -> tools/list": []}
     search = [*agentlog_cmd(), "--home", str(home), "search", "--json", NEEDLE]
-    timed(search)  # catch-up, page cache
+    if not json.loads(subprocess.run(search, capture_output=True, check=True).stdout)["hits"]:
+        raise SystemExit(f"the needle {NEEDLE} is not found")
     base_home = work / "home-baseline"
     if base_cmd is not None:  # its own copy: the baseline may use another schema version
         shutil.rmtree(base_home, ignore_errors=True)
@@ -198,6 +209,9 @@ def main() -> None:
         if css_py is not None:
             cols["claude-session-search query"].append(
                 timed([str(css_py), "-c", _CSS_QUERY, NEEDLE], env=css_env))
+            cols["claude-session-search query (common)"].append(
+                timed([str(css_py), "-c", _CSS_QUERY, COMMON], env=css_env))
+        cols["agentlog search --json (common)"].append(timed([*search[:-1], COMMON]))
         cols["bare mcp SDK import"].append(
             timed([str(al_py), "-c", "import mcp.server.lowlevel, mcp.server.stdio"]))
         cols["agentlog mcp -> tools/list"].append(mcp_spawn(home))
@@ -212,6 +226,9 @@ def main() -> None:
         c = p50["claude-session-search query"]
         print(f"search vs claude-session-search: {s / c:.2f}x (goal <= 1.0:"
               f" {'met' if s <= c else 'NOT met'})")
+        c2 = p50["claude-session-search query (common)"]
+        s2 = p50["agentlog search --json (common)"]
+        print(f"common terms ({COMMON!r}) vs claude-session-search: {s2 / c2:.2f}x")
     else:
         print("search vs claude-session-search: skipped (not installable here)")
     m, b = p50["agentlog mcp -> tools/list"], p50["bare mcp SDK import"]

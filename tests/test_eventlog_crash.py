@@ -96,8 +96,11 @@ def test_sigkill_at_random_moments_loses_no_committed_batch(tmp_path: Path) -> N
             first = proc.stdout.readline()
             time.sleep(rng.uniform(0.0, 0.08))
         proc.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate(timeout=30)
-        out = first + out
+        # read on through the same text buffer: `readline` may have buffered more lines,
+        # which `communicate` (raw fds when stderr is piped too) would lose
+        assert proc.stdout is not None
+        out = first + proc.stdout.read()
+        proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL
         for line in out.splitlines():
             t, i, n, appended, _head = line.split()
