@@ -73,7 +73,9 @@ def test_diacritics_and_case_fold(hdb: Path) -> None:
     ({"kind": "report"}, {"message:m2"}),
     ({"agent": "claude"}, {"message:m1", "transcript:claude:u2"}),
     ({"session": "S1"}, {"message:m1"}),
-    ({"session": "peer-a"}, {"message:m1"}),  # a peer identity, through its alias binding
+    # a peer identity: what it sent (through its alias binding) and what was addressed to it
+    ({"session": "peer-a"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
+    ({"session": "peer-b"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
     ({"job": "deploy"}, {"message:m1"}),
     ({"since": 2_000, "until": 2_500}, {"message:m2", "message:m3"}),
     ({"since": "2000", "until": "2500"}, {"message:m2", "message:m3"}),
