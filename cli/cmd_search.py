@@ -67,11 +67,15 @@ def _emit(obj: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Search the team server instead (`config` = team.postgres; docs/team.md).")
+@click.option("--host", "host", default=None, help="With --postgres: only this host's history.")
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
            since: str | None, until: str | None, limit: str | None, include_archived: bool,
-           as_json: bool, want_answer: bool = False) -> None:
+           as_json: bool, want_answer: bool = False, postgres: str | None = None,
+           host: str | None = None) -> None:
     """Search the history for QUERY (literal words, all required)."""
     from cli.fast import find
     from projections.errors import QueryError
@@ -82,7 +86,20 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
         "since": since, "until": until}.items() if v is not None}
     text = " ".join(query)
     try:
-        result = find(home, text, options, limit, include_archived=include_archived)
+        if postgres is not None:
+            from projections.text import query_tokens
+
+            query_tokens(text)  # validate before touching the team server
+            from cli.team_sync import team_search
+
+            filters: dict[str, Any] = dict(options)
+            if include_archived:
+                filters["include_archived"] = True
+            result = team_search(home, postgres, text, {**filters, "host": host}, limit)
+        else:
+            if host is not None:
+                raise QueryError("host", "needs --postgres (a local history has one host)")
+            result = find(home, text, options, limit, include_archived=include_archived)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -107,6 +124,8 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        if hit.get("host"):
+            head += f"  @{hit['host']}"
         click.echo(click.style(head, dim=True) if color else head)
         snip = hit["snippet"]
         if pattern is not None:

@@ -20,17 +20,20 @@ if TYPE_CHECKING:  # the log and click load only where used (start-up time)
 class Home:
     """A home directory (a plain class: `dataclasses` costs the search path start-up)."""
 
-    def __init__(self, root: Path, command: str = "agentlog") -> None:
+    def __init__(self, root: Path, command: str = "agentlog",
+                 postgres: str | None = None) -> None:
         self.root = root
         self.command = command
+        # set by `mcp/serve --postgres`: answer search/conversation calls from the team server
+        self.postgres = postgres
         self._config: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
-        return f"Home(root={self.root!r}, command={self.command!r})"
+        return f"Home(root={self.root!r}, command={self.command!r}, postgres={self.postgres!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Home) and (self.root, self.command) == (other.root,
-                                                                          other.command)
+        return isinstance(other, Home) and (self.root, self.command, self.postgres) == (
+            other.root, other.command, other.postgres)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 

@@ -5,10 +5,10 @@ parses exactly the shapes the click command `cli.cmd_search.search` accepts for 
 search — the option names below (a test holds them equal to the click command's) as
 `--name VALUE` or `--name=VALUE`, the flags, query words anywhere, `--` — and runs the same
 `find` as that command. Anything else (`--help`, `--version`, an unknown or short option,
-`--answer`, a missing value, a bad value that `find` rejects, human output) returns False
-before any output, and `cli.main.main` hands the arguments to click, which parses and
-reports as usual. No click, no event types, no apply machinery are imported on this path
-while history.db is current.
+`--answer`, `--postgres`/`--host` (the team server), a missing value, a bad value that `find`
+rejects, human output) returns False before any output, and `cli.main.main` hands the
+arguments to click, which parses and reports as usual. No click, no event types, no apply
+machinery are imported on this path while history.db is current.
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from cli.main import COMMANDS, HELP, VERSION
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, spec in COMMANDS.items() if _exists(spec))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         spec = COMMANDS.get(cmd_name)
-        if spec is None or not _exists(spec):
+        if spec is None:
             return None
         mod_name, attr = spec.split(":")
         cmd = getattr(importlib.import_module(mod_name), attr)
@@ -28,12 +28,6 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
-
-
-def _exists(spec: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(spec.split(":")[0]) is not None
 
 
 @click.group(cls=LazyGroup)

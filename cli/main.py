@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "import": "cli.cmd_archive:import_",
     "archive": "cli.cmd_archive:archive",
     "demo": "cli.cmd_demo:demo",
+    "sync": "cli.commands.team:sync",
+    "team": "cli.commands.team:team",
 }
 
 HELP: dict[str, str] = {
@@ -53,6 +55,8 @@ HELP: dict[str, str] = {
     "import": "Import an export envelope (dry run unless --apply).",
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",
+    "sync": "Copy the log to the team PostgreSQL server and project it there.",
+    "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }
 
 

@@ -33,8 +33,9 @@ def test_options_are_the_click_commands() -> None:
               if isinstance(p, click.Option) and not p.is_flag}
     flags = {p.opts[0][2:] for p in click_search.params
              if isinstance(p, click.Option) and p.is_flag}
-    assert values == set(fast.SEARCH_VALUES)
-    assert flags - {"answer"} == set(fast.SEARCH_FLAGS)  # --answer goes to click
+    # --postgres/--host (the team server) and --answer go to click
+    assert values - {"postgres", "host"} == set(fast.SEARCH_VALUES)
+    assert flags - {"answer"} == set(fast.SEARCH_FLAGS)
 
 
 @pytest.mark.parametrize("args", [
@@ -57,6 +58,7 @@ def test_last_value_wins_like_click() -> None:
     ["--version"], ["search", "-j", "a"], ["search", "--json", "--answer", "a"],
     ["search", "--json", "a", "--limit"], ["search", "--json", "--bogus", "a"],
     ["show", "x", "--json"], ["--home"], [], ["search", "--json=1", "a"],
+    ["search", "--json", "--postgres", "config", "a"], ["search", "--json", "--host=h", "a"],
 ])
 def test_hands_the_rest_to_click(args: list[str]) -> None:
     assert fast.parse(args) is None
