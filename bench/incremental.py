@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -30,11 +31,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from capture import _claude_line, write_home  # noqa: E402  (the capture bench's home)
 
+# bytecode is written (a user's install has it): a PYTHONDONTWRITEBYTECODE environment would
+# otherwise compile every module on every run and time the compiler
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 
 def cli(home: Path, *args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "cli.main", "--home", str(home), *args],
-                          cwd=ROOT, capture_output=True, text=True)
+                          cwd=ROOT, capture_output=True, text=True, env=ENV)
     took = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"agentlog {args[:2]} failed: {proc.stderr[-2000:]}")
@@ -90,7 +95,7 @@ def main() -> None:
     floor = []
     for _ in range(5):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=ENV)
         floor.append(time.perf_counter() - t0)
     print(f"  reindex {reindex:.1f} s; floors: no-change capture p50"
           f" {statistics.median(nochange):.3f} s, python -c pass {statistics.median(floor):.3f} s")

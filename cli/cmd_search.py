@@ -217,8 +217,10 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--engine", type=click.Choice(["fts5", "plain"]), default=None,
+              help="Change the search engine (default: keep the one history.db has).")
 @click.pass_context
-def reindex(ctx: click.Context, as_json: bool) -> None:
+def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
     """Rebuild history.db from the log (a new file, swapped in atomically)."""
     from projections.errors import ProjectionError
     from projections.rebuild import rebuild
@@ -229,7 +231,7 @@ def reindex(ctx: click.Context, as_json: bool) -> None:
     log = home.log(readonly=True)
     bar = _Progress() if sys.stderr.isatty() and not as_json else None
     try:
-        result = rebuild(home.history_db, log, progress=bar)
+        result = rebuild(home.history_db, log, progress=bar, engine=engine)
     except ProjectionError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

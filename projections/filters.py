@@ -42,12 +42,14 @@ class Filters(NamedTuple):  # not a dataclass: `dataclasses` costs the search pa
                 conds.append(f"{alias}.{col} = ?")
                 params.append(value)
         if self.session is not None:
-            # a session id, or a peer identity: its bound sessions and what it sent itself
+            # a session id, or a peer identity: its bound sessions, what it sent itself and
+            # what was addressed to it
             conds.append(
                 f"({alias}.session = ? OR {alias}.session IN "
-                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?)"
+                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?"
+                f" OR {alias}.rowid IN (SELECT doc FROM recipients WHERE alias = ?))"
             )
-            params += [self.session, self.session, self.session]
+            params += [self.session, self.session, self.session, self.session]
         if self.since is not None:
             conds.append(f"{alias}.at >= ?")
             params.append(self.since)
