@@ -139,6 +139,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
                f" indexed · {cov['sources']} sources ({cov['sourcesPending']} pending)"
                f" · last capture {last}")
+    if cov.get("capturing"):
+        summary += " · capturing" + ("" if cov.get("caughtUp") else
+                                     f" ({cov.get('pendingFiles') or 0} files pending)")
     if cov.get("unknownRecordTypes"):
         summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
     click.echo(summary)

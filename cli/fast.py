@@ -116,7 +116,11 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | None, *,
         filters["include_archived"] = True
     query_tokens(text)  # validate before touching the log
     ensure_current_quietly(home, ensure_current)
-    return run_search(home.history_db, text, filters or None, limit, engine=search_engine(home))
+    result = run_search(home.history_db, text, filters or None, limit,
+                        engine=search_engine(home))
+    from cli.background import with_capture  # the capture fields of `coverage`
+
+    return with_capture(home, result)
 
 
 def ensure_current_quietly(home: Home, ensure: Any) -> None:
