@@ -63,7 +63,9 @@ def _emit(obj: Any) -> None:
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--limit", default=None, help="1..50 (default 10).")
-@click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
+@click.option("--include-archived/--exclude-archived", default=True, show_default=True,
+              help="Archived sessions are searched too (each hit says `archived`); "
+                   "--exclude-archived skips them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
@@ -93,8 +95,8 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             from cli.team_sync import team_search
 
             filters: dict[str, Any] = dict(options)
-            if include_archived:
-                filters["include_archived"] = True
+            if not include_archived:
+                filters["include_archived"] = False
             result = team_search(home, postgres, text, {**filters, "host": host}, limit)
         else:
             if host is not None:
@@ -124,6 +126,8 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        if hit.get("archived"):
+            head += "  (archived)"
         if hit.get("host"):
             head += f"  @{hit['host']}"
         click.echo(click.style(head, dim=True) if color else head)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # the click command's value options and flags (dest names with "_" for "-")
 SEARCH_VALUES = ("project", "session", "job", "agent", "kind", "since", "until", "limit")
-SEARCH_FLAGS = ("include-archived", "json")
+SEARCH_FLAGS = ("include-archived", "exclude-archived", "json")  # the last archive flag wins
 
 
 def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[str]] | None:
@@ -57,6 +57,9 @@ def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[s
             return None
         if name in SEARCH_FLAGS and not eq:
             flags.add(name)
+            if name.endswith("-archived"):
+                flags.discard("exclude-archived" if name == "include-archived"
+                              else "include-archived")
         elif name in SEARCH_VALUES:
             if not eq:
                 if j >= len(rest):
@@ -87,7 +90,7 @@ def search_json(args: list[str]) -> bool:
     opts = {k: v for k, v in values.items() if k != "limit"}
     try:
         result = find(home, " ".join(words), opts, values.get("limit"),
-                      include_archived="include-archived" in flags)
+                      include_archived="exclude-archived" not in flags)
     except QueryError:
         return False  # click reports the parameter (validation comes before any output)
     except Exception as exc:
@@ -102,7 +105,7 @@ def search_json(args: list[str]) -> bool:
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | None, *,
-         include_archived: bool = False) -> dict[str, Any]:
+         include_archived: bool = True) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
@@ -112,8 +115,8 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | None, *,
     from projections.text import query_tokens
 
     filters: dict[str, Any] = dict(options)
-    if include_archived:
-        filters["include_archived"] = True
+    if not include_archived:  # archived sessions are searched unless excluded
+        filters["include_archived"] = False
     query_tokens(text)  # validate before touching the log
     ensure_current_quietly(home, ensure_current)
     result = run_search(home.history_db, text, filters or None, limit,

@@ -31,8 +31,8 @@ def filled(home: Path) -> Path:
 def test_options_are_the_click_commands() -> None:
     values = {p.name.replace("_", "-") for p in click_search.params
               if isinstance(p, click.Option) and not p.is_flag}
-    flags = {p.opts[0][2:] for p in click_search.params
-             if isinstance(p, click.Option) and p.is_flag}
+    flags = {o[2:] for p in click_search.params if isinstance(p, click.Option) and p.is_flag
+             for o in (*p.opts, *p.secondary_opts)}
     # --postgres/--host (the team server) and --answer go to click
     assert values - {"postgres", "host"} == set(fast.SEARCH_VALUES)
     assert flags - {"answer"} == set(fast.SEARCH_FLAGS)
@@ -67,7 +67,9 @@ def test_hands_the_rest_to_click(args: list[str]) -> None:
 
 @pytest.mark.parametrize("args", [
     ["café"], ["migration", "--kind", "approval"], ["café", "--limit", "1"],
-    ["--session", "alice", "hello"], ["café", "--include-archived"],
+    ["--session", "alice", "hello"], ["café", "--include-archived"], ["café", "--exclude-archived"],
+    ["café", "--exclude-archived", "--include-archived"],
+    ["café", "--include-archived", "--exclude-archived"],
 ])
 def test_same_json_as_the_click_command(filled: Path, args: list[str]) -> None:
     assert run_cli(filled, "search", "--json", "warm").returncode == 0  # catch up first
