@@ -3,44 +3,51 @@
 No SQL here: `projections.catchup` does the work. A busy rebuild in another process never
 makes a query fail: the query answers from the file as it is. Neither does a full disk:
 the log write is what counts, so after an append a history.db that cannot be updated is
-reported (with about how much space a rebuild needs) and the command still succeeds; a
-query answers from the file as it is, saying so.
+reported once (with about how much space a rebuild needs) and the command still succeeds;
+a query answers from the file as it is, saying so.
 """
 
 from __future__ import annotations
 
-import click
+import sys
+from typing import TYPE_CHECKING
 
-from cli.config import Home
+if TYPE_CHECKING:
+    from cli.config import Home
+
+_full_said = False
+
+
+def _warn(line: str) -> None:
+    """A notice on stderr (no click: `search --json` runs without it)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def after_append(home: Home) -> None:
     """Catch the projections up after `record`, `capture` or `import` appended events."""
+    global _full_said
     from projections.catchup import catch_up
     from projections.errors import ProjectionBusy, ProjectionDamaged
 
     if not home.has_log():
         return
-    global _full_said
     try:
         try:
             catch_up(home.history_db, home.log(readonly=True))
         except ProjectionDamaged as exc:
             rebuild_damaged(home, exc)
         if _full_said:
-            click.echo("agentlog: history.db is up to date again", err=True)
+            _warn("agentlog: history.db is up to date again")
         _full_said = False
     except ProjectionBusy as exc:
-        click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
+        _warn(f"agentlog: history.db not updated now ({exc})")
     except Exception as exc:
         if not disk_full(exc):
             raise
-        if not _full_said:  # once while it lasts (capture --watch retries every commit)
-            click.echo(full_message(home), err=True)
+        if not _full_said:  # once while it lasts (the capture loop retries every commit)
+            _warn(full_message(home))
         _full_said = True
-
-
-_full_said = False
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -85,7 +92,7 @@ def rebuild_damaged(home: Home, exc: Exception) -> None:
     """history.db is derived: a damaged file is rebuilt from the log (new file, swapped in)."""
     from projections.rebuild import rebuild
 
-    click.echo(f"agentlog: {exc}; rebuilding it from the log", err=True)
+    _warn(f"agentlog: {exc}; rebuilding it from the log")
     rebuild(home.history_db, home.log(readonly=True))
 
 
@@ -93,7 +100,13 @@ def ensure_current(home: Home) -> None:
     """Before answering: a fast no-op when history.db is at the log head, else catch up."""
     if not home.has_log():
         return
-    from projections.catchup import catch_up, status
+    from eventlog.peek import head_seq
+    from projections.catchup import status
+
+    head = head_seq(home.log_dir)  # the event types load only when there is work to do
+    if head is not None and status(home.history_db, head) == "current":
+        return
+    from projections.catchup import catch_up
     from projections.errors import ProjectionBusy, ProjectionDamaged
 
     log = home.log(readonly=True)
@@ -105,11 +118,11 @@ def ensure_current(home: Home) -> None:
         except ProjectionDamaged as exc:
             rebuild_damaged(home, exc)
     except ProjectionBusy as exc:
-        click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
+        _warn(f"agentlog: answering from the current history.db ({exc})")
     except Exception as exc:
         if not disk_full(exc) or not home.history_db.exists():
             raise
-        click.echo(full_message(home) + "; answering from it as it is", err=True)
+        _warn(full_message(home) + "; answering from it as it is")
 
 
 def search_engine(home: Home) -> str | None:
