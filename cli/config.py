@@ -97,8 +97,10 @@ class Home:
             for name in dirs + files:
                 changed += _tighten(Path(folder) / name)
         if changed > 1:
-            click.echo(f"agentlog: made {self.root} private (removed group and other "
-                       "permissions: it holds transcripts)", err=True)
+            import sys
+
+            sys.stderr.write(f"agentlog: made {self.root} private (removed group and other "
+                             "permissions: it holds transcripts)\n")
         return changed
 
 

@@ -94,12 +94,11 @@ def test_verify_names_damage_without_text_and_marks_stale(built: Path, tmp_path:
 
 
 def test_known_drift_is_flagged_until_reindex(built: Path, tmp_path: Path) -> None:
-    import sqlite3
+    from projections import db
 
     home = _copy(built, tmp_path)
-    con = sqlite3.connect(home / "history.db")
+    con = db.connect(home / "history.db")  # with the SQL functions its triggers call
     con.execute("DELETE FROM documents WHERE id = (SELECT min(id) FROM documents)")
-    con.commit()
     con.close()
     out = run_cli(home, "verify")
     assert out.returncode == 1 and b"DRIFT" in out.stdout
