@@ -173,7 +173,8 @@ def projects(home: Home, *, include_archived: bool = False) -> list[dict[str, An
     if home.postgres is not None:
         from projections.pg import history as pgh
 
-        listed: list[dict[str, Any]] = _team(pgh.projects, home.postgres)
+        listed: list[dict[str, Any]] = _team(pgh.projects, home.postgres,
+                                             include_archived=include_archived)
         return listed
     con = open_history(home)
     assert con is not None
@@ -187,6 +188,11 @@ def archived_sessions(home: Home) -> int:
     """Sessions hidden from the project list (archived)."""
     from projections import history as h
 
+    if home.postgres is not None:
+        from projections.pg import history as pgh
+
+        count: int = _team(pgh.archived_sessions, home.postgres)
+        return count
     con = open_history(home)
     assert con is not None
     try:
