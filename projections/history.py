@@ -284,7 +284,7 @@ def search(
         hits.append({
             "id": r[1], "project": r[2], "sessionId": r[3], "ts": format_ts(r[4]), "at": r[4],
             "role": r[5], "tool": r[7], "agent": r[8], "subagentName": r[10],
-            "archived": bool(r[12]), "preview": preview(r[6], tokens),
+            "subagent": r[9], "archived": bool(r[12]), "preview": preview(r[6], tokens),
         })
     return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP}
 

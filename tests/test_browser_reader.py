@@ -170,6 +170,22 @@ def test_hit_is_centered_marked_and_highlighted(served: Served, browser: Any) ->
     context.close()
 
 
+def test_history_hits_open_in_their_conversation(served: Served, browser: Any) -> None:
+    context, page, problems = open_page(served, browser)
+    page.goto(f"http://127.0.0.1:{served.port}/?history=&hq=needle")
+    page.locator("#hist-hits li.hit a.conversation").click()
+    page.wait_for_selector("li.item.focus")
+    assert "needle answer" in page.locator("li.item.focus").inner_text()
+    assert page.locator("li.item.focus mark").all_inner_texts() == ["needle"]
+    page.goto(f"http://127.0.0.1:{served.port}/?history=&hq=wombat")
+    page.locator("#hist-hits li.hit", has_text="wombat lives").locator("a.conversation").click()
+    page.wait_for_selector("li.item.focus")
+    assert "wombat lives in src/w.py" in page.locator("li.item.focus").inner_text()
+    assert "main thread" in page.locator(".session-meta").inner_text()
+    assert_inert(page, problems)
+    context.close()
+
+
 MARK_NEIGHBOURS = """() => [...document.querySelectorAll('mark')].map(m => {
   const before = (m.previousSibling ? m.previousSibling.textContent : '').slice(-1);
   const after = (m.nextSibling ? m.nextSibling.textContent : '').slice(0, 1);

@@ -148,7 +148,7 @@
         if (hit.archived) meta.appendChild(node("span", "muted", "archived"));
         const snip = node("div", "snippet");
         appendPreview(snip, hit.preview);
-        li.append(meta, snip, openLink(hit.id));
+        li.append(meta, snip, openLink(hit.id, hit, text));
         list.appendChild(li);
       }
       view.appendChild(list);
@@ -249,7 +249,7 @@
       if (t.subagentName) meta.appendChild(node("span", "pill", "@" + t.subagentName));
       meta.appendChild(node("span", "muted", t.sessionId));
       if (t.archived) meta.appendChild(node("span", "muted", "archived"));
-      li.append(meta, node("pre", "body", t.content), openLink(t.id));
+      li.append(meta, node("pre", "body", t.content), openLink(t.id, t, ps.get(P + "q")));
       list.appendChild(li);
     }
     view.appendChild(list);
@@ -263,11 +263,20 @@
   }
 
   // Enter on a selected row (app.js's keyboard handler) follows its a.open link.
-  function openLink(id) {
+  // A turn also links its place in the session's conversation (hit marked, words lit).
+  function openLink(id, turn, words) {
     const box = node("div", "actions");
     const a = node("a", "open", "open");
     a.href = "/?doc=" + encodeURIComponent(id || "");
     box.appendChild(a);
+    if (turn && turn.sessionId && turn.agent) {
+      const qs = new URLSearchParams({ session: turn.sessionId, agent: turn.agent, hit: id || "" });
+      if (turn.subagent) qs.set("child", turn.subagent);
+      if (words) qs.set("hl", words);
+      const c = node("a", "conversation", "in conversation");
+      c.href = "/?" + qs;
+      box.appendChild(c);
+    }
     return box;
   }
 
