@@ -17,8 +17,9 @@ import click
 
 from cli.config import Home, get_home
 from cli.output import emit_json, human_bytes
+from readers.registry import names as _agent_names
 
-_ROOT_FLAGS = ("claude", "codex", "opencode", "runs")
+_ROOT_FLAGS = _agent_names()  # one --<agent>-dir flag per registered agent
 
 
 def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
@@ -46,7 +47,7 @@ def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
 def _root_options(f: Any) -> Any:
     for agent in reversed(_ROOT_FLAGS):
         f = click.option(
-            f"--{agent}-dir",
+            f"--{agent}-dir",  # readers/registry.py: Agent.flag
             f"{agent}_dir",
             default=None,
             help=f"{agent} root(s), comma-separated (default: config, env, then the usual place).",
@@ -65,14 +66,12 @@ def _root_options(f: Any) -> Any:
 @click.pass_context
 def capture(
     ctx: click.Context,
-    claude_dir: str | None,
-    codex_dir: str | None,
-    opencode_dir: str | None,
-    runs_dir: str | None,
+    /,
     watch: bool,
     as_json: bool,
     index: bool,
     settle: float,
+    **dirs: str | None,
 ) -> None:
     """Capture agent history into the log (read-only on the sources).
 
@@ -83,8 +82,7 @@ def capture(
     from readers.capture import Capturer, Options
 
     home = get_home(ctx)
-    flags = {"claude": claude_dir, "codex": codex_dir, "opencode": opencode_dir,
-             "runs": runs_dir}
+    flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
     roots = resolve_roots(home, flags)
     try:
         log = home.log()
@@ -176,7 +174,7 @@ def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: 
 @click.command()
 @click.option("--to", "to", required=True, type=click.Path(file_okay=False),
               help="Folder to write the captured files into.")
-@click.option("--agent", type=click.Choice(["claude", "codex", "opencode", "runs"]), default=None)
+@click.option("--agent", type=click.Choice(list(_ROOT_FLAGS)), default=None)
 @click.option("--session", default=None, help="Only files (and rows) of this session id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context

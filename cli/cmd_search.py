@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from cli.config import Home, get_home
+from readers.registry import search_agents as _search_agents
 
 _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
            "include_archived": "--include-archived"}
@@ -61,7 +62,8 @@ def _emit(obj: Any) -> None:
 @click.option("--project", default=None, help="Canonical project path.")
 @click.option("--session", default=None, help="CLI session id or peer identity (aliases).")
 @click.option("--job", default=None, help="Exact job name.")
-@click.option("--agent", default=None, help="claude, codex, opencode or other.")
+@click.option("--agent", default=None,
+              help=f"One of {', '.join(_search_agents())}.")
 @click.option("--kind", default=None,
               help="message, run, decision, transcript, approval, progress or report.")
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")

@@ -42,7 +42,7 @@ HELP: dict[str, str] = {
     "verify": "Check the log's hash chain, key index and structure.",
     "audit": "Report what the log holds and who wrote it.",
     "backup": "Write a consistent, verified copy of the log.",
-    "capture": "Capture Claude Code, Codex, opencode and run history into the log.",
+    "capture": "Capture the history of every registered coding agent into the log.",
     "restore": "Write captured files back, byte for byte.",
     "search": "Search the history.",
     "show": "Show one source document by hit id.",

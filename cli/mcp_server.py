@@ -25,6 +25,7 @@ from mcp.server.stdio import stdio_server
 from cli.config import Home
 from cli.main import VERSION
 from cli.web import calls
+from readers import registry
 
 log = logging.getLogger("agentlog.mcp")
 
@@ -111,8 +112,9 @@ TOOLS = [
         name="search_history",
         title="Search agent history",
         description=(
-            "Search the local history of AI coding agents (Claude Code, Codex, opencode "
-            "transcripts, broker messages, decisions, run logs). Returns ranked hits with "
+            "Search the local history of AI coding agents ("
+            + ", ".join(label for a, label in registry.labels().items() if a != registry.OTHER)
+            + " transcripts, broker messages, decisions, run logs). Returns ranked hits with "
             "short plain-text snippets; pass a hit's `conversation` to get_conversation for "
             "context. Only reads the local index."
         ),

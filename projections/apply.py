@@ -33,6 +33,7 @@ from eventlog.events import (
     tag_of,
 )
 from eventlog.records import RawRecord, StoredEvent, decode_record
+from readers import registry
 
 Applier = Callable[[sqlite3.Connection, StoredEvent], None]
 
@@ -40,7 +41,7 @@ MAX_DOC_CHARS = 100_000
 ORD_SPAN = 65_536
 RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log chunks 2 + offset
 MESSAGE_KINDS = ("message", "approval", "progress", "report")
-AGENTS = ("claude", "codex", "opencode", "other")
+AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 
 _COLUMNS = (
     "id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
@@ -62,14 +63,9 @@ _ARCHIVED = _COLUMNS.index("archived")
 
 
 def agent_family(name: object) -> str:
-    """claude | codex | opencode | other, from an agent or client name."""
-    if not isinstance(name, str):
-        return "other"
-    low = name.strip().lower()
-    for fam in ("claude", "codex", "opencode"):
-        if low.startswith(fam):
-            return fam
-    return "other"
+    """A registered agent name (readers/registry.py) or "other", from an agent or client
+    name ("claude-code" -> "claude")."""
+    return registry.family(name)
 
 
 def put_document(

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.errors import QueryError
+from readers import registry
 
-AGENTS = ("claude", "codex", "opencode", "other")
+AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "include_archived")
 DEFAULT_LIMIT = 10

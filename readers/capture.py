@@ -344,7 +344,7 @@ class Capturer:
         at = self.clock() // 1_000_000
         try:
             with sr.open_readonly(path) as conn:
-                tables = sr.tables_present(conn)
+                tables = sr.tables_present(conn, src.root.agent)
                 if src.table_idx >= len(tables):
                     return self._rows_round_done(src)
                 table = tables[src.table_idx]
@@ -352,7 +352,8 @@ class Capturer:
                 raw = self._batch.state.get(key) or self.log.get_state(key)
                 pos = cur.decode_rows(raw) if raw else cur.RowCursor()
                 limit = sr.SESSION_PAGE if table == "session" else sr.PAGE
-                rows = sr.fetch_page(conn, table, pos.time_updated, pos.row_id, limit)
+                rows = sr.fetch_page(conn, table, pos.time_updated, pos.row_id, limit,
+                                     src.root.agent)
         except sr.RowsError as exc:
             self.stats.errors.append(f"{c.source}: {exc}")
             return False

@@ -5,11 +5,9 @@ Promises:
 - streaming: `walk(root)` is a generator that yields every directory entry it examines
   (so the capture engine can stop after 32 entries a tick and resume later) and only
   descends into the folders that can hold history (never `file-history/`, `todos/`, …);
-- `classify(agent, rel)` is a pure function of the relative POSIX path; the layout strings
-  are the parsers' dispatch keys and are never renamed:
-  claude.session, claude.subagent, claude.subagent_meta, claude.tool_result,
-  claude.history, codex.rollout, codex.history, opencode.json, opencode.db,
-  runs.log, runs.meta.
+- `classify(agent, rel)` is a pure function of the relative POSIX path, answered by the
+  agent's reader module (readers/registry.py); the layout strings are the parsers' dispatch
+  keys and are never renamed (the registry lists them with their capture mode);
 - credential files (opencode `auth.json`, `*.key`) are never classified.
 """
 
@@ -19,15 +17,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from readers.records import LINE_LAYOUTS, ROW_LAYOUTS
-
-# top-level names worth descending into, per agent ("" = the root itself)
-_TOP_DIRS = {
-    "claude": {"projects"},
-    "codex": {"sessions", "archived_sessions"},
-    "opencode": {"storage", "project"},
-    "runs": {"archive"},
-}
+from readers import registry
 
 
 class Entry(NamedTuple):
@@ -38,86 +28,21 @@ class Entry(NamedTuple):
 
 
 def kind_of(layout: str) -> str:
-    """"append", "snapshot" or "rows"."""
-    if layout in LINE_LAYOUTS:
-        return "append"
-    if layout in ROW_LAYOUTS:
-        return "rows"
-    return "snapshot"
+    """"append", "snapshot" or "rows" (the layout's capture mode in the registry)."""
+    return registry.mode_of(layout)
 
 
 def classify(agent: str, rel: str) -> str | None:
-    parts = rel.split("/")
-    name = parts[-1]
-    if agent == "claude":
-        return _claude(parts, name)
-    if agent == "codex":
-        if parts == ["history.jsonl"]:
-            return "codex.history"
-        if parts[0] == "sessions" and name.startswith("rollout-") and name.endswith(".jsonl"):
-            return "codex.rollout"
-        if parts[0] == "archived_sessions" and name.endswith(".jsonl"):
-            return "codex.rollout"
+    """The layout of a file (None: not history), by the agent's reader module."""
+    if not registry.known(agent):
         return None
-    if agent == "opencode":
-        if parts == ["opencode.db"]:
-            return "opencode.db"
-        if not name.endswith(".json") or name == "auth.json":
-            return None
-        if parts[0] == "storage" and len(parts) >= 3:
-            return "opencode.json"
-        if parts[0] == "project" and len(parts) >= 5 and parts[2] == "storage":
-            return "opencode.json"
-        return None
-    if agent == "runs":
-        if len(parts) == 1 or (len(parts) == 2 and parts[0] == "archive"):
-            if name.endswith(".log"):
-                return "runs.log"
-            if name.endswith(".json"):
-                return "runs.meta"
-        return None
-    return None
-
-
-def _claude(parts: list[str], name: str) -> str | None:
-    if parts == ["history.jsonl"]:
-        return "claude.history"
-    if parts[0] != "projects" or len(parts) < 3:
-        return None
-    depth = len(parts)
-    if depth == 3:  # projects/<enc>/<file>
-        if name.endswith(".jsonl"):
-            return "claude.subagent" if name.startswith("agent-") else "claude.session"
-        return None
-    # projects/<enc>/<session>/...
-    sub = parts[3]
-    if sub == "subagents" and name.startswith("agent-"):
-        if name.endswith(".meta.json"):
-            return "claude.subagent_meta"
-        if name.endswith(".jsonl"):
-            return "claude.subagent"
-        return None
-    if sub == "tool-results" and depth == 5 and name.endswith(".txt"):
-        return "claude.tool_result"
-    return None
+    layout: str | None = registry.reader(agent).classify(rel)
+    return layout
 
 
 def _descend(agent: str, rel_dir: str) -> bool:
     """Whether a folder (relative to the root) can hold history."""
-    parts = rel_dir.split("/")
-    top = _TOP_DIRS.get(agent, set())
-    if parts[0] not in top:
-        return False
-    if agent == "claude":
-        # projects/<enc>/<session>/{subagents/**,tool-results}; never memory/ etc.
-        if len(parts) >= 4:
-            return parts[3] in ("subagents", "tool-results")
-        return len(parts) < 3 or parts[2] not in ("memory",)
-    if agent == "runs":
-        return len(parts) == 1
-    if agent == "opencode" and parts[0] == "project" and len(parts) >= 3:
-        return parts[2] == "storage"
-    return True
+    return registry.known(agent) and bool(registry.reader(agent).descend(rel_dir))
 
 
 def walk(agent: str, root: str) -> Iterator[Entry]:

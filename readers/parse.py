@@ -5,9 +5,9 @@ unexpected exception inside a parser is caught and counted as unknown "<layout>:
 parser bug costs one line, never a rebuild). `PARSER_VERSION` changes whenever the records a
 given input yields change; projections rebuild when it does.
 
-Layouts (set by capture in `SourceSeen`): claude.session, claude.subagent,
-claude.subagent_meta, claude.tool_result, claude.history, codex.rollout, codex.history,
-opencode.json, opencode.db, runs.log, runs.meta. See docs/parsers.md.
+Layouts (set by capture in `SourceSeen`) are listed in readers/registry.py; the prefix of a
+layout names the agent whose reader module parses it (imported on first use). See
+docs/parsers.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from readers import parse_claude, parse_codex, parse_opencode, parse_runs
+from readers import registry
 from readers.parse_common import clean
 from readers.records import (
     MAX_LINE,
@@ -36,6 +36,17 @@ _SHARED_STEM = {
 }
 
 
+_BUILTIN = ("claude", "codex", "opencode", "runs")
+
+
+def _reader(layout: str, fn: str) -> Any:
+    """The parse function `fn` of the agent owning `layout`, or None."""
+    agent = registry.agent_of_layout(layout)
+    if agent is None or layout not in agent.layouts:
+        return None
+    return getattr(registry.reader(agent.name), fn, None)
+
+
 def state_scope(source: SourceInfo) -> str:
     """Sources with the same scope share one state dict.
 
@@ -47,6 +58,11 @@ def state_scope(source: SourceInfo) -> str:
         prefix = f"{source.agent}:{source.root}:"
     if source.layout in ("opencode.json", "opencode.db"):
         return prefix + "opencode"
+    agent = registry.agent_of_layout(source.layout)
+    if agent is not None and agent.name not in _BUILTIN:
+        hook = getattr(registry.reader(agent.name), "state_scope", None)
+        scope = hook(source, prefix) if hook is not None else None
+        return scope if isinstance(scope, str) else source.source
     suffixes = _SHARED_STEM.get(source.layout)
     path = source.path
     if suffixes:
@@ -67,12 +83,9 @@ def parse_line(
             result = ParseResult()
             result.count_unknown(f"{layout}:oversized")
             return result
-        if layout.startswith("claude."):
-            return _tidy(parse_claude.parse_line(source, state, line, offset, generation))
-        if layout.startswith("codex."):
-            return _tidy(parse_codex.parse_line(source, state, line, offset, generation))
-        if layout == "runs.log":
-            return _tidy(parse_runs.parse_line(source, state, line, offset, generation))
+        fn = _reader(layout, "parse_line") if registry.mode_of(layout) == registry.APPEND else None
+        if fn is not None:
+            return _tidy(fn(source, state, line, offset, generation))
     except Exception:  # a parser bug must cost one line, not a rebuild
         log.debug("parser error in %s at %d:%d", source.source, generation, offset, exc_info=True)
         return _error(layout)
@@ -82,12 +95,9 @@ def parse_line(
 def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> ParseResult:
     layout = source.layout
     try:
-        if layout.startswith("claude."):
-            return _tidy(parse_claude.parse_snapshot(source, state, data))
-        if layout == "opencode.json":
-            return _tidy(parse_opencode.parse_snapshot(source, state, data))
-        if layout == "runs.meta":
-            return _tidy(parse_runs.parse_snapshot(source, state, data))
+        fn = _reader(layout, "parse_snapshot")
+        if fn is not None and registry.mode_of(layout) == registry.SNAPSHOT:
+            return _tidy(fn(source, state, data))
     except Exception:
         log.debug("parser error in snapshot of %s", source.source, exc_info=True)
         return _error(layout)
@@ -99,8 +109,9 @@ def parse_row(
 ) -> ParseResult:
     layout = source.layout
     try:
-        if layout == "opencode.db":
-            return _tidy(parse_opencode.parse_row(source, state, table, row_id, data))
+        fn = _reader(layout, "parse_row") if registry.mode_of(layout) == registry.ROWS else None
+        if fn is not None:
+            return _tidy(fn(source, state, table, row_id, data))
     except Exception:
         log.debug("parser error in row %s/%s of %s", table, row_id, source.source, exc_info=True)
         return _error(layout)

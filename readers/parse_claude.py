@@ -21,6 +21,8 @@ import re
 from typing import Any
 
 from readers import parse_known as known
+from readers.builtin_paths import claude_classify as classify  # noqa: F401 (reader protocol)
+from readers.builtin_paths import claude_descend as descend  # noqa: F401 (reader protocol)
 from readers.parse_common import (
     MAX_TEXT,
     MAX_TITLE,

@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from readers import parse_known as known
+from readers.builtin_paths import opencode_classify as classify  # noqa: F401 (reader protocol)
+from readers.builtin_paths import opencode_descend as descend  # noqa: F401 (reader protocol)
 from readers.parse_common import (
     MAX_TITLE,
     compact_json,

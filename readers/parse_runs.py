@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from readers.builtin_paths import runs_classify as classify  # noqa: F401 (reader protocol)
+from readers.builtin_paths import runs_descend as descend  # noqa: F401 (reader protocol)
 from readers.parse_common import (
     MAX_TEXT,
     compact_json,

@@ -26,21 +26,18 @@ from __future__ import annotations
 
 import msgspec
 
+from readers import registry as _registry  # cheap: no reader module is imported
+
 MAX_LINE = 8 * 1024 * 1024
 
-AGENTS = ("claude", "codex", "opencode", "other")
+AGENTS = _registry.search_agents()
 
 # The layout vocabulary shared by capture (which assigns it in SourceSeen) and the parsers
-# (which dispatch on it): append-only files are captured as chunks and parsed line by line,
-# rewritten files as whole snapshots, database tables as row snapshots.
-LINE_LAYOUTS = frozenset(
-    {"claude.session", "claude.subagent", "claude.history", "codex.rollout", "codex.history",
-     "runs.log"}
-)
-SNAPSHOT_LAYOUTS = frozenset(
-    {"claude.subagent_meta", "claude.tool_result", "opencode.json", "runs.meta"}
-)
-ROW_LAYOUTS = frozenset({"opencode.db"})
+# (which dispatch on it), from the registry: append-only files are captured as chunks and
+# parsed line by line, rewritten files as whole snapshots, database tables as row snapshots.
+LINE_LAYOUTS = _registry.layouts(_registry.APPEND)
+SNAPSHOT_LAYOUTS = _registry.layouts(_registry.SNAPSHOT)
+ROW_LAYOUTS = _registry.layouts(_registry.ROWS)
 LAYOUTS = LINE_LAYOUTS | SNAPSHOT_LAYOUTS | ROW_LAYOUTS
 ROLES = ("user", "assistant", "tool_use", "tool_result", "thinking", "system")
 

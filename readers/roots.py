@@ -3,7 +3,8 @@
 Promises:
 - pure: flags, config values, environment values and the user's home directory are passed
   in as arguments (only `cli` reads the environment and config files);
-- precedence per agent: flag, else `config.json` key, else environment, else default;
+- precedence per agent: flag, else `config.json` key, else environment, else default (the
+  agents, their keys, variables and defaults come from readers/registry.py);
 - a root that does not exist is returned with `exists=False` (reported, never an error);
 - a folder named twice for one agent (directly or through a symlink) is returned once;
 - `root_id(path)` is a short, stable hash of the absolute root path: it names the root
@@ -18,15 +19,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-AGENTS = ("claude", "codex", "opencode", "runs")
+from readers import registry
+
+AGENTS = registry.names()
 
 # config.json keys (a string, a comma-separated string, or a list of strings)
-CONFIG_KEYS = {
-    "claude": "claude_dir",
-    "codex": "codex_dir",
-    "opencode": "opencode_dir",
-    "runs": "runs_dir",
-}
+CONFIG_KEYS = {a.name: a.config_key for a in registry.REGISTRY}
 
 
 class Root:
@@ -122,26 +120,22 @@ def resolve_roots(
 
 
 def _env_value(agent: str, env: Mapping[str, str]) -> str | None:
-    if agent == "claude":
-        return env.get("CLAUDE_CONFIG_DIR")
-    if agent == "codex":
-        return env.get("CODEX_HOME")
-    if agent == "opencode":
-        xdg = env.get("XDG_DATA_HOME")
-        return os.path.join(xdg, "opencode") if xdg else None
-    return env.get("AGENTLOG_RUNS_DIR")
+    for var, suffix in registry.get(agent).env:
+        value = env.get(var)
+        if value:
+            return os.path.join(value, suffix) if suffix else value
+    return None
 
 
 def _defaults(agent: str, env: Mapping[str, str], user_home: Path) -> list[str]:
-    if agent == "claude":
-        out = [str(user_home / ".claude")]
-        xdg_config = env.get("XDG_CONFIG_HOME") or str(user_home / ".config")
-        alt = os.path.join(xdg_config, "claude")
-        if os.path.isdir(os.path.join(alt, "projects")):
-            out.append(alt)
-        return out
-    if agent == "codex":
-        return [str(user_home / ".codex")]
-    if agent == "opencode":
-        return [str(user_home / ".local" / "share" / "opencode")]
-    return []  # runs: only when configured
+    spec = registry.get(agent)
+    out = [str(user_home / d) for d in spec.defaults]
+    for d, marker in spec.optional_defaults:
+        if d.startswith(".config/"):  # XDG_CONFIG_HOME moves ~/.config
+            base = env.get("XDG_CONFIG_HOME") or str(user_home / ".config")
+            path = os.path.join(base, d[len(".config/"):])
+        else:
+            path = str(user_home / d)
+        if os.path.isdir(os.path.join(path, marker)):
+            out.append(path)
+    return out

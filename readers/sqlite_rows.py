@@ -1,13 +1,14 @@
 """Read-only, bounded row snapshots from opencode's SQLite database.
 
 Promises:
-- only the tables in `TABLES` are ever queried; opencode's credential tables
+- only the agent's tables in the registry (`Agent.tables`) are ever queried, in keyset
+  order of their (`updated`, `key`) columns; opencode's credential tables
   (`account`, `control_account`, `credential`, `session_share`) never are;
 - nothing is written next to the database: a WAL database with live `-wal` and `-shm`
   files is opened `mode=ro` (WAL-aware, it sees the newest rows); one without a `-wal`
   is opened `immutable=1` (no lock or shm files are created); a `-wal` without a `-shm`
   is copied with the database into a private temporary folder and read there;
-- each call returns at most `limit` rows of one table, in (time_updated, id) order after
+- each call returns at most `limit` rows of one table, in (updated, key) order after
   a keyset position, so capture resumes exactly where it stopped;
 - a row's data is the JSON object of its columns (undecodable text is replaced, blobs are
   given as {"$base64": …}).
@@ -26,9 +27,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from readers import registry
 from readers.capture_files import db_signature
+from readers.registry import Table
 
-TABLES = ("session", "message", "part", "project")
+TABLES = ("session", "message", "part", "project")  # opencode's (see the registry)
 FORBIDDEN = frozenset({"account", "control_account", "credential", "session_share"})
 PAGE = 100
 SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
@@ -94,26 +97,36 @@ def _jsonable(v: object) -> object:
     return v
 
 
+def _spec(agent: str, table: str) -> Table:
+    for t in registry.get(agent).tables:
+        if t.name == table and table not in FORBIDDEN:
+            return t
+    raise RowsError(f"table {table!r} is not captured")
+
+
 def fetch_page(
-    conn: sqlite3.Connection, table: str, after_time: int, after_id: str, limit: int
+    conn: sqlite3.Connection, table: str, after_time: int, after_id: str, limit: int,
+    agent: str = "opencode",
 ) -> list[Row]:
-    """At most `limit` rows of `table` after the keyset position (time_updated, id)."""
-    if table not in TABLES or table in FORBIDDEN:
-        raise RowsError(f"table {table!r} is not captured")
+    """At most `limit` rows of `table` after the keyset position (updated, key) of the
+    agent's registry `Table` (opencode: time_updated, id), compared as stored (so an
+    index on them is used); a row whose `updated` is NULL is never read."""
+    spec = _spec(agent, table)
+    upd, key = spec.updated, spec.key
     try:
         cols = _columns(conn, table)
-        if not cols or "id" not in cols or "time_updated" not in cols:
+        if not cols or key not in cols or upd not in cols:
             return []
         sel = ", ".join(f'"{c}"' for c in cols)
         rows = conn.execute(
-            f'SELECT {sel} FROM "{table}" WHERE time_updated > ? OR '
-            f"(time_updated = ? AND id > ?) ORDER BY time_updated, id LIMIT ?",
+            f'SELECT {sel} FROM "{table}" WHERE "{upd}" > ? OR '
+            f'("{upd}" = ? AND "{key}" > ?) ORDER BY "{upd}", "{key}" LIMIT ?',
             (after_time, after_time, after_id, limit),
         ).fetchall()
     except sqlite3.Error as exc:
         raise RowsError(f"cannot read table {table}: {exc}") from exc
     out: list[Row] = []
-    ti, ii = cols.index("time_updated"), cols.index("id")
+    ti, ii = cols.index(upd), cols.index(key)
     for r in rows:
         obj = {c: _jsonable(v) for c, v in zip(cols, r, strict=True)}
         data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
@@ -121,9 +134,11 @@ def fetch_page(
     return out
 
 
-def tables_present(conn: sqlite3.Connection) -> list[str]:
+def tables_present(conn: sqlite3.Connection, agent: str = "opencode") -> list[str]:
+    """The agent's registry tables that exist in this database, in registry order."""
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error as exc:
         raise RowsError(f"cannot list tables: {exc}") from exc
-    return [t for t in TABLES if t in names]
+    return [t.name for t in registry.get(agent).tables
+            if t.name in names and t.name not in FORBIDDEN]

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from eventlog import EventLog
 from readers import capture_files as cf
 from readers import cursor as cur
+from readers import registry
 from readers.capture_state import Source, is_idle
-from readers.discovery import files
+from readers.discovery import classify, files
 from readers.roots import Root
 
 
@@ -57,7 +58,7 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
             if want is None:
                 return None  # a new file
             try:
-                if rel == "opencode.db":
+                if _is_db(root.agent, rel):
                     got = cf.db_signature(entry.path)
                 else:
                     st = entry.stat()
@@ -72,3 +73,8 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
         total += seen
         gone += missing
     return total, gone
+
+
+def _is_db(agent: str, rel: str) -> bool:
+    """A SQLite source (its signature includes the -wal), by its layout's capture mode."""
+    return rel.endswith(".db") and registry.mode_of(classify(agent, rel) or "") == registry.ROWS

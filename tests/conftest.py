@@ -22,7 +22,10 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("HOME", str(fake_home))
     monkeypatch.setenv("XDG_DATA_HOME", str(fake_home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "AGENTLOG_HOME"):
+    from readers import registry
+
+    agent_vars = {var for a in registry.REGISTRY for var, _ in a.env} - {"XDG_DATA_HOME"}
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "AGENTLOG_HOME", *sorted(agent_vars)):
         monkeypatch.delenv(var, raising=False)
     # No test may run a real agent CLI (answers): stand-ins that fail come first on PATH.
     # Tests of answers put their own fake binaries in front of these.

@@ -18,8 +18,9 @@ from typing import Any
 from cli.config import Home
 from projections import query as q
 from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
+from readers import registry
 
-AGENTS = ("claude", "codex", "opencode", "other")
+AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until")
 ANSWER_SOURCES = 8

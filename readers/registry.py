@@ -1,0 +1,180 @@
+"""The agent registry: every agent agentlog reads is one `Agent(...)` entry in `REGISTRY`.
+
+A reader is one module in `readers/` (named by `Agent.module`) plus one entry here. Nothing
+in `projections/` or `cli/` names agents: the `agent` filter values, the MCP schema enum,
+the `--agent` choices, the `--<agent>-dir` flags and `<agent>_dir` config keys, dashboard
+labels and resume commands all come from this table.
+
+Promises:
+- importing this module is cheap (no reader module is imported; `reader(name)` imports one
+  on first use), so the search and MCP paths can list agents without loading parsers;
+- every layout name starts with "<agent name>." and has exactly one capture mode:
+  APPEND (append-only file: chunks with byte cursors, parsed line by line),
+  SNAPSHOT (a rewritten file: whole content, blake3-deduplicated, parsed whole), or
+  ROWS (SQLite tables opened read-only, `mode=ro`/`immutable=1`, keyset-paged rows);
+- the reader module exposes `classify(rel) -> layout | None` (pure, on the POSIX path
+  relative to the root), `descend(rel_dir) -> bool` (whether a folder can hold history),
+  and the parse functions its modes need (`parse_line`, `parse_snapshot`, `parse_row`, see
+  readers/records.py); optionally `state_scope(source, prefix) -> str | None`;
+- `search=False` agents (runs) are capture sources whose records name another agent.
+
+See docs/ARCHITECTURE.md "How to add an agent" and /work/coord/registry.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+APPEND, SNAPSHOT, ROWS = "append", "snapshot", "rows"
+OTHER = "other"  # the agent value of records no registered agent claims
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One SQLite table captured in ROWS mode: keyset-paged on (`updated`, `key`)."""
+
+    name: str
+    updated: str = "time_updated"
+    key: str = "id"
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """One agent. Roots: `--<name>-dir` flag, else config `<name>_dir`, else the first set
+    environment variable of `env` (joined with its suffix), else `defaults` (relative to the
+    user's home, "~/.config/…" follows XDG_CONFIG_HOME; an `optional_defaults` folder is used
+    only when its marker sub-folder exists, "" = the folder itself)."""
+
+    name: str
+    label: str
+    module: str
+    layouts: Mapping[str, str]
+    env: tuple[tuple[str, str], ...] = ()
+    defaults: tuple[str, ...] = ()
+    optional_defaults: tuple[tuple[str, str], ...] = ()  # (folder, marker inside it)
+    tables: tuple[Table, ...] = ()
+    resume: tuple[str, ...] | None = None  # argv template; "{session}" is replaced
+    docs: str = ""  # docs/parsers.md anchor
+    search: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name}-dir"
+
+    @property
+    def config_key(self) -> str:
+        return f"{self.name}_dir"
+
+
+_A, _S, _R = APPEND, SNAPSHOT, ROWS
+
+REGISTRY: tuple[Agent, ...] = (
+    Agent("claude", "Claude Code", "readers.parse_claude",
+          {"claude.session": _A, "claude.subagent": _A, "claude.history": _A,
+           "claude.subagent_meta": _S, "claude.tool_result": _S},
+          env=(("CLAUDE_CONFIG_DIR", ""),), defaults=(".claude",),
+          optional_defaults=((".config/claude", "projects"),),
+          resume=("claude", "--resume", "{session}"), docs="claude-code"),
+    Agent("codex", "Codex CLI", "readers.parse_codex",
+          {"codex.rollout": _A, "codex.history": _A},
+          env=(("CODEX_HOME", ""),), defaults=(".codex",),
+          resume=("codex", "resume", "{session}"), docs="codex-cli"),
+    Agent("opencode", "opencode", "readers.parse_opencode",
+          {"opencode.json": _S, "opencode.db": _R},
+          env=(("XDG_DATA_HOME", "opencode"),), defaults=(".local/share/opencode",),
+          tables=(Table("session"), Table("message"), Table("part"), Table("project")),
+          resume=("opencode", "--session", "{session}"), docs="opencode"),
+    Agent("runs", "Delegated runs", "readers.parse_runs",
+          {"runs.log": _A, "runs.meta": _S},
+          env=(("AGENTLOG_RUNS_DIR", ""),), docs="runs", search=False),
+)
+
+_BY_NAME = {a.name: a for a in REGISTRY}
+_MODE = {layout: mode for a in REGISTRY for layout, mode in a.layouts.items()}
+_MODULES: dict[str, ModuleType] = {}
+
+
+def names() -> tuple[str, ...]:
+    """Every registered agent (capture sources), in registry order."""
+    return tuple(a.name for a in REGISTRY)
+
+
+def search_agents() -> tuple[str, ...]:
+    """The `agent` values of hits and filters: searchable agents, then "other"."""
+    return (*(a.name for a in REGISTRY if a.search), OTHER)
+
+
+def known(name: str) -> bool:
+    return name in _BY_NAME
+
+
+def get(name: str) -> Agent:
+    """The entry of `name`; KeyError for an unknown agent."""
+    return _BY_NAME[name]
+
+
+def labels() -> dict[str, str]:
+    """agent value -> display label (dashboard), including "other"."""
+    out = {a.name: a.label for a in REGISTRY if a.search}
+    out[OTHER] = "Other"
+    return out
+
+
+def mode_of(layout: str) -> str:
+    """APPEND, SNAPSHOT or ROWS; an unregistered layout counts as SNAPSHOT."""
+    return _MODE.get(layout, SNAPSHOT)
+
+
+def layouts(mode: str | None = None) -> frozenset[str]:
+    return frozenset(k for k, v in _MODE.items() if mode is None or v == mode)
+
+
+def agent_of_layout(layout: str) -> Agent | None:
+    return _BY_NAME.get(layout.split(".", 1)[0])
+
+
+def reader(name: str) -> ModuleType:
+    """The reader module of agent `name`, imported on first use."""
+    mod = _MODULES.get(name)
+    if mod is None:
+        mod = _MODULES[name] = importlib.import_module(_BY_NAME[name].module)
+    return mod
+
+
+def family(value: object) -> str:
+    """A searchable agent name from an agent or client name ("claude-code" -> "claude");
+    anything unknown is "other"."""
+    if not isinstance(value, str):
+        return OTHER
+    low = value.strip().lower()
+    if low in _BY_NAME and _BY_NAME[low].search:
+        return low
+    for a in REGISTRY:
+        if a.search and low.startswith(a.name):
+            return a.name
+    return OTHER
+
+
+def resume_command(agent: str, session: str | None) -> list[str] | None:
+    """The argv that resumes `session` in its agent (run it in the session's project), or
+    None when the agent has no resume command or the session is unknown."""
+    a = _BY_NAME.get(agent)
+    if a is None or a.resume is None or not session:
+        return None
+    return [part.replace("{session}", session) for part in a.resume]
+
+
+def describe() -> list[dict[str, Any]]:
+    """The registry as data (for the dashboard and `agentlog audit`)."""
+    return [
+        {"name": a.name, "label": a.label, "search": a.search, "flag": a.flag,
+         "config_key": a.config_key, "env": [e for e, _ in a.env],
+         "defaults": ["~/" + d for d in a.defaults], "layouts": dict(a.layouts),
+         "resume": list(a.resume) if a.resume else None, "docs": f"docs/parsers.md#{a.docs}"}
+        for a in REGISTRY
+    ]

@@ -1,0 +1,59 @@
+"""The agent registry is the one list of agents: layouts, reader modules, flags, enums."""
+
+from __future__ import annotations
+
+import inspect
+
+from click.testing import CliRunner
+
+from readers import registry
+from readers.records import LAYOUTS
+
+
+def test_every_agent_has_a_reader_with_the_protocol() -> None:
+    assert len(set(registry.names())) == len(registry.REGISTRY)
+    for agent in registry.REGISTRY:
+        mod = registry.reader(agent.name)
+        assert callable(mod.classify) and callable(mod.descend), agent.name
+        for layout, mode in agent.layouts.items():
+            assert layout.startswith(agent.name + "."), layout
+            assert registry.agent_of_layout(layout) is agent
+            need = {"append": "parse_line", "snapshot": "parse_snapshot", "rows": "parse_row"}
+            assert callable(getattr(mod, need[mode])), (layout, mode)
+        assert bool(agent.tables) == (registry.ROWS in agent.layouts.values()), agent.name
+        if agent.resume is not None:
+            assert "{session}" in agent.resume
+    assert registry.layouts() == LAYOUTS
+
+
+def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
+    from cli.cmd_capture import capture, restore
+    from cli.mcp_server import SEARCH_SCHEMA
+    from cli.web import calls
+    from projections import apply, filters
+
+    want = registry.search_agents()
+    assert want[-1] == "other" and "runs" not in want
+    assert filters.AGENTS == apply.AGENTS == calls.AGENTS == want
+    assert SEARCH_SCHEMA["properties"]["filters"]["properties"]["agent"]["enum"] == list(want)
+    flags = {o for p in capture.params for o in p.opts}
+    assert {a.flag for a in registry.REGISTRY} <= flags
+    choices = next(p for p in restore.params if p.name == "agent").type
+    assert list(getattr(choices, "choices", [])) == list(registry.names())
+    out = CliRunner().invoke(capture, ["--help"]).output
+    assert all(a.flag in out for a in registry.REGISTRY)
+
+
+def test_family_and_resume() -> None:
+    assert registry.family("claude-code") == "claude"
+    assert registry.family("Codex") == "codex"
+    assert registry.family("runs") == "other"  # not a searchable agent value
+    assert registry.family(None) == "other" and registry.family("mystery") == "other"
+    argv = registry.resume_command("claude", "abc")
+    assert argv == ["claude", "--resume", "abc"]
+    assert registry.resume_command("runs", "abc") is None
+    assert registry.resume_command("claude", None) is None
+    described = {d["name"]: d for d in registry.describe()}
+    assert described["codex"]["flag"] == "--codex-dir"
+    assert described["opencode"]["config_key"] == "opencode_dir"
+    assert inspect.ismodule(registry.reader("claude"))
