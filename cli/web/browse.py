@@ -6,8 +6,7 @@
 Promises: read history.db as it is (like the conversation route); every session carries
 `resume`, the command that reopens it in its agent (`argv` and a shell-quoted `command`),
 or null when its agent has none; unknown or repeated parameters are 400, an unknown session
-is 404. The resume templates come from `readers.registry` when it has them, else from
-`FALLBACK_RESUME` (the three agents known before the registry).
+is 404. The resume templates come from `readers.registry` (`Agent.resume`).
 """
 
 from __future__ import annotations
@@ -21,24 +20,12 @@ from starlette.routing import BaseRoute, Route
 from cli.web import calls
 from cli.web.api import _home, bool_param, endpoint, params
 
-FALLBACK_RESUME: dict[str, tuple[str, ...]] = {
-    "claude": ("claude", "--resume", "{session}"),
-    "codex": ("codex", "resume", "{session}"),
-    "opencode": ("opencode", "--session", "{session}"),
-}
-
 
 def resume(agent: str, session: str) -> dict[str, Any] | None:
-    """{"argv", "command"} that resumes `session` in `agent`, or None."""
-    argv: list[str] | None = None
-    try:
-        from readers import registry  # type: ignore[attr-defined,unused-ignore]
+    """{"argv", "command"} that resumes `session` in `agent` (the registry's template)."""
+    from readers.registry import resume_command
 
-        found = registry.resume_command(agent, session)
-        argv = list(found) if found else None
-    except (ImportError, AttributeError, KeyError, LookupError):
-        template = FALLBACK_RESUME.get(agent)
-        argv = [part.replace("{session}", session) for part in template] if template else None
+    argv = resume_command(agent, session)
     if not argv:
         return None
     return {"argv": argv, "command": shlex.join(argv)}
