@@ -38,20 +38,42 @@ DEFAULT_AFTER_DAYS = 30
 
 
 class OpError(Exception):
-    """An operation failed in a way the user should see; `status` is its HTTP status."""
+    """An operation failed in a way the user should see; `status` is its HTTP status,
+    `hint` says how to fix it (None: the command's --help)."""
 
     status = 400
     exit_code = 2
+    hint: str | None = None
 
 
 class NoLog(OpError):
     status = 404
     exit_code = 1
+    hint = "run `agentlog capture` (or `agentlog import`) first"
 
 
 class Busy(OpError):
     status = 503
     exit_code = 1
+    hint = "try again in a moment"
+
+
+class UnknownProject(OpError):
+    """The project names nothing in history.db; the hint lists the known ones."""
+
+    status = 404
+
+    def __init__(self, project: str, hint: str) -> None:
+        super().__init__(f"unknown project {project!r}")
+        self.hint = hint
+
+
+def require_project(con: Connection, project: str) -> None:
+    from projections.sessions import projects_named, unknown_project_hint
+
+    known = projects_named(con)
+    if project not in known:
+        raise UnknownProject(project, unknown_project_hint(known))
 
 
 # --- plumbing ---------------------------------------------------------------------------
@@ -113,6 +135,7 @@ def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) ->
     con = open_history(home)
     assert con is not None
     try:
+        require_project(con, project)
         hf = h.HistoryFilters(**f)
         out: dict[str, Any] = _call(h.history_page, con, project, hf, page)
         out["sessions"] = h.sessions(con, project, include_archived=hf.include_archived)
@@ -165,6 +188,7 @@ def export_to(
     con = open_history(home)
     assert con is not None
     try:
+        require_project(con, project)
         res = write_export(con, project, out, session=session,
                            include_archived=include_archived)
     finally:

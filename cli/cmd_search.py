@@ -23,13 +23,25 @@ _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
 
 
 def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
+    from cli.errors import BadInput
+
     param = getattr(exc, "param", "")
     name = _OPTION.get(param, f"--{param}" if param else "")
     msg = getattr(exc, "message", str(exc))
-    click.echo(f"agentlog {ctx.info_name}: {name}: {msg}" if name else f"agentlog: {exc}",
-               err=True)
-    ctx.exit(2)
-    raise SystemExit(2)  # for type checkers; ctx.exit raises
+    raise BadInput(f"{name}: {msg}" if name else str(exc),
+                   f"see `agentlog {ctx.info_name} --help`")
+
+
+def _check_project(home: Home, project: str | None) -> None:
+    """An unknown --project is a mistake: say so and list the known ones."""
+    from cli.errors import BadInput
+    from projections.sessions import known_projects, unknown_project_hint
+
+    if project is None:
+        return
+    known = known_projects(home.history_db)
+    if project not in known:
+        raise BadInput(f"--project: unknown project {project!r}", unknown_project_hint(known))
 
 
 def _prepare(home: Home) -> None:
@@ -68,7 +80,7 @@ def _emit(obj: Any) -> None:
               help="message, run, decision, transcript, approval, progress or report.")
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
-@click.option("--limit", default=None, help="1..50 (default 10).")
+@click.option("--limit", type=int, default=None, help="1..50 (default 10).")
 @click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
@@ -76,7 +88,7 @@ def _emit(obj: Any) -> None:
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
-           since: str | None, until: str | None, limit: str | None, include_archived: bool,
+           since: str | None, until: str | None, limit: int | None, include_archived: bool,
            as_json: bool, want_answer: bool = False) -> None:
     """Search the history for QUERY (literal words, all required)."""
     from cli.catchup import search_engine
@@ -93,8 +105,13 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
     try:
         from projections.text import query_tokens
 
-        query_tokens(text)  # validate before touching the log
+        if not query_tokens(text):  # validate before touching the log
+            from cli.errors import BadInput
+
+            raise BadInput(f"QUERY: {text!r} has no searchable word",
+                           "search for words or numbers (punctuation is ignored)")
         _prepare(home)
+        _check_project(home, project)
         result = run_search(home.history_db, text, filters or None, limit,
                             engine=search_engine(home))
     except QueryError as exc:
@@ -113,6 +130,12 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
     _print_hits(result, text)
 
 
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
 def _print_hits(result: dict[str, Any], text: str) -> None:
     from projections.text import query_tokens
 
@@ -128,7 +151,10 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
                 lambda m: f"[{m.group(0)}]")
             snip = pattern.sub(mark, snip)
         click.echo(f"  {snip}")
-        click.echo(click.style(f"  {hit['id']}", fg="cyan") if color else f"  {hit['id']}")
+        ids = f"  {hit['id']}"
+        if hit.get("conversation"):
+            ids += f"  (agentlog conversation {_quote(hit['conversation'])})"
+        click.echo(click.style(ids, fg="cyan") if color else ids)
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
@@ -158,9 +184,10 @@ def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
     except QueryError as exc:
         _bad(ctx, exc)
     if doc is None:
-        click.echo(f"agentlog show: ID: not found: {hit_id!r}", err=True)
-        ctx.exit(1)
-        return
+        from cli.errors import Failure
+
+        raise Failure(f"ID: not found: {hit_id!r}",
+                      "use an `id` printed by `agentlog search`")
     if as_json:
         _emit(doc)
         return
@@ -176,11 +203,11 @@ def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
 @click.command()
 @click.argument("conversation_id", metavar="ID")
 @click.option("--after", default=None, help="The `next` cursor of the previous page.")
-@click.option("--limit", default=None, help="1..100 items (default 20).")
+@click.option("--limit", type=int, default=None, help="1..100 items (default 20).")
 @click.option("--json", "as_json", is_flag=True, help="Print the page JSON.")
 @click.pass_context
 def conversation(ctx: click.Context, conversation_id: str, after: str | None,
-                 limit: str | None, as_json: bool) -> None:
+                 limit: int | None, as_json: bool) -> None:
     """Page through a conversation (a hit's `conversation`, or a session id)."""
     from projections.errors import NotFound, QueryError
     from projections.query import get_conversation
@@ -193,9 +220,10 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
     except QueryError as exc:
         _bad(ctx, exc)
     except NotFound as exc:
-        click.echo(f"agentlog conversation: ID: {exc}", err=True)
-        ctx.exit(1)
-        return
+        from cli.errors import Failure
+
+        raise Failure(f"ID: {exc}", "use a hit's conversation id (shown by `agentlog "
+                      "search`) or a session id") from None
     if as_json:
         _emit(page)
         return
@@ -220,7 +248,10 @@ def reindex(ctx: click.Context, as_json: bool) -> None:
 
     home = get_home(ctx)
     if not home.has_log():
-        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+        from cli.errors import Failure
+
+        raise Failure(f"no event log in {home.root} (nothing captured yet)",
+                      "run `agentlog capture` first")
     log = home.log(readonly=True)
     bar = _Progress() if sys.stderr.isatty() and not as_json else None
     try:

@@ -71,11 +71,28 @@ class LazyGroup(click.Group):
         assert isinstance(cmd, click.Command)
         return cmd
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; every click error leaves in the one style of `cli.errors`."""
+        ctx.meta["agentlog.help"] = any(a in ("--help", "-h") for a in ctx.args)
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            from cli.errors import restyle
+
+            name = f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
+            raise restyle(exc, name) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+# Commands that only read the home: a home that does not exist is a mistake (a typo in
+# --home or AGENTLOG_HOME), never silently an empty history. The others create it.
+READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
+                       "audit", "backup", "restore", "reindex"})
 
 
 def _exists(spec: str) -> bool:
@@ -98,6 +115,12 @@ def cli(ctx: click.Context, home: str | None) -> None:
     """agentlog keeps every AI coding agent conversation, byte for byte, and searches it."""
     ctx.obj = resolve_home(home)
     ctx.obj.command = f"agentlog {ctx.invoked_subcommand or ''}".strip()
+    if (ctx.invoked_subcommand in READ_ONLY and not ctx.meta.get("agentlog.help")
+            and not ctx.obj.root.is_dir()):
+        from cli.errors import BadInput
+
+        raise BadInput(f"home {ctx.obj.root} does not exist",
+                       "check --home / AGENTLOG_HOME, or run `agentlog capture` to create it")
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -9,6 +9,7 @@ Promises:
 - `session_subagents` lists the subagent threads of one session, each with its conversation
   id, name, first prompt, turn count and `parent`: the id of the main thread's tool call
   whose `prompt` argument is the subagent's first prompt (each call claimed once), or None;
+- `projects_named` lists every project history.db names, for "unknown project" errors;
 - read-only; every value is bound, never interpolated into SQL; unknown projects and
   sessions answer empty lists.
 """
@@ -146,3 +147,23 @@ def session_info(db_path: Path, agent: str, session: str) -> dict[str, Any] | No
     return {"agent": agent, "sessionId": session, "conversation": row[0], "project": row[1],
             "title": title[0] if title else None,
             "subagents": session_subagents(con, agent, session)}
+
+
+def projects_named(con: sqlite3.Connection) -> list[str]:
+    """Every project named in history.db (sorted; archived sessions included)."""
+    return [str(r[0]) for r in con.execute(
+        "SELECT DISTINCT project FROM documents WHERE project IS NOT NULL ORDER BY project")]
+
+
+def known_projects(db_path: Path) -> list[str]:
+    """`projects_named` on history.db as it is (none when the file is missing)."""
+    con = _connection(db_path)
+    return [] if con is None else projects_named(con)
+
+
+def unknown_project_hint(known: list[str]) -> str:
+    """The "how to fix" of an unknown project: the known ones (at most 20 named)."""
+    if not known:
+        return "no project is indexed yet"
+    shown = ", ".join(known[:20]) + (f", … ({len(known)} in all)" if len(known) > 20 else "")
+    return f"known projects: {shown}"

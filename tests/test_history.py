@@ -130,8 +130,10 @@ def test_cli_history_and_search(tmp_path: Path) -> None:
     assert len(json.loads(r.stdout)["hits"]) == 5
     r = run_cli(home, "history", "settings")
     assert r.returncode == 0 and b"proj-a" in r.stdout and b"5 hits" in r.stderr
+    r = run_cli(home, "history", "--project", "proj-a", "--thread", "bogus")
+    assert r.returncode == 2 and b"thread" in r.stderr
     r = run_cli(home, "history", "--project", "proj-a", "--agent", "bogus")
-    assert r.returncode == 2 and b"agent" in r.stderr
+    assert r.returncode == 2 and b"agent: must be one of" in r.stderr
     r = run_cli(home, "history", "--json")
     assert json.loads(r.stdout)["projects"][0]["project"] == "proj-a"
     r = run_cli(home, "history", "-p", "proj-a", "--sessions", "--json")

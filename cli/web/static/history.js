@@ -168,7 +168,7 @@
     view.appendChild(list);
   }
 
-  const FIELDS = ["session", "role", "tool", "agent", "since", "until", "q"];
+  const FIELDS = ["session", "role", "tool", "thread", "agent", "since", "until", "q"];
 
   async function renderProject(view, project, ps) {
     const qs = new URLSearchParams();
@@ -190,7 +190,8 @@
       session: select("session", sessions, ps.get(P + "session")),
       role: select("role", ROLES.map((r) => [r, r || "any"]), ps.get(P + "role")),
       tool: input("tool", ps.get(P + "tool"), "Bash"),
-      agent: input("agent", ps.get(P + "agent"), "main | all | @name"),
+      thread: input("thread", ps.get(P + "thread"), "main | all | @name"),
+      agent: input("agent", ps.get(P + "agent"), "claude, codex, …"),
       since: input("since", ps.get(P + "since"), "2026-01-01T00:00Z"),
       until: input("until", ps.get(P + "until"), "epoch ms or ISO-8601"),
       q: input("q", ps.get(P + "q"), "words"),
