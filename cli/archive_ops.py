@@ -123,8 +123,10 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 # --- browse and search ------------------------------------------------------------------
 
 
-def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) -> dict[str, Any]:
-    """One page of a project's turns plus the project's session list."""
+def history(home: Home, project: str, filters: dict[str, Any], page: int = 1, *,
+            strict: bool = False) -> dict[str, Any]:
+    """One page of a project's turns plus the project's session list. With `strict` (the
+    CLI), a project history.db does not name is `UnknownProject`, else an empty page."""
     from projections import history as h
     from projections.filters import parse_time
 
@@ -135,7 +137,8 @@ def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) ->
     con = open_history(home)
     assert con is not None
     try:
-        require_project(con, project)
+        if strict:
+            require_project(con, project)
         hf = h.HistoryFilters(**f)
         out: dict[str, Any] = _call(h.history_page, con, project, hf, page)
         out["sessions"] = h.sessions(con, project, include_archived=hf.include_archived)
@@ -182,13 +185,15 @@ def export_to(
     *,
     session: str | None = None,
     include_archived: bool = False,
+    strict: bool = False,
 ) -> dict[str, Any]:
     from projections.export import write_export
 
     con = open_history(home)
     assert con is not None
     try:
-        require_project(con, project)
+        if strict:  # the CLI: an unknown project is a mistake, not an empty export
+            require_project(con, project)
         res = write_export(con, project, out, session=session,
                            include_archived=include_archived)
     finally:

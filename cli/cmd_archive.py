@@ -100,7 +100,7 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
             "agent_name": agent, "since": since,
             "until": until, "text": query or None, "include_archived": include_archived,
         }
-        res = ops.history(home, project, filters, page)
+        res = ops.history(home, project, filters, page, strict=True)
     except ops.OpError as exc:
         _fail(ctx, exc)
         return
@@ -156,11 +156,11 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
                 raise ops.OpError("--project is required (or --log FILE for the whole log)")
             if output is None:
                 ops.export_to(home, project, sys.stdout.buffer, session=session,
-                              include_archived=include_archived)
+                              include_archived=include_archived, strict=True)
                 sys.stdout.buffer.flush()
                 return
             summary = ops.export_file(home, project, Path(output), session=session,
-                                      include_archived=include_archived)
+                                      include_archived=include_archived, strict=True)
     except ops.OpError as exc:
         _fail(ctx, exc)
         return

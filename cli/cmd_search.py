@@ -151,10 +151,10 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
                 lambda m: f"[{m.group(0)}]")
             snip = pattern.sub(mark, snip)
         click.echo(f"  {snip}")
-        ids = f"  {hit['id']}"
+        click.echo(click.style(f"  {hit['id']}", fg="cyan") if color else f"  {hit['id']}")
         if hit.get("conversation"):
-            ids += f"  (agentlog conversation {_quote(hit['conversation'])})"
-        click.echo(click.style(ids, fg="cyan") if color else ids)
+            conv = f"  → agentlog conversation {_quote(hit['conversation'])}"
+            click.echo(click.style(conv, dim=True) if color else conv)
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"

@@ -64,10 +64,13 @@ def test_filters(h: Home) -> None:
     assert q(text="迁移") == ["数据库迁移 needs a rollback plan"]
     assert q(text='settings" OR NEAR(x') == []  # operators are literal words, never syntax
     assert ops.history(h, "other-project", {})["turns"] == []
+    with pytest.raises(ops.UnknownProject, match="unknown project 'other-project'"):
+        ops.history(h, "other-project", {}, strict=True)
 
 
 @pytest.mark.parametrize(("filters", "param"), [
-    ({"role": "wizard"}, "role"), ({"agent": "some"}, "agent"), ({"since": "yesterday"}, "since"),
+    ({"role": "wizard"}, "role"), ({"agent": "some"}, "thread"),
+    ({"agent_name": "gpt"}, "agent"), ({"since": "yesterday"}, "since"),
     ({"since": T0 + 10, "until": T0}, "since"),
 ])
 def test_bad_filters_name_the_parameter(h: Home, filters: dict[str, object], param: str) -> None:
