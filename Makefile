@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint types pytest browser bench clean
+.PHONY: run test setup lint types pytest browser postgres bench clean
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "agentlog needs Python >= 3.11"'
@@ -19,8 +19,8 @@ setup: $(STAMP)
 run: $(STAMP)
 	scripts/run.sh
 
-## make test: set up (browser included), then lint, type-check and run every test
-test: $(STAMP) browser
+## make test: set up (browser and PostgreSQL server included), then lint, type-check and run every test
+test: $(STAMP) browser postgres
 	$(BIN)/ruff check eventlog projections readers cli tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -36,6 +36,9 @@ pytest: $(STAMP)
 
 browser:
 	scripts/install-browser.sh
+
+postgres:
+	scripts/install-postgres.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/eventlog.py

@@ -7,7 +7,6 @@ distinctive phrase is searched when the `search` command is available.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import click
@@ -41,7 +40,7 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
                f"{stats.appended} events appended into {home.log_dir}")
     if stats.appended:
         hooks.after_append(home)
-    if no_search or importlib.util.find_spec("cli.cmd_search") is None:
+    if no_search:
         click.echo("try: agentlog search " + next(iter(PHRASES.values())))
         return
     from cli.cmd_search import search

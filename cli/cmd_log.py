@@ -54,8 +54,12 @@ def record(ctx: click.Context, as_json: bool) -> None:
 @click.option("--log", "log_path", type=click.Path(file_okay=False, exists=True), default=None,
               help="Verify a copy of a log (a backup directory) instead of the home's log.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Instead: re-check every host's chain on the team server (`config` = "
+                   "team.postgres) and compare this home's host with the local log.")
 @click.pass_context
-def verify(ctx: click.Context, log_path: str | None, as_json: bool) -> None:
+def verify(ctx: click.Context, log_path: str | None, as_json: bool,
+           postgres: str | None = None) -> None:
     """Re-hash every record and check gaps, chain, key index and LMDB structure.
 
     Exit 0 when sound, 1 when anything is wrong (the first bad seq is named).
@@ -65,6 +69,10 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool) -> None:
     from eventlog.verify import verify_isolated
 
     home = get_home(ctx)
+    if postgres is not None:
+        from cli.team_sync import verify_postgres
+
+        ctx.exit(verify_postgres(home, postgres, as_json=as_json))
     extras: list[dict[str, Any]] = []
     try:
         if log_path is not None:

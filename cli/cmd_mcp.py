@@ -26,8 +26,10 @@ CLIENTS = ("claude", "codex", "opencode")
 
 
 @click.group(invoke_without_command=True)
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Answer from the team server (`config` = team.postgres; docs/team.md).")
 @click.pass_context
-def mcp(ctx: click.Context) -> None:
+def mcp(ctx: click.Context, postgres: str | None = None) -> None:
     """Run the MCP server on stdio (tools: search_history, get_conversation).
 
     With a sub-command, register the server with a client instead.
@@ -35,7 +37,12 @@ def mcp(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is None:
         from cli.mcp_server import serve_stdio
 
-        serve_stdio(get_home(ctx))
+        home = get_home(ctx)
+        if postgres is not None:
+            from cli.team_sync import resolve_url
+
+            home.postgres = resolve_url(home, postgres)
+        serve_stdio(home)
 
 
 def server_command(home: Home) -> list[str]:

@@ -85,11 +85,15 @@ def _emit(obj: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Search the team server instead (`config` = team.postgres; docs/team.md).")
+@click.option("--host", "host", default=None, help="With --postgres: only this host's history.")
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
            since: str | None, until: str | None, limit: int | None, include_archived: bool,
-           as_json: bool, want_answer: bool = False) -> None:
+           as_json: bool, want_answer: bool = False, postgres: str | None = None,
+           host: str | None = None) -> None:
     """Search the history for QUERY (literal words, all required)."""
     from cli.catchup import search_engine
     from projections.errors import QueryError
@@ -110,10 +114,17 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
 
             raise BadInput(f"QUERY: {text!r} has no searchable word",
                            "search for words or numbers (punctuation is ignored)")
-        _prepare(home)
-        _check_project(home, project)
-        result = run_search(home.history_db, text, filters or None, limit,
-                            engine=search_engine(home))
+        if postgres is not None:
+            from cli.team_sync import team_search
+
+            result = team_search(home, postgres, text, {**filters, "host": host}, limit)
+        else:
+            if host is not None:
+                raise QueryError("host", "needs --postgres (a local history has one host)")
+            _prepare(home)
+            _check_project(home, project)
+            result = run_search(home.history_db, text, filters or None, limit,
+                                engine=search_engine(home))
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -144,6 +155,8 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        if hit.get("host"):
+            head += f"  @{hit['host']}"
         click.echo(click.style(head, dim=True) if color else head)
         snip = hit["snippet"]
         if pattern is not None:

@@ -14,8 +14,11 @@ from cli.config import get_home
               help="Port to listen on (default: a free port).")
 @click.option("--allow-remote", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it still needs the token).")
+@click.option("--postgres", "postgres", default=None, metavar="URL",
+              help="Answer searches from the team server (`config` = team.postgres).")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, allow_remote: bool) -> None:
+def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
+          postgres: str | None = None) -> None:
     """Serve the HTTP API and the dashboard until interrupted.
 
     Prints one line: the URL with a fresh token. Opening it sets a session cookie and drops
@@ -25,7 +28,12 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool) -> None:
     from cli.web.server import ServeError
     from cli.web.server import serve as run
 
+    home = get_home(ctx)
+    if postgres is not None:
+        from cli.team_sync import resolve_url
+
+        home.postgres = resolve_url(home, postgres)
     try:
-        run(get_home(ctx), host=host, port=port, allow_remote=allow_remote)
+        run(home, host=host, port=port, allow_remote=allow_remote)
     except ServeError as exc:
         raise click.ClickException(str(exc)) from exc

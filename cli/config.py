@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the log is imported only by commands that open it (start-up
 class Home:
     root: Path
     command: str = "agentlog"
+    # set by `mcp/serve --postgres`: answer search/conversation calls from the team server
+    postgres: str | None = None
     _config: dict[str, Any] | None = field(default=None, repr=False)
 
     @property

@@ -1,7 +1,8 @@
 """Extension points wired by name, so each capability lives in its own module.
 
 - `after_append(home)`: projections catch up after `record`, `capture`, `import`.
-- `audit_sections(home, log)`: extra sections of `agentlog audit` (capture, archive).
+- `after_append(home)` also wakes the team syncer when `team.postgres` is set.
+- `audit_sections(home, log)`: extra sections of `agentlog audit` (capture, archive, team).
 - `verify_extras(home, log)`: extra checks of `agentlog verify` (projection drift).
 
 Entries name "module:function"; a module that does not exist (yet) is skipped, but an
@@ -18,8 +19,12 @@ from typing import Any
 from cli.config import Home
 from eventlog import EventLog
 
-AFTER_APPEND = ["cli.catchup:after_append"]
-AUDIT_SECTIONS = ["cli.capture_audit:audit_section", "cli.archive_audit:audit_section"]
+AFTER_APPEND = ["cli.catchup:after_append", "cli.team_sync:after_append"]
+AUDIT_SECTIONS = [
+    "cli.capture_audit:audit_section",
+    "cli.archive_audit:audit_section",
+    "cli.team_sync:audit_section",
+]
 VERIFY_EXTRAS = ["cli.projection_check:verify_section"]
 
 

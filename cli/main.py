@@ -35,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "import": "cli.cmd_archive:import_",
     "archive": "cli.cmd_archive:archive",
     "demo": "cli.cmd_demo:demo",
+    "sync": "cli.commands.team:sync",
+    "team": "cli.commands.team:team",
 }
 
 HELP: dict[str, str] = {
@@ -55,16 +57,18 @@ HELP: dict[str, str] = {
     "import": "Import an export envelope (dry run unless --apply).",
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",
+    "sync": "Copy the log to the team PostgreSQL server and project it there.",
+    "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, spec in COMMANDS.items() if _exists(spec))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         spec = COMMANDS.get(cmd_name)
-        if spec is None or not _exists(spec):
+        if spec is None:
             return None
         mod_name, attr = spec.split(":")
         cmd = getattr(importlib.import_module(mod_name), attr)
@@ -93,12 +97,6 @@ class LazyGroup(click.Group):
 # --home or AGENTLOG_HOME), never silently an empty history. The others create it.
 READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
                        "audit", "backup", "restore", "reindex"})
-
-
-def _exists(spec: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(spec.split(":")[0]) is not None
 
 
 @click.group(cls=LazyGroup)

@@ -221,11 +221,23 @@ def _error(message: str) -> types.CallToolResult:
     )
 
 
+def team_tools() -> list[types.Tool]:
+    """With `--postgres`: search_history also takes `filters.host` (hits carry `host`)."""
+    import copy
+
+    schema = copy.deepcopy(SEARCH_SCHEMA)
+    schema["properties"]["filters"]["properties"]["host"] = {
+        **_TEXT, "description": "Only this machine's history (a hit's `host`)."}
+    return [TOOLS[0].model_copy(update={"input_schema": schema}), *TOOLS[1:]]
+
+
 def build_server(home: Home) -> Server[Any]:
+    tools = TOOLS if home.postgres is None else team_tools()
+
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}

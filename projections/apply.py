@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib
-import importlib.util
 import json
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -264,14 +262,12 @@ BROKER_APPLIERS: dict[str, Applier] = {
 
 
 def appliers() -> dict[str, Applier]:
-    """The full dispatch table (broker + capture + archive when present)."""
-    from projections import transcripts
+    """The full dispatch table (broker + capture + archive)."""
+    from projections import archive, transcripts
 
     table: dict[str, Applier] = dict(BROKER_APPLIERS)
     table.update(transcripts.APPLIERS)
-    if importlib.util.find_spec("projections.archive") is not None:
-        archive = importlib.import_module("projections.archive")
-        table.update(getattr(archive, "APPLIERS", {}))
+    table.update(archive.APPLIERS)
     return table
 
 

@@ -31,7 +31,6 @@ from projections.text import fold
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
 SCHEMA_VERSION = 7
-NO_PARSER = "none"
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024
 
@@ -160,16 +159,10 @@ class Checkpoint:
 _parser: list[ModuleType] = []
 
 
-def parser_module() -> ModuleType | None:
-    """`readers.parse` when it exists (it is written separately), else None."""
-    if _parser:
-        return _parser[0]
-    try:
-        if importlib.util.find_spec("readers.parse") is None:
-            return None
-    except (ImportError, ValueError):
-        return None
-    _parser.append(importlib.import_module("readers.parse"))
+def parser_module() -> ModuleType:
+    """`readers.parse`, imported on first use (the search path never needs it)."""
+    if not _parser:
+        _parser.append(importlib.import_module("readers.parse"))
     return _parser[0]
 
 
@@ -177,17 +170,14 @@ _VERSION_LINE = re.compile(rb"^PARSER_VERSION\s*=\s*(\d+|\"[^\"]*\"|'[^']*')\s*$
 
 
 def parser_version() -> str:
-    """`readers.parse.PARSER_VERSION` as a string ("none" while there is no parser).
+    """`readers.parse.PARSER_VERSION` as a string.
 
     Read from the module's source when it is a plain literal, so the fast search path
     (compare with the checkpoint) does not import every parser.
     """
-    try:
-        spec = importlib.util.find_spec("readers.parse")
-    except (ImportError, ValueError):
-        spec = None
+    spec = importlib.util.find_spec("readers.parse")
     if spec is None:
-        return NO_PARSER
+        raise ModuleNotFoundError("readers.parse is missing: the installation is broken")
     if "readers.parse" not in sys.modules and spec.origin and spec.origin.endswith(".py"):
         try:
             match = _VERSION_LINE.search(Path(spec.origin).read_bytes())

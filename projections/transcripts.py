@@ -139,9 +139,6 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
         runlogs.index_chunk(con, st, info, ev, data)
         return
     parser = parser_module()
-    if parser is None:
-        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (ev.source,))
-        return
     generation, next_offset = int(row[4]), int(row[5])
     partial, skipping = bytes(row[6]), int(row[7])
     if ev.generation < generation:
@@ -484,9 +481,6 @@ def _apply_whole(
         _count_unknown(con, source, {f"{label}-undecodable:{type(exc).__name__}": 1})
         return
     parser = parser_module()
-    if parser is None:
-        con.execute("UPDATE sources SET unparsed = unparsed + 1 WHERE source = ?", (source,))
-        return
     scope, state = _load_state(con, parser, info)
     unknown: dict[str, int] = {}
     n = _apply_result(con, st, info, parse(parser, info, state, data), unknown)

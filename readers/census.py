@@ -12,8 +12,6 @@ Promises:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import time
@@ -45,8 +43,8 @@ class _Lines:
 def census(log: EventLog, *, parse: bool = True) -> dict[str, Any]:
     """Per layout: files, bytes, records, unknown record types, pending, missing."""
     parser: Any = None
-    if parse and importlib.util.find_spec("readers.parse") is not None:
-        parser = importlib.import_module("readers.parse")
+    if parse:
+        from readers import parse as parser
     from readers.records import MAX_LINE, SourceInfo
 
     kinds: dict[str, dict[str, Any]] = {}

@@ -7,11 +7,47 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
+CORPUS_MORE = Path(
+    os.environ.get("AGENTLOG_CORPUS_MORE", ROOT.parent / "shared" / "corpus-more")
+).resolve()
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+# Hypothesis: under CI every property test runs at least CI_EXAMPLES examples (tests that set
+# their own max_examples pass it through `examples()`); locally the faster defaults hold.
+CI_EXAMPLES = 200
+settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, print_blob=True)
+if IN_CI:
+    settings.load_profile("ci")
+
+
+def examples(local: int) -> int:
+    """max_examples for a property test: `local` on a laptop, at least CI_EXAMPLES in CI."""
+    return max(local, CI_EXAMPLES) if IN_CI else local
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A prerequisite (corpus, browser, server) is missing.
+
+    In CI (`CI=true`) that is a failure: CI promises to run every test. Elsewhere the test
+    skips and says why.
+    """
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: a missing prerequisite fails)", pytrace=False)
+    pytest.skip(reason)
+
+
+def need(condition: object, reason: str) -> None:
+    """`unavailable(reason)` unless `condition` holds."""
+    if not condition:
+        unavailable(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -48,9 +84,14 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"shared corpus not present at {CORPUS}")
+    need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture
+def corpus_more() -> Path:
+    need(CORPUS_MORE.is_dir(), f"shared corpus-more not present at {CORPUS_MORE}")
+    return CORPUS_MORE
 
 
 def run_cli(
@@ -72,3 +113,30 @@ def run_cli(
         cwd=ROOT,
         env=full_env,
     )
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One real PostgreSQL server for the test session (skipped with the reason on a laptop
+    without the server binaries; a failure under CI=true)."""
+    from tests.pgserver import find_bin, start_server
+
+    bindir, why = find_bin()
+    if bindir is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: {why}")
+        pytest.skip(why)
+    server = start_server(bindir)
+    yield server
+    server.destroy()
+
+
+_pg_dbs = [0]
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """A fresh database on the session's server (superuser URL)."""
+    _pg_dbs[0] += 1
+    url: str = pg_server.createdb(f"t{os.getpid()}_{_pg_dbs[0]}")  # type: ignore[attr-defined]
+    return url

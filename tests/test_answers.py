@@ -179,12 +179,27 @@ def test_claude_overage_is_an_error_not_a_silent_answer(fakes: Fakes, ahome: Hom
     assert out["text"] == "" and "paid extra usage" in out["error"]
 
 
+def _running(binary_dir: Path) -> bool:
+    """Whether any process runs a program from `binary_dir` (read from /proc)."""
+    needle = str(binary_dir).encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_generation_timeout_kills_the_run(fakes: Fakes, ahome: Home) -> None:
     fakes.set("claude", run="hang")
-    started = time.monotonic()
     out = answer(configure(ahome, preference=["claude"]), "q", make_hits(3), generation_timeout=1.0)
-    assert time.monotonic() - started < 10
     assert out["error"] == "claude: no answer within 1 s"
+    # killed, not left hanging (the fake sleeps 120 s): no process runs the fake any more
+    deadline = time.monotonic() + 30
+    while _running(fakes.bin):
+        assert time.monotonic() < deadline, "the hung claude run was not killed"
+        time.sleep(0.05)
     assert out["agent"] == "claude" and out["text"] == ""
     assert [s["id"] for s in out["sources"]] == ["message:1", "message:2", "message:3"]
 

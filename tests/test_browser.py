@@ -19,11 +19,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason=f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)"),
-]
+pytestmark = pytest.mark.browser
 
 INERT_JS = """() => ({
   pwned: window.__pwned === undefined ? null : String(window.__pwned),
@@ -55,6 +51,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    from tests.conftest import need
+
+    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,11 +14,10 @@ def test_demo_captures_restores_and_searches(tmp_path: Path, home: Path) -> None
     assert out.returncode == 0, out.stderr.decode()
     text = out.stdout.decode()
     assert "captured 14 files" in text
-    if importlib.util.find_spec("cli.cmd_search") is not None:
-        for phrase in PHRASES.values():
-            hits = run_cli(home, "search", "--json", phrase)
-            assert hits.returncode == 0, hits.stderr.decode()
-            assert json.loads(hits.stdout)["hits"], phrase
+    for phrase in PHRASES.values():
+        hits = run_cli(home, "search", "--json", phrase)
+        assert hits.returncode == 0, hits.stderr.decode()
+        assert json.loads(hits.stdout)["hits"], phrase
     res = run_cli(home, "restore", "--to", str(tmp_path / "back"), "--json")
     assert res.returncode == 0, res.stderr.decode()
     for agent in ("claude", "codex", "runs"):

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from eventlog import EventLog
@@ -35,6 +36,21 @@ def chunk_map_of(home: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
         return chunk_map(log)
     finally:
         log.close()
+
+
+def captured_bytes(home: Path) -> int:
+    """Bytes of transcript chunks in the home's log so far (0 before the log exists)."""
+    if not (home / "log" / "data.mdb").exists():
+        return 0
+    return sum(size for spans in chunk_map_of(home).values() for _, size in spans)
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
+    """Poll for a condition; a deadline, not a duration, so a loaded machine only waits longer."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 def _cap(home: Path, root: Path, *extra: str) -> dict[str, object]:
@@ -151,9 +167,9 @@ def test_watch_mode_captures_and_stops_on_sigterm(tmp_path: Path, home: Path) ->
            "--json", "--claude-dir", str(root), "--settle", "0"]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(1.5)
+        wait_until(lambda: captured_bytes(home) == 8, "the first line")
         append(f, b'{"n":2}\n')
-        time.sleep(2.8)
+        wait_until(lambda: captured_bytes(home) == 16, "the appended line")
     finally:
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=20)
@@ -179,10 +195,11 @@ def test_watch_mode_shows_it_is_alive_without_transcript_text(tmp_path: Path,
            "--no-index", "--claude-dir", str(root), "--codex-dir", str(tmp_path / "nx"),
            "--opencode-dir", str(tmp_path / "ny"), "--settle", "0"]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = len(b'{"secret":"okapi"}\n')
     try:
-        time.sleep(1.5)
+        wait_until(lambda: captured_bytes(home) == first, "the first line")
         append(f, b'{"secret":"okapi2"}\n')
-        time.sleep(2.8)
+        wait_until(lambda: captured_bytes(home) > first, "the appended line")
     finally:
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=20)
@@ -199,7 +216,7 @@ def test_watch_mode_stops_cleanly_on_sigint(tmp_path: Path, home: Path) -> None:
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
            "--json", "--no-index", "--claude-dir", str(root)]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.5)
+    wait_until(lambda: captured_bytes(home) > 0, "the first commit")
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
     assert p.returncode == 0, err.decode()

@@ -25,7 +25,7 @@ import pytest
 from eventlog import EventLog, LogFull, chain
 from eventlog.events import OperationRecorded
 from eventlog.verify import scan, verify_isolated
-from tests.conftest import run_cli
+from tests.conftest import run_cli, unavailable
 
 PAGE = 4096
 
@@ -72,14 +72,14 @@ def test_map_cap_gives_log_full_and_keeps_earlier_events(tmp_path: Path) -> None
 @pytest.fixture
 def tiny_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
     if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a tmpfs")
+        unavailable("needs root and mount(8) to mount a tmpfs")
     mnt = tmp_path / f"tmpfs-{uuid.uuid4().hex[:8]}"
     mnt.mkdir()
     res = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
     )
     if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
+        unavailable(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
     try:
         yield mnt
     finally:

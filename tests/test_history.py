@@ -172,8 +172,7 @@ def test_session_titles_are_the_sessions_own(corpus: Path, tmp_path: Path) -> No
     import sqlite3
 
     db = corpus / "opencode" / "richardaiand-aiand-portfolio-web" / "opencode.db"
-    if not db.is_file():
-        pytest.skip("corpus opencode.db absent")
+    assert db.is_file(), f"corpus opencode.db absent: {db}"
     root = tmp_path / "oc"
     root.mkdir()
     (root / "opencode.db").symlink_to(db)

@@ -27,8 +27,9 @@ HOSTILE = "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     import os
 
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
+    from tests.conftest import need
+
+    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
     root = tmp_path_factory.mktemp("histbrowser")
     h = home_at(root / "home")
     import_turns(h, "proj-a", rich_project())

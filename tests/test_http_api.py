@@ -89,8 +89,13 @@ def test_invalid_params_are_400(client: TestClient, query: str) -> None:
 def test_answer_param(client: TestClient) -> None:
     assert "answer" not in search(client, q="quokka", answer="false")
     res = search(client, q="quokka", answer="true", limit="3")
-    assert {"text", "agent", "model", "sources"} <= set(res["answer"])
-    assert res["answer"]["text"] or res["answer"]["error"]
+    # conftest's failing stub CLIs: the hits stay; the answer is an error with no text. The
+    # exact answer from a working CLI is test_answers_e2e.py::test_http_search_answer.
+    answer = res["answer"]
+    assert len(res["hits"]) == 3
+    assert answer["text"] == "" and answer["agent"] is None and answer["model"] is None
+    assert answer["error"].startswith("no answer provider available (codex: "), answer
+    assert [s["id"] for s in answer["sources"]] == [h["id"] for h in res["hits"]]
 
 
 def test_same_response_as_mcp(client: TestClient, tmp_path: Path) -> None:
@@ -178,20 +183,16 @@ def test_transcript_links_resolve(client: TestClient) -> None:
 
 
 def test_coverage(client: TestClient) -> None:
+    from datetime import UTC, datetime
+
+    home = client.app.app.state.home  # type: ignore[attr-defined]
+    head = home.log(readonly=True).head().seq
     cov = client.get("/api/coverage").json()["coverage"]
-    assert cov["events"] > 0 and "lastCaptureAt" in cov
-
-
-def test_answer_without_answers_module(client: TestClient, monkeypatch: pytest.MonkeyPatch
-                                       ) -> None:
-    from cli.web import calls
-
-    monkeypatch.setattr(calls, "ANSWERS_MODULE", "cli.no_answers_here")
-    res = search(client, q="quokka", answer="true", limit="3")
-    assert res["answer"]["error"] == "answers are not available"
-    assert res["answer"]["text"] == "" and res["answer"]["agent"] is None
-    assert [s["id"] for s in res["answer"]["sources"]] == [h["id"] for h in res["hits"]]
-    assert all(s["link"].startswith("/api/history/") for s in res["answer"]["sources"])
+    assert cov["events"] == head > 0  # every record of the log is indexed
+    assert cov["sources"] == 1 and cov["sourcesPending"] == 0  # the one captured transcript
+    assert cov["recordsParsed"] > 0 and cov["bytesCaptured"] > 0
+    captured = datetime.fromtimestamp(cov["lastCaptureAt"] / 1000, UTC)  # ms since the epoch
+    assert captured.year >= 2026 and captured <= datetime.now(UTC)
 
 
 def test_a_damaged_history_db_is_a_503_naming_the_cure(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -104,7 +103,7 @@ async def test_search_and_filters(home: Path) -> None:
     make_history(home)
     async with spawn(home) as client:
         res = await ok(client, "search_history", {"query": "quokka"})
-        assert res["engine"] in ("fts5", "plain")
+        assert res["engine"] == "fts5"
         ids = {h["id"] for h in res["hits"]}
         assert {"message:m1", "message:m2", "message:m3"} <= ids
         hit = next(h for h in res["hits"] if h["id"] == "message:m1")
@@ -148,11 +147,16 @@ async def test_search_and_filters(home: Path) -> None:
             client, "search_history", {"query": "x", "filters": {"since": "last tuesday"}})
         assert "query" in await tool_error(client, "search_history", {"query": "   "})
         assert "query" in await tool_error(client, "search_history", {"query": "q" * 1001})
-        # answer: true is accepted and yields an answer object (with error until answers land).
+        # answer: true with no usable agent CLI (conftest's failing stubs): the hits stay, the
+        # answer is an error with no text, citing nothing it did not read. The exact answer
+        # from a working CLI is test_answers_e2e.py::test_mcp_search_answer.
         res = await ok(client, "search_history", {"query": "quokka", "answer": True, "limit": 3})
         answer = res["answer"]
-        assert {"text", "agent", "model", "sources"} <= set(answer)
-        assert answer["text"] or answer.get("error")
+        assert len(res["hits"]) == 3
+        assert answer["text"] == "" and answer["agent"] is None and answer["model"] is None
+        assert answer["error"].startswith("no answer provider available (codex: "), answer
+        assert "claude: " in answer["error"] and "opencode: " in answer["error"]
+        assert [s["id"] for s in answer["sources"]] == [h["id"] for h in res["hits"]]
 
 
 async def test_get_conversation_pages(home: Path) -> None:
@@ -189,15 +193,12 @@ def test_startup_is_light(home: Path) -> None:
     assert out.stdout.strip() == "[]"
 
 
-async def test_startup_time_and_no_index_work(home: Path) -> None:
+async def test_a_missing_index_is_not_built_by_a_search(home: Path) -> None:
     make_history(home)
     (home / "history.db").unlink()  # a log without its projection
-    start = time.perf_counter()
-    async with spawn(home) as client:
+    async with spawn(home) as client:  # start-up time: bench/mcp.py, not a timed test
         await client.list_tools()
-        elapsed = time.perf_counter() - start
         # A search on a missing index answers empty; it does not build one.
         res = await ok(client, "search_history", {"query": "quokka"})
         assert res["hits"] == []
     assert not (home / "history.db").exists()
-    assert elapsed < 10.0  # the goal (< 1 s) is measured by bench/mcp.py; this catches regressions

@@ -1,13 +1,16 @@
-"""End to end on the shared corpus: capture -> catch-up -> search (skipped when absent).
+"""End to end on the shared corpus: capture -> catch-up -> search (absent: skip; CI: fail).
 
-Queries are derived at run time from what got indexed; no corpus text lives in this file.
+Queries are derived at run time from the raw corpus files (read with json alone, not with our
+parsers), so text a parser drops is missed by the test; no corpus text lives in this file.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,11 +26,10 @@ pytestmark = pytest.mark.corpus
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EventLog]:
     from tests.capture_helpers import capture
-    from tests.conftest import CORPUS
+    from tests.conftest import CORPUS, need
     from tests.test_capture_corpus import _layout
 
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     tmp = tmp_path_factory.mktemp("corpus")
     roots, _, _ = _layout(CORPUS, tmp / "roots")
     log = EventLog(tmp / "log")
@@ -54,39 +56,79 @@ def test_every_agent_is_indexed_and_covered(indexed: tuple[Path, EventLog]) -> N
     assert cov["sources"] > 10 and cov["sourcesPending"] == 0 and cov["recordsParsed"] > 100
 
 
-def test_documents_are_found_by_their_own_words(indexed: tuple[Path, EventLog]) -> None:
-    path, _ = indexed
-    rows = _sample(path, "SELECT id, agent, session, text FROM documents WHERE role = 'user'"
-                         " AND kind = 'transcript' ORDER BY id")
-    assert rows
-    for doc_id, agent, session, text in rows[::max(1, len(rows) // 25)]:
-        # whole words only: FTS matches words, the plain engine substrings
-        words = sorted(re.findall(r"(?<![^\W_])[A-Za-z]{6,}(?![^\W_])", text), key=len,
-                       reverse=True)
-        if not words:
+WORD = re.compile(r"(?<![^\W_])[A-Za-z]{7,}(?![^\W_])")
+
+
+def _raw_prompts(corpus: Path) -> list[tuple[str, str, str]]:
+    """(agent, session, word): a word of a typed user prompt per session, read from the raw
+    files with json alone, so a parser that drops text cannot also drop the query."""
+    out: list[tuple[str, str, str]] = []
+    for f in sorted((corpus / "claude-code").rglob("*.jsonl")):
+        if f.name.startswith("agent-") or "subagent" in f.name or f.parent.name == "subagents":
             continue
+        for line in f.read_bytes().splitlines():
+            obj = _json(line)
+            message = obj.get("message")
+            if obj.get("type") != "user" or obj.get("isSidechain") or obj.get("isMeta") \
+                    or not isinstance(message, dict) or not isinstance(obj.get("sessionId"), str):
+                continue
+            content = message.get("content")
+            words = WORD.findall(content[:2000]) if isinstance(content, str) else []
+            if words and not content.lstrip().startswith("<"):
+                out.append(("claude", obj["sessionId"], max(words, key=len)))
+                break
+    for f in sorted((corpus / "codex").rglob("*rollout-*.jsonl")):
+        session = None
+        for line in f.read_bytes().splitlines():
+            obj = _json(line)
+            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            if obj.get("type") == "session_meta" and session is None:  # the file's own id
+                session = payload.get("id")
+            if obj.get("type") == "event_msg" and payload.get("type") == "user_message":
+                words = WORD.findall(str(payload.get("message", ""))[:2000])
+                if words and isinstance(session, str):
+                    out.append(("codex", session, max(words, key=len)))
+                    break
+    return out
+
+
+def _json(line: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def test_sessions_are_found_by_words_of_their_raw_prompts(
+    indexed: tuple[Path, EventLog], corpus: Path
+) -> None:
+    path, _ = indexed
+    prompts = _raw_prompts(corpus)
+    assert len({a for a, _, _ in prompts}) == 2 and len(prompts) >= 8, prompts
+    for agent, session, word in prompts:
         flt = {"agent": agent, "session": session}
-        # identical records (e.g. repeated subagent prompts) are one hit: any copy will do
-        same = {r[0] for r in rows if r[3] == text}
         for engine in ("fts5", "plain"):
-            res = query.search(path, words[0], flt, 50, engine=engine)
-            assert same & {h["id"] for h in res["hits"]} or len(res["hits"]) == 50, (
-                doc_id, engine)
+            res = query.search(path, word, flt, 50, engine=engine)
+            assert res["hits"], (agent, session, word, engine)
+            assert all(h["session"] == session and h["agent"] == agent for h in res["hits"])
 
 
 def test_cjk_substring_from_the_corpus(indexed: tuple[Path, EventLog]) -> None:
     path, _ = indexed
-    for doc_id, text in _sample(path, "SELECT id, text FROM documents ORDER BY id"):
+    rows = _sample(path, "SELECT id, agent, session, text FROM documents ORDER BY id")
+    for doc_id, agent, session, text in rows:
         m = re.search(r"[\u4e00-\u9fff]{4,}", text)
         if m:
-            pair = m.group(0)[1:3]
-            fts = {h["id"] for h in query.search(path, pair, limit=50)["hits"]}
-            plain = {h["id"] for h in query.search(path, pair, limit=50, engine="plain")["hits"]}
-            assert fts and plain
-            if len(fts) < 50:
-                assert doc_id in fts or len(plain) == 50
+            pair = m.group(0)[1:3]  # a substring inside a run of CJK, not a word of its own
+            flt = {"agent": agent, "session": session}
+            for engine in ("fts5", "plain"):
+                found = query.search(path, pair, flt, limit=50, engine=engine)["hits"]
+                same = {r[0] for r in rows if r[2] == session and pair in r[3]}
+                assert same & {h["id"] for h in found}, (doc_id, engine)
+                assert all(pair in h["snippet"] or h["id"] in same for h in found)
             return
-    pytest.skip("no CJK text in the corpus")
+    raise AssertionError("no CJK text in the corpus")
 
 
 def test_corpus_catch_up_equals_rebuild(indexed: tuple[Path, EventLog],

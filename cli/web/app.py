@@ -33,8 +33,6 @@ ROUTE_MODULES = [
 def gather_routes(modules: Iterable[str] = ROUTE_MODULES) -> list[BaseRoute]:
     routes: list[BaseRoute] = []
     for name in modules:
-        if importlib.util.find_spec(name) is None:
-            continue
         routes.extend(importlib.import_module(name).ROUTES)
     return routes
 

@@ -11,8 +11,6 @@ Promises:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any
 
 from cli.config import Home
@@ -22,9 +20,8 @@ from readers import registry
 
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
-FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until")
+FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "host")
 ANSWER_SOURCES = 8
-ANSWERS_MODULE = "cli.answers"
 
 
 class CallError(Exception):
@@ -67,10 +64,20 @@ def _engine(home: Home) -> str | None:
     return None
 
 
+class Unavailable(CallError):
+    """The team server (`--postgres`) could not answer."""
+
+    status = 503
+
+
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call a query function, turning its errors into CallErrors."""
+    from projections.pg.conn import TeamError
+
     try:
         return fn(*args, **kwargs)
+    except TeamError as exc:
+        raise Unavailable(str(exc)) from None
     except NotFound as exc:
         raise Missing(str(exc)) from None
     except ProjectionBusy as exc:
@@ -92,34 +99,37 @@ def search(
     if not isinstance(query, str):
         raise BadArgument("query: expected a string")
     clean = {k: v for k, v in (filters or {}).items() if v is not None}
-    result: dict[str, Any] = _call(
-        q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
-    )
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
+    else:
+        if "host" in clean:
+            raise BadArgument("host: only with a team server (mcp/serve --postgres)")
+        result = _call(
+            q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
+        )
     if answer:
         result["answer"] = make_answer(home, query, list(result.get("hits", [])))
     return result
 
 
 def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
-    """The answer object of the seed, from `cli.answers` when it is installed."""
-    if importlib.util.find_spec(ANSWERS_MODULE) is not None:
-        answers = importlib.import_module(ANSWERS_MODULE)
-        if callable(getattr(answers, "answer", None)):
-            produced: dict[str, Any] = answers.answer(home, query, hits)
-            return produced
-    sources = [{"id": h.get("id"), "link": h.get("sourceLink")} for h in hits[:ANSWER_SOURCES]]
-    return {
-        "text": "",
-        "agent": None,
-        "model": None,
-        "sources": sources,
-        "error": "answers are not available",
-    }
+    """The answer object of the seed, from `cli.answers`."""
+    from cli import answers
+
+    produced: dict[str, Any] = answers.answer(home, query, hits)
+    return produced
 
 
 def document(home: Home, hit_id: str) -> dict[str, Any]:
     """The bounded source document of a hit id."""
-    doc = _call(q.get_document, home.history_db, hit_id)
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        doc = _call(pg.get_document, home.postgres, hit_id)
+    else:
+        doc = _call(q.get_document, home.history_db, hit_id)
     if doc is None:
         raise Missing(f"no document {hit_id!r}")
     result: dict[str, Any] = doc
@@ -133,6 +143,12 @@ def conversation(
     kwargs: dict[str, Any] = {"after": after or None}
     if limit is not None:
         kwargs["limit"] = limit
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        found: dict[str, Any] = _call(pg.get_conversation, home.postgres, conversation_id,
+                                      **kwargs)
+        return found
     result: dict[str, Any] = _call(
         q.get_conversation, home.history_db, conversation_id, **kwargs
     )
@@ -159,5 +175,10 @@ def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
 
 def coverage(home: Home) -> dict[str, Any]:
     """What is captured and how fresh, from the query API when it offers it."""
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        found: dict[str, Any] = _call(pg.coverage, home.postgres)
+        return found
     result: dict[str, Any] = _call(q.coverage, home.history_db)
     return result

@@ -77,7 +77,22 @@ def remove_server_json(path: Path, pid: int) -> None:
 
 
 def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
-    """Serve until interrupted (SIGINT/SIGTERM)."""
+    """Serve until interrupted (SIGINT/SIGTERM).
+
+    Our signal handlers only ask the server to exit (they never raise): a Ctrl-C that lands
+    anywhere in start-up, before uvicorn installs its own handlers, ends the run as cleanly
+    as one that lands while serving.
+    """
+    stop = _StopRequest()
+    previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _serve(home, host, port, allow_remote, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(home: Home, host: str, port: int, allow_remote: bool, stop: _StopRequest) -> None:
     import uvicorn
 
     from cli.web.app import create_app
@@ -109,24 +124,28 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
                             server_header=False)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
-    # handlers it found; ours turns that into a normal return, so server.json is removed.
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # handlers it found (ours, which only set should_exit again), so run() returns normally
+    # and server.json is removed.
+    stop.server = server
     try:
         sys.stdout.write(f"{url}?token={token}\n")
         sys.stdout.flush()
-        server.run(sockets=[sock])
-    except _Stopped:
-        pass
+        if not stop.requested:
+            server.run(sockets=[sock])
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         remove_server_json(info_path, pid)
         sock.close()
 
 
-class _Stopped(BaseException):
-    """Raised by our signal handler to leave the server loop."""
+class _StopRequest:
+    """A SIGINT/SIGTERM seen by `serve`: remembered, and passed on to the server once it
+    exists (uvicorn checks `should_exit` before and while it serves)."""
 
+    def __init__(self) -> None:
+        self.requested = False
+        self.server: Any = None
 
-def _stop(signum: int, frame: Any) -> None:
-    raise _Stopped()
+    def handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        if self.server is not None:
+            self.server.should_exit = True

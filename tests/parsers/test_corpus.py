@@ -1,4 +1,4 @@
-"""The parsers on the real transcripts of the shared corpus (skipped when it is absent).
+"""The parsers on the real transcripts of the shared corpus (absent: skip, or fail under CI).
 
 Every corpus file is fed as capture would feed it: JSONL line by line with its byte offsets,
 rewritten files whole, opencode.db row by row (read-only). Unknown record types are printed
@@ -30,6 +30,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{2000,}")
 # A user/assistant turn (Claude) or a user/agent message (Codex); injected context is not one.
 CONVERSATION = re.compile(rb'"type":\s*"(user|assistant|user_message|agent_message)"')
+
+pytestmark = pytest.mark.corpus
 
 
 def _parse_corpus(corpus: Path) -> list[tuple[str, str, bytes, ParseResult]]:
@@ -65,10 +67,9 @@ def parsed(request: pytest.FixtureRequest) -> list[tuple[str, str, bytes, ParseR
 
 @pytest.fixture(scope="module")
 def corpus(request: pytest.FixtureRequest) -> Path:  # module-scoped twin of conftest's
-    from tests.conftest import CORPUS
+    from tests.conftest import CORPUS, need
 
-    if not CORPUS.is_dir():
-        pytest.skip(f"shared corpus not present at {CORPUS}")
+    need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     return CORPUS
 
 
@@ -136,8 +137,7 @@ def test_codex_growth_snapshots_agree(parsed: list[tuple[str, str, bytes, ParseR
     """The older snapshot of a growing rollout yields a prefix of the newer one's records."""
     snaps = {rel.rsplit("/", 1)[-1].split("__")[0]: result for rel, _, _, result in parsed}
     older, newer = snaps.get("growth-snapshot-1"), snaps.get("growth-snapshot-2")
-    if older is None or newer is None:
-        pytest.skip("growth snapshots not in this corpus")
+    assert older is not None and newer is not None, "growth snapshots not in the corpus"
     assert older.records and len(newer.records) > len(older.records)
     assert newer.records[: len(older.records)] == older.records
 

@@ -22,8 +22,9 @@ def test_there_are_cases_for_every_agent() -> None:
 def test_golden(case: Path, tmp_path: Path) -> None:
     got = run_case(case, tmp_path)
     expected_file = case / "expected.json"
-    if os.environ.get("UPDATE_GOLDEN") == "1":
+    expected = json.loads(expected_file.read_text(encoding="utf-8"))
+    if os.environ.get("UPDATE_GOLDEN") == "1" and got != expected:
         text = json.dumps(got, ensure_ascii=False, indent=1) + "\n"
         expected_file.write_text(text, encoding="utf-8")
-    expected = json.loads(expected_file.read_text(encoding="utf-8"))
+        pytest.fail(f"{expected_file} rewritten: review the diff, then run without UPDATE_GOLDEN")
     assert got == expected

@@ -1,0 +1,1 @@
+"""Click command modules (one module a family of commands), registered in `cli.main`."""

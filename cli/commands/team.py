@@ -1,0 +1,114 @@
+"""`agentlog sync` and `agentlog team …`: the team server from the command line.
+
+Thin: `projections.pg` does the work; this module resolves the URL (an argument, or
+`team.postgres` from config.json), the host id, and prints. Connection strings are printed
+only through `describe`/`redact` (never with a password), except the ones `team init`
+creates to hand out, which it prints once, on stdout, on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli.config import get_home
+from cli.output import emit_json, human_bytes
+
+
+@click.command()
+@click.option("--to", "to", default=None, metavar="URL",
+              help="PostgreSQL connection string (default: team.postgres in config.json).")
+@click.option("--no-project", is_flag=True, help="Only ship records; do not project documents.")
+@click.option("--rebuild", is_flag=True, help="Replay every host's projection from seq 1.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def sync(ctx: click.Context, to: str | None, no_project: bool, rebuild: bool,
+         as_json: bool) -> None:
+    """Copy this home's log to the team server (idempotent, resumable), then project it."""
+    from cli.team_sync import host_id, resolve_url, run_sync
+    from projections.pg.conn import TeamError, describe
+
+    home = get_home(ctx)
+    if not home.has_log():
+        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+    url = resolve_url(home, to)
+    try:
+        result, projected = run_sync(home, home.log(readonly=True), url, project=not no_project)
+        if rebuild and not no_project:
+            from projections.pg.project import project
+
+            projected = project(url, home.root / "team-projector", rebuild=True).to_dict()
+    except TeamError as exc:
+        raise click.ClickException(str(exc)) from None
+    out: dict[str, Any] = {"server": describe(url), **result.to_dict()}
+    if projected is not None:
+        out["projection"] = projected
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"{describe(url)}: host {host_id(home)} shipped {result.shipped} records "
+               f"({human_bytes(result.bytes)}) in {result.batches} batches; server head "
+               f"{result.server_head} of {result.local_head}")
+    if projected is not None:
+        if projected["busy"]:
+            click.echo("projection: another projector is running; it will catch up")
+        else:
+            click.echo(f"projection: {projected['events']} events, {projected['documents']} "
+                       f"document rows written; hosts {projected['hosts']}")
+
+
+@click.group()
+def team() -> None:
+    """Set up and inspect the team server (PostgreSQL)."""
+
+
+@team.command("host")
+@click.pass_context
+def host(ctx: click.Context) -> None:
+    """Print this home's host id (created once, kept forever)."""
+    from cli.team_sync import host_id
+
+    click.echo(host_id(get_home(ctx)))
+
+
+@team.command("init")
+@click.argument("url")
+@click.option("--writer", "writers", multiple=True, metavar="NAME",
+              help="Create a writer role for one machine (agentlog_w_NAME). Repeatable.")
+@click.option("--reader", "readers", multiple=True, metavar="NAME",
+              help="Create a read-only searcher role (agentlog_r_NAME). Repeatable.")
+@click.option("--reset-passwords", is_flag=True,
+              help="Issue new passwords for the named roles that already exist.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_passwords: bool,
+         as_json: bool) -> None:
+    """Create the team schema, roles and policies on URL (run as the database owner).
+
+    Idempotent. Prints each new role's connection string once: hand it to that machine
+    (as team.postgres in its config.json) or searcher; it is not stored anywhere.
+    """
+    import psycopg
+
+    from projections.pg.conn import TeamError, connect, describe, redact
+    from projections.pg.roles import init_team
+
+    try:
+        con = connect(url)
+        try:
+            issued = init_team(con, url, list(writers), list(readers), reset=reset_passwords)
+        finally:
+            con.close()
+    except TeamError as exc:
+        raise click.ClickException(str(exc)) from None
+    except psycopg.Error as exc:
+        raise click.ClickException(redact(f"{describe(url)}: {exc}")) from None
+    if as_json:
+        emit_json({"server": describe(url), "roles": [i.to_dict() for i in issued]})
+        return
+    click.echo(f"{describe(url)}: schema, roles and policies are in place")
+    for i in issued:
+        if i.url is None:
+            click.echo(f"{i.kind} {i.role}: exists (password unchanged; --reset-passwords)")
+        else:
+            click.echo(f"{i.kind} {i.role}: {i.url}")

@@ -1,0 +1,298 @@
+"""The `documents` projection in PostgreSQL, built by the same parsers as history.db.
+
+How: each host's shipped records are replayed, in seq order, through the very appliers of
+history.db (`projections.apply.apply_records`) into a private scratch SQLite file per host
+(`<scratch>/<host>.db`, plain engine). Triggers on the scratch `documents` and `aliases`
+tables note every row a batch inserts, changes or deletes; those rows are then written to
+PostgreSQL (`documents` with a `simple`-configuration tsvector, `aliases`) together with the
+host's checkpoint in ONE PostgreSQL transaction, and only then is the scratch batch
+committed.
+
+Promises:
+- the per-host checkpoint (last seq, its chain hash, schema and parser versions, coverage)
+  commits in the same transaction as the rows it covers;
+- one projector at a time: a session advisory lock; a second projector returns at once;
+- rebuild = replay: when the scratch file's checkpoint is not exactly the server's (another
+  machine projected last, a crash fell between the two commits, the parser changed), the
+  host's rows are deleted and its records replayed from seq 1 — never patched;
+- bounded: at most `BATCH` records and about `BATCH_BYTES` of values per transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from projections import db
+from projections.pg import schema
+from projections.pg.conn import TeamError, connect
+from projections.text import fold
+
+BATCH = 500
+BATCH_BYTES = 16 << 20
+LOCK_KEY = "agentlog.projector"
+
+DOC_COLS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
+            "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
+            "seq", "ord", "source", "sender", "extra", "text")
+_PG_TYPES = ["text"] * 3 + ["int8"] + ["text"] * 12 + ["int4", "int8", "int8"] + ["text"] * 4
+_TOKEN = re.compile(r"[^\W_]+")
+
+_DIRTY = """
+CREATE TABLE IF NOT EXISTS pg_dirty(tbl TEXT NOT NULL, key TEXT NOT NULL,
+  PRIMARY KEY (tbl, key)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS pgd_doc_i AFTER INSERT ON documents BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('d', new.id); END;
+CREATE TRIGGER IF NOT EXISTS pgd_doc_u AFTER UPDATE ON documents BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('d', old.id);
+  INSERT OR IGNORE INTO pg_dirty VALUES ('d', new.id); END;
+CREATE TRIGGER IF NOT EXISTS pgd_doc_d AFTER DELETE ON documents BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('d', old.id); END;
+CREATE TRIGGER IF NOT EXISTS pgd_al_i AFTER INSERT ON aliases BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('a', new.alias || char(31) || new.session); END;
+CREATE TRIGGER IF NOT EXISTS pgd_al_u AFTER UPDATE ON aliases BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('a', old.alias || char(31) || old.session);
+  INSERT OR IGNORE INTO pg_dirty VALUES ('a', new.alias || char(31) || new.session); END;
+CREATE TRIGGER IF NOT EXISTS pgd_al_d AFTER DELETE ON aliases BEGIN
+  INSERT OR IGNORE INTO pg_dirty VALUES ('a', old.alias || char(31) || old.session); END;
+"""
+
+
+@dataclass
+class ProjectResult:
+    busy: bool = False
+    hosts: dict[str, int] = field(default_factory=dict)  # host -> checkpoint seq
+    events: int = 0
+    documents: int = 0  # rows written or deleted
+    replayed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"busy": self.busy, "hosts": self.hosts, "events": self.events,
+                "documents": self.documents, "replayed": self.replayed,
+                "seconds": round(self.seconds, 3)}
+
+
+def words(text: str) -> str:
+    """The text the tsvector is built from: folded literal word tokens (the query side folds
+    its tokens the same way), so 'simple' sees exactly the words unicode61 would."""
+    return " ".join(_TOKEN.findall(fold(text)))
+
+
+def _clean(value: Any) -> Any:
+    # PostgreSQL text cannot hold NUL; transcripts sometimes do
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def project(
+    url: str,
+    scratch_dir: Path,
+    *,
+    hosts: list[str] | None = None,
+    batch: int = BATCH,
+    batch_bytes: int = BATCH_BYTES,
+    max_batches: int | None = None,
+    rebuild: bool = False,
+) -> ProjectResult:
+    """Bring the server's projection up to every host's shipped head (or `max_batches`)."""
+    started = time.monotonic()
+    out = ProjectResult()
+    con = connect(url)
+    try:
+        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (LOCK_KEY,)).fetchone()
+        con.commit()
+        if not got[0]:
+            out.busy = True
+            return out
+        try:
+            if not schema.exists(con):
+                con.rollback()
+                return out
+            names = [str(r[0]) for r in con.execute(
+                "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
+            con.rollback()
+            scratch_dir.mkdir(parents=True, exist_ok=True)
+            for host in names:
+                if hosts is None or host in hosts:
+                    _HostProjector(con, host, scratch_dir / f"{host}.db", out).run(
+                        batch, batch_bytes, max_batches, rebuild)
+        finally:
+            with contextlib.suppress(Exception):
+                con.rollback()
+                con.execute("SELECT pg_advisory_unlock(hashtext(%s))", (LOCK_KEY,))
+                con.commit()
+    finally:
+        con.close()
+        out.seconds = time.monotonic() - started
+    return out
+
+
+class _HostProjector:
+    def __init__(self, con: Any, host: str, path: Path, out: ProjectResult) -> None:
+        self.con, self.host, self.path, self.out = con, host, path, out
+
+    def run(self, batch: int, batch_bytes: int, max_batches: int | None, rebuild: bool) -> None:
+        cp = self.con.execute(
+            "SELECT last_seq, last_hash, schema_version, parser_version FROM agentlog.projection"
+            " WHERE host = %s", (self.host,)).fetchone()
+        self.con.rollback()
+        scon = self._open_scratch()
+        try:
+            scp = db.read_checkpoint(scon)
+            same = (cp is not None and scp is not None and db.is_current(scp)
+                    and cp[2] == schema.SCHEMA_VERSION and cp[3] == db.parser_version()
+                    and (int(cp[0]), str(cp[1])) == (scp.last_seq, scp.last_hash))
+            if rebuild or not same:
+                scon.close()
+                scon = self._reset()
+            from projections.apply import appliers
+
+            table = appliers()
+            done = 0
+            while max_batches is None or done < max_batches:
+                if not self._batch(scon, table, batch, batch_bytes):
+                    break
+                done += 1
+            cp2 = db.read_checkpoint(scon)
+            self.out.hosts[self.host] = cp2.last_seq if cp2 else 0
+        finally:
+            scon.close()
+
+    def _open_scratch(self) -> sqlite3.Connection:
+        fresh = not self.path.exists()
+        scon = db.connect(self.path)
+        scon.execute("PRAGMA synchronous = OFF")  # derived and re-checked against the server
+        if fresh:
+            db.create_schema(scon, engine="plain")
+            scon.executescript(_DIRTY)
+            scon.commit()
+        return scon
+
+    def _reset(self) -> sqlite3.Connection:
+        """Replay from seq 1: a new scratch file, and the host's rows gone from the server."""
+        for suffix in ("", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{self.path}{suffix}").unlink()
+        scon = self._open_scratch()
+        c = self.con
+        c.execute("DELETE FROM agentlog.documents WHERE host = %s", (self.host,))
+        c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (self.host,))
+        c.execute(
+            "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
+            " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
+            " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
+            " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
+            (self.host, schema.SCHEMA_VERSION, db.parser_version()))
+        c.commit()
+        self.out.replayed.append(self.host)
+        return scon
+
+    def _batch(self, scon: sqlite3.Connection, table: Any, batch: int, batch_bytes: int) -> bool:
+        from eventlog.records import RawRecord
+        from projections.apply import apply_records
+        from projections.query import _coverage
+
+        scp = db.read_checkpoint(scon)
+        assert scp is not None
+        rows = self.con.execute(
+            "SELECT seq, value FROM (SELECT seq, value, sum(length(value)) OVER (ORDER BY seq)"
+            " - length(value) AS before FROM agentlog.records WHERE host = %s AND seq > %s"
+            " ORDER BY seq LIMIT %s) t WHERE before < %s ORDER BY seq",
+            (self.host, scp.last_seq, batch, batch_bytes)).fetchall()
+        if not rows:
+            self.con.rollback()
+            return False
+        raws = [RawRecord(int(s), bytes(v)) for s, v in rows]
+        n = len(raws)
+        del rows
+        scon.execute("BEGIN IMMEDIATE")
+        try:
+            last_seq, last_hash = apply_records(scon, raws, table)
+            db.write_checkpoint(scon, last_seq, last_hash)
+            written = self._push(scon, scp.last_seq, last_seq, last_hash, _coverage(scon))
+            scon.execute("DELETE FROM pg_dirty")
+            scon.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.con.rollback()
+            if scon.in_transaction:
+                scon.execute("ROLLBACK")
+            raise
+        self.out.events += n
+        self.out.documents += written
+        return True
+
+    def _push(self, scon: sqlite3.Connection, prev_seq: int, last_seq: int, last_hash: str,
+              coverage: dict[str, Any]) -> int:
+        """Write the batch's changed rows and the checkpoint in one server transaction."""
+        from psycopg.types.json import Jsonb
+
+        c = self.con
+        row = c.execute("SELECT last_seq FROM agentlog.projection WHERE host = %s FOR UPDATE",
+                        (self.host,)).fetchone()
+        if row is None or int(row[0]) != prev_seq:
+            raise TeamError(f"projection of {self.host} moved under this projector")
+        ids = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'd'")]
+        docs = _fetch(scon, ids)
+        gone = sorted(set(ids) - {d[0] for d in docs})
+        if gone:
+            c.execute("DELETE FROM agentlog.documents WHERE host = %s AND id = ANY(%s)",
+                      (self.host, gone))
+        if docs:
+            _upsert_docs(c, self.host, docs)
+        akeys = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'a'")]
+        if akeys:
+            _sync_aliases(c, scon, self.host, akeys)
+        c.execute("UPDATE agentlog.projection SET last_seq = %s, last_hash = %s, coverage = %s,"
+                  " updated_at = now() WHERE host = %s",
+                  (last_seq, last_hash, Jsonb(coverage), self.host))
+        c.commit()
+        return len(docs) + len(gone)
+
+
+def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        out += scon.execute(
+            f"SELECT {', '.join(DOC_COLS)} FROM documents WHERE id IN"
+            f" ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return out
+
+
+def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> None:
+    cols = ", ".join(DOC_COLS)
+    typed = ", ".join(f"{n} {t}" for n, t in zip(DOC_COLS, _PG_TYPES, strict=True))
+    c.execute(f"CREATE TEMP TABLE IF NOT EXISTS docs_in(host text, {typed}, words text)"
+              " ON COMMIT DELETE ROWS")
+    with c.cursor() as cur:
+        with cur.copy(f"COPY docs_in (host, {cols}, words) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", *_PG_TYPES, "text"])
+            for d in docs:
+                vals = [_clean(v) for v in d]
+                cp.write_row((host, *vals, words(vals[-1] or "")))
+        update = ", ".join(f"{n} = EXCLUDED.{n}" for n in DOC_COLS if n != "id")
+        cur.execute(
+            f"INSERT INTO agentlog.documents(host, {cols}, tsv)"
+            f" SELECT host, {cols}, to_tsvector('simple', words) FROM docs_in"
+            f" ON CONFLICT (host, id) DO UPDATE SET {update}, tsv = EXCLUDED.tsv")
+
+
+def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) -> None:
+    for key in keys:
+        alias, session = key.split("\x1f", 1)
+        row = scon.execute("SELECT agent, at FROM aliases WHERE alias = ? AND session = ?",
+                           (alias, session)).fetchone()
+        if row is None:
+            c.execute("DELETE FROM agentlog.aliases WHERE host = %s AND alias = %s"
+                      " AND session = %s", (host, alias, session))
+        else:
+            c.execute("INSERT INTO agentlog.aliases(host, alias, session, agent, at)"
+                      " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (host, alias, session)"
+                      " DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at",
+                      (host, _clean(alias), _clean(session), row[0], row[1]))

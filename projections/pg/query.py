@@ -1,0 +1,320 @@
+"""The read API over the team server: the same contract as `projections.query`, plus `host`.
+
+`search`, `get_document`, `get_conversation` and `coverage` take a server URL instead of a
+history.db path and return the documented shapes (docs/search.md) with one added field,
+`host`, on every hit, document and conversation item; `filters` may also hold `host`.
+The query rules hold: at most 32 literal tokens, all required, nothing is query syntax
+(tokens become `plainto_tsquery('simple', …)` of folded words, CJK runs and the non-word
+parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
+metacharacters escaped). Ranking: `ts_rank` weighted by role, over the newest
+`CANDIDATES` matches, so a very common word costs a bounded amount of work. Reads use a
+per-thread autocommit connection per URL, reopened once when the server dropped it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from projections.errors import BadId, NotFound, QueryError
+from projections.filters import Filters, parse_filters, parse_limit
+from projections.query import MAX_ITEM_CHARS, _link, check_id, empty_coverage, source_link
+from projections.search import ROLE_WEIGHT
+from projections.text import fold, query_tokens, snippet
+
+ENGINE = "postgres"
+CANDIDATES = 5000
+_local = threading.local()
+_WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
+    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
+_HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
+             "conversation", "project", "role", "subagent", "title", "text", "host")
+
+
+def _con(url: str) -> Any:
+    from projections.pg.conn import connect
+
+    cache: dict[str, Any] = getattr(_local, "cons", None) or {}
+    _local.cons = cache
+    con = cache.get(url)
+    if con is None or con.closed:
+        con = cache[url] = connect(url, autocommit=True)
+    return con
+
+
+def _run(url: str, fn: Any, *args: Any) -> Any:
+    """Run `fn(con, *args)`; reconnect once when the connection was lost."""
+    import psycopg
+
+    from projections.pg.conn import ServerUnavailable, TeamError, redact
+
+    for attempt in (0, 1):
+        con = _con(url)
+        try:
+            return fn(con, *args)
+        except psycopg.OperationalError as exc:
+            con.close()
+            if attempt:
+                raise ServerUnavailable(redact(f"team server: {exc}")) from None
+        except psycopg.Error as exc:
+            raise TeamError(redact(f"team server: {exc}")) from None
+    raise AssertionError("unreachable")
+
+
+def close_connections() -> None:
+    for con in (getattr(_local, "cons", None) or {}).values():
+        con.close()
+    _local.cons = {}
+
+
+def _split_host(filters: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    if filters is None:
+        return None, None
+    if not isinstance(filters, Mapping):
+        raise QueryError("filters", "must be an object")
+    rest = dict(filters)
+    host = rest.pop("host", None)
+    if host is not None and (not isinstance(host, str) or not host.strip() or len(host) > 128):
+        raise QueryError("host", "must be a host id")
+    return rest, host
+
+
+def _where(f: Filters, host: str | None) -> tuple[list[str], list[Any]]:
+    conds: list[str] = []
+    params: list[Any] = []
+    if not f.include_archived:
+        conds.append("d.archived = 0")
+    for col in ("project", "job", "agent", "kind"):
+        value = getattr(f, col)
+        if value is not None:
+            conds.append(f"d.{col} = %s")
+            params.append(value)
+    if f.session is not None:
+        conds.append("(d.session = %s OR d.sender = %s OR d.session IN (SELECT a.session FROM"
+                     " agentlog.aliases a WHERE a.alias = %s AND a.host = d.host))")
+        params += [f.session, f.session, f.session]
+    if f.since is not None:
+        conds.append("d.at >= %s")
+        params.append(f.since)
+    if f.until is not None:
+        conds.append("d.at <= %s")
+        params.append(f.until)
+    if host is not None:
+        conds.append("d.host = %s")
+        params.append(host)
+    return conds, params
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _plan(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(words for the tsquery, substrings for ILIKE)."""
+    from projections import cjk
+
+    words: list[str] = []
+    subs: list[str] = []
+    for tok in tokens:
+        if not cjk.has_cjk(tok):
+            words.append(fold(tok))
+            continue
+        runs, rest = cjk.split_token(tok)
+        subs += runs + rest
+    return words, subs
+
+
+def search(url: str, query: str, filters: Mapping[str, Any] | None = None,
+           limit: int | str | None = None) -> dict[str, Any]:
+    """{"engine": "postgres", "hits", "coverage"}; hits carry `host`."""
+    tokens = query_tokens(query)
+    rest, host = _split_host(filters)
+    flt = parse_filters(rest)
+    n = parse_limit(limit)
+    return dict(_run(url, _search, tokens, flt, host, n))
+
+
+def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
+            n: int) -> dict[str, Any]:
+    hits: list[dict[str, Any]] = []
+    if tokens:
+        words, subs = _plan(tokens)
+        conds, params = _where(flt, host)
+        for s in subs:
+            conds.append("d.text ILIKE %s")
+            params.append(_like(s))
+        where = " AND ".join(conds) or "true"
+        if words:
+            inner = (f"SELECT d.rid, ts_rank(d.tsv, q) * {_WEIGHT} AS s, d.at"
+                     " FROM agentlog.documents d, plainto_tsquery('simple', %s) q"
+                     f" WHERE d.tsv @@ q AND {where} ORDER BY d.at DESC, d.rid DESC"
+                     f" LIMIT {CANDIDATES}")
+            params = [" ".join(words), *params]
+        else:
+            inner = (f"SELECT d.rid, {_WEIGHT} AS s, d.at FROM agentlog.documents d"
+                     f" WHERE {where} ORDER BY d.at DESC, d.rid DESC LIMIT {CANDIDATES}")
+        sql = f"SELECT rid FROM ({inner}) t ORDER BY s DESC, at DESC, rid DESC LIMIT %s OFFSET %s"
+        seen: set[tuple[str, str, bytes]] = set()
+        page = max(n * 4, 40)
+        offset = 0
+        while len(hits) < n and offset < CANDIDATES:
+            rids = [int(r[0]) for r in con.execute(sql, [*params, page, offset]).fetchall()]
+            hits += _fetch_dedup(con, rids, n - len(hits), seen, tokens)
+            if len(rids) < page:
+                break
+            offset += page
+    return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
+
+
+def _fetch_dedup(con: Any, rids: list[int], limit: int, seen: set[tuple[str, str, bytes]],
+                 tokens: list[str]) -> list[dict[str, Any]]:
+    if not rids:
+        return []
+    rows = con.execute(f"SELECT {', '.join('d.' + c for c in _HIT_COLS)}"
+                       " FROM agentlog.documents d WHERE d.rid = ANY(%s)", (rids,)).fetchall()
+    by_rid = {int(r[0]): dict(zip(_HIT_COLS, r, strict=True)) for r in rows}
+    out: list[dict[str, Any]] = []
+    for rid in rids:
+        r = by_rid.get(rid)
+        if r is None:
+            continue
+        key = (str(r["kind"]), str(r["role"]),
+               hashlib.sha1(str(r["text"]).encode("utf-8", "replace"),
+                            usedforsecurity=False).digest())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({
+            "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
+            "snippet": snippet(r["text"] or "", tokens), "link": _link(r["kind"], r),
+            "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
+            "run": r["run"], "session": r["session"], "cursor": r["cursor"],
+            "conversation": r["conversation"], "project": r["project"], "host": r["host"],
+        })
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _coverage(con: Any) -> dict[str, Any]:
+    rows = con.execute(
+        "SELECT h.host, h.head_seq, p.last_seq, p.coverage FROM agentlog.hosts h"
+        " LEFT JOIN agentlog.projection p ON p.host = h.host ORDER BY h.host").fetchall()
+    out = empty_coverage()
+    unknown: dict[str, int] = {}
+    hosts = []
+    for host, shipped, projected, cov in rows:
+        cov = cov or {}
+        out["events"] += int(projected or 0)
+        for key in ("sources", "sourcesPending", "recordsParsed", "bytesCaptured",
+                    "oversizedLines"):
+            out[key] += int(cov.get(key) or 0)
+        last = cov.get("lastCaptureAt")
+        if last is not None and (out["lastCaptureAt"] is None or last > out["lastCaptureAt"]):
+            out["lastCaptureAt"] = last
+        for t, c in (cov.get("unknownRecordTypes") or {}).items():
+            unknown[t] = unknown.get(t, 0) + int(c)
+        hosts.append({"host": host, "shipped": int(shipped), "events": int(projected or 0)})
+    out["unknownRecordTypes"] = dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))[:50])
+    out["hosts"] = hosts
+    return out
+
+
+def coverage(url: str) -> dict[str, Any]:
+    return dict(_run(url, _coverage))
+
+
+_DOC_COLS = ("id", "kind", "agent", "at", "text", "message", "job", "run", "session", "cursor",
+             "subagent", "title", "host")
+
+
+def get_document(url: str, hit_id: str, host: str | None = None) -> dict[str, Any] | None:
+    """A hit's source document (the first host holding it, or `host`'s)."""
+    check_id(hit_id)
+
+    def fetch(con: Any) -> Any:
+        sql = f"SELECT {', '.join(_DOC_COLS)} FROM agentlog.documents WHERE id = %s"
+        args: list[Any] = [hit_id]
+        if host is not None:
+            sql += " AND host = %s"
+            args.append(host)
+        return con.execute(sql + " ORDER BY host LIMIT 1", args).fetchone()
+
+    row = _run(url, fetch)
+    if row is None:
+        return None
+    r = dict(zip(_DOC_COLS, row, strict=True))
+    return {"id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
+            "body": r["text"], "link": _link(r["kind"], r), "message": r["message"],
+            "job": r["job"], "run": r["run"], "session": r["session"], "cursor": r["cursor"],
+            "host": r["host"]}
+
+
+_ITEM_COLS = ("id", "kind", "agent", "at", "role", "tool", "subagent", "subagent_name", "title",
+              "text", "cursor", "message", "session", "job", "run", "project", "host", "ord",
+              "rid")
+
+
+def get_conversation(url: str, conversation_id: str, after: str | None = None,
+                     limit: int | str | None = 20, host: str | None = None) -> dict[str, Any]:
+    """One page of a conversation, oldest first: {"id", "items", "next"} (items carry host)."""
+    if (not isinstance(conversation_id, str) or not conversation_id.strip()
+            or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
+        raise BadId(str(conversation_id), "malformed conversation id")
+    n = parse_limit(limit, default=20, maximum=100)
+    start: tuple[int, int, int] | None = None
+    if after is not None:
+        m = re.fullmatch(r"(-?\d{1,19}):(-?\d{1,19}):(\d{1,19})", after.strip()) if isinstance(
+            after, str) else None
+        if m is None:
+            raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
+        start = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    found = _run(url, _conversation, conversation_id, start, n, host)
+    if found is None:
+        raise NotFound("conversation", conversation_id)
+    return dict(found)
+
+
+def _conversation(con: Any, ident: str, start: tuple[int, int, int] | None, n: int,
+                  host: str | None) -> dict[str, Any] | None:
+    hcond, hargs = (" AND host = %s", [host]) if host is not None else ("", [])
+    conv = None
+    if con.execute(f"SELECT 1 FROM agentlog.documents WHERE conversation = %s{hcond} LIMIT 1",
+                   [ident, *hargs]).fetchone():
+        conv = ident
+    else:
+        for sql in (f"SELECT conversation FROM agentlog.documents WHERE session = %s{hcond}"
+                    " AND conversation IS NOT NULL ORDER BY subagent IS NOT NULL, at, ord LIMIT 1",
+                    f"SELECT conversation FROM agentlog.documents WHERE id = %s{hcond}"
+                    " AND conversation IS NOT NULL LIMIT 1"):
+            row = con.execute(sql, [ident, *hargs]).fetchone()
+            if row is not None:
+                conv = str(row[0])
+                break
+    if conv is None:
+        return None
+    sql = f"SELECT {', '.join(_ITEM_COLS)} FROM agentlog.documents WHERE conversation = %s{hcond}"
+    params: list[Any] = [conv, *hargs]
+    if start is not None:
+        sql += " AND (at, coalesce(ord, 0), rid) > (%s, %s, %s)"
+        params += list(start)
+    rows = con.execute(sql + " ORDER BY at, coalesce(ord, 0), rid LIMIT %s",
+                       [*params, n + 1]).fetchall()
+    items = []
+    for row in rows[:n]:
+        r = dict(zip(_ITEM_COLS, row, strict=True))
+        text = r.pop("text") or ""
+        ordv, rid = r.pop("ord"), r.pop("rid")
+        r["text"] = text[:MAX_ITEM_CHARS]
+        r["truncated"] = len(text) > MAX_ITEM_CHARS
+        r["link"] = _link(r["kind"], r)
+        r["sourceLink"] = source_link(r["id"])
+        r["after"] = f"{r['at']}:{ordv if ordv is not None else 0}:{rid}"
+        items.append(r)
+    nxt = items[-1]["after"] if len(rows) > n and items else None
+    for it in items:
+        del it["after"]
+    return {"id": conv, "items": items, "next": nxt}

@@ -1,0 +1,90 @@
+"""The team schema in PostgreSQL (schema `agentlog`), created idempotently.
+
+Tables:
+- `hosts(host, owner, label, created_at, head_seq, head_hash, synced_at)`: one row per
+  machine's home; `owner` is the role that registered it (row-level security keys on it);
+  the head moves in the same transaction as the records it covers.
+- `records(host, seq, hash, value)`: every log record byte for byte (`value` is the exact
+  LMDB value: format byte, chain hash, stored bytes), keyed by (host, seq).
+- `documents`, `aliases`: the projection (see `project`), rebuilt by replay.
+- `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
+  rows it covers.
+Everything is `IF NOT EXISTS`: running `ensure_schema` again changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA = "agentlog"
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE SCHEMA IF NOT EXISTS agentlog;
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE TABLE IF NOT EXISTS agentlog.hosts(
+  host text PRIMARY KEY CHECK (host ~ '^[A-Za-z0-9._-]{1,128}$'),
+  owner name NOT NULL DEFAULT current_user,
+  label text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  head_seq bigint NOT NULL DEFAULT 0,
+  head_hash bytea NOT NULL DEFAULT decode(repeat('00', 32), 'hex'),
+  synced_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS agentlog.records(
+  host text NOT NULL REFERENCES agentlog.hosts(host),
+  seq bigint NOT NULL CHECK (seq > 0),
+  hash bytea NOT NULL CHECK (length(hash) = 32),
+  value bytea NOT NULL,
+  PRIMARY KEY (host, seq)
+);
+CREATE TABLE IF NOT EXISTS agentlog.projection(
+  host text PRIMARY KEY,
+  last_seq bigint NOT NULL DEFAULT 0,
+  last_hash text NOT NULL DEFAULT '',
+  schema_version int NOT NULL,
+  parser_version text NOT NULL,
+  coverage jsonb NOT NULL DEFAULT '{}'::jsonb,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS agentlog.documents(
+  rid bigserial UNIQUE,
+  host text NOT NULL,
+  id text NOT NULL,
+  kind text NOT NULL, agent text NOT NULL, at bigint NOT NULL,
+  project text, session text, job text, run text, message text, cursor text,
+  conversation text, role text, tool text, subagent text, subagent_name text, title text,
+  archived int NOT NULL DEFAULT 0, seq bigint, ord bigint, source text, sender text,
+  extra text,
+  text text NOT NULL,
+  tsv tsvector NOT NULL,
+  PRIMARY KEY (host, id)
+);
+CREATE INDEX IF NOT EXISTS documents_tsv ON agentlog.documents USING gin (tsv);
+CREATE INDEX IF NOT EXISTS documents_trgm ON agentlog.documents USING gin (text gin_trgm_ops);
+CREATE INDEX IF NOT EXISTS documents_at ON agentlog.documents (at DESC, rid DESC);
+CREATE INDEX IF NOT EXISTS documents_conversation
+  ON agentlog.documents (conversation, at, ord, rid);
+CREATE INDEX IF NOT EXISTS documents_session ON agentlog.documents (session);
+CREATE INDEX IF NOT EXISTS documents_id ON agentlog.documents (id);
+CREATE INDEX IF NOT EXISTS documents_project ON agentlog.documents (project, at);
+CREATE TABLE IF NOT EXISTS agentlog.aliases(
+  host text NOT NULL, alias text NOT NULL, session text NOT NULL, agent text NOT NULL,
+  at bigint NOT NULL,
+  PRIMARY KEY (host, alias, session)
+);
+CREATE INDEX IF NOT EXISTS aliases_alias ON agentlog.aliases (alias);
+"""
+
+
+def exists(con: Any) -> bool:
+    row = con.execute("SELECT to_regclass('agentlog.records'), to_regclass('agentlog.documents')"
+                      ).fetchone()
+    return row is not None and row[0] is not None and row[1] is not None
+
+
+def ensure_schema(con: Any) -> None:
+    """Create the schema and tables if missing (in the caller's transaction); serialized by a
+    transaction-level advisory lock so two first syncs do not race on CREATE."""
+    con.execute("SELECT pg_advisory_xact_lock(hashtext('agentlog.schema'))")
+    con.execute(DDL)

@@ -1,0 +1,195 @@
+"""Ship a machine's log to the team server: every record byte for byte, keyed by (host, seq).
+
+Promises:
+- one transaction per batch, and a batch is bounded (`BATCH` records, about `BATCH_BYTES`
+  of values); the host's head (`hosts.head_seq/head_hash`) moves in the same transaction
+  as the records it covers, so a failure at any point resumes exactly after the last
+  committed batch;
+- idempotent: the host's row is locked (`FOR UPDATE`) before the head is read, so two
+  processes of one home never ship a record twice, and a batch that was already shipped
+  adds nothing (its overlap is compared hash by hash);
+- the server's chain stays a chain: every new record is re-linked from the server's head
+  hash before it is sent (`eventlog.chain.link`), so a gap, a local corruption or a log
+  that diverged from what the server holds (a home restored from an old backup) stops the
+  sync with `Diverged` instead of mixing two histories;
+- records go through COPY into a session temp table and one INSERT … SELECT, so row-level
+  security (which COPY FROM does not support) still checks every row a writer sends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eventlog import EventLog, chain, codec
+from eventlog.records import RawRecord
+from projections.pg import schema
+from projections.pg.conn import ServerUnavailable, TeamError, connect, redact
+
+BATCH = 1000
+BATCH_BYTES = 8 << 20
+
+
+class Diverged(TeamError):
+    """The server holds a different history for this host than the local log."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    host: str
+    shipped: int
+    bytes: int
+    batches: int
+    server_head: int
+    local_head: int
+    seconds: float
+
+    @property
+    def behind(self) -> int:
+        return max(self.local_head - self.server_head, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "shipped": self.shipped, "bytes": self.bytes,
+                "batches": self.batches, "serverHead": self.server_head,
+                "localHead": self.local_head, "behind": self.behind,
+                "seconds": round(self.seconds, 3)}
+
+
+def register_host(con: Any, host: str, label: str | None = None) -> None:
+    """Create the host's row if missing (owned by the connected role); commits."""
+    if not schema.exists(con):
+        try:
+            schema.ensure_schema(con)
+            con.commit()
+        except Exception as exc:
+            con.rollback()
+            raise TeamError(redact(
+                f"the team schema is missing and this role cannot create it ({exc}); "
+                "run `agentlog team init URL` with the server's owner first")) from None
+    con.execute("INSERT INTO agentlog.hosts(host, label) VALUES (%s, %s)"
+                " ON CONFLICT (host) DO NOTHING", (host, label))
+    con.commit()
+
+
+def server_head(con: Any, host: str, *, lock: bool = False) -> tuple[int, bytes]:
+    row = con.execute(
+        "SELECT head_seq, head_hash FROM agentlog.hosts WHERE host = %s"
+        + (" FOR UPDATE" if lock else ""), (host,)).fetchone()
+    if row is None:
+        raise TeamError(f"host {host!r} is not registered on the server")
+    return int(row[0]), bytes(row[1])
+
+
+def _local_hash(log: EventLog, seq: int) -> bytes | None:
+    got = log.read_raw(seq, 1)
+    if not got or got[0].seq != seq:
+        return None
+    return codec.unpack_value(got[0].value)[1]
+
+
+def ship_batch(con: Any, host: str, records: Sequence[RawRecord]) -> int:
+    """Ship `records` (consecutive seqs) in one transaction; returns how many were new.
+
+    Records the server already has are compared by hash and skipped; the rest must continue
+    the server's chain exactly. Commits on success, rolls back on any error.
+    """
+    try:
+        head, head_hash = server_head(con, host, lock=True)
+        old = [r for r in records if r.seq <= head]
+        if old:
+            have = dict(con.execute(
+                "SELECT seq, hash FROM agentlog.records WHERE host = %s AND seq = ANY(%s)",
+                (host, [r.seq for r in old])).fetchall())
+            for r in old:
+                if bytes(have.get(r.seq, b"")) != codec.unpack_value(r.value)[1]:
+                    raise Diverged(f"host {host}: record {r.seq} differs from the server's copy")
+        new = [r for r in records if r.seq > head]
+        if not new:
+            con.rollback()
+            return 0
+        prev, expect = head_hash, head + 1
+        rows: list[tuple[str, int, bytes, bytes]] = []
+        for r in new:
+            fmt, h, stored = codec.unpack_value(r.value)
+            if r.seq != expect:
+                raise Diverged(f"host {host}: record {r.seq} does not follow server head {head}")
+            if fmt != codec.FORMAT or chain.link(prev, r.seq, stored) != h:
+                raise Diverged(f"host {host}: record {r.seq} does not continue the chain")
+            rows.append((host, r.seq, h, r.value))
+            prev, expect = h, expect + 1
+        _insert(con, rows)
+        con.execute("UPDATE agentlog.hosts SET head_seq = %s, head_hash = %s, synced_at = now()"
+                    " WHERE host = %s", (rows[-1][1], prev, host))
+        con.commit()
+        return len(rows)
+    except BaseException:
+        con.rollback()
+        raise
+
+
+def _insert(con: Any, rows: list[tuple[str, int, bytes, bytes]]) -> None:
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS ship_in(host text, seq bigint, hash bytea,"
+                " value bytea) ON COMMIT DELETE ROWS")
+    with con.cursor() as cur:
+        with cur.copy("COPY ship_in (host, seq, hash, value) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "int8", "bytea", "bytea"])
+            for row in rows:
+                cp.write_row(row)
+        cur.execute("INSERT INTO agentlog.records(host, seq, hash, value)"
+                    " SELECT host, seq, hash, value FROM ship_in ORDER BY seq")
+
+
+def sync(
+    log: EventLog,
+    url: str,
+    host: str,
+    *,
+    label: str | None = None,
+    batch: int = BATCH,
+    batch_bytes: int = BATCH_BYTES,
+    max_batches: int | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> SyncResult:
+    """Ship everything the server lacks of `log` for `host`, batch by batch."""
+    import psycopg
+
+    started = time.monotonic()
+    con = connect(url)
+    try:
+        return _sync(con, log, host, label, batch, batch_bytes, max_batches, on_batch, started)
+    except psycopg.OperationalError as exc:
+        raise ServerUnavailable(redact(f"team server: {exc}")) from None
+    except psycopg.Error as exc:  # refused by a policy or a privilege, bad schema
+        raise TeamError(redact(f"team server refused: {exc}")) from None
+    finally:
+        con.close()
+
+
+def _sync(con: Any, log: EventLog, host: str, label: str | None, batch: int, batch_bytes: int,
+          max_batches: int | None, on_batch: Callable[[int, int], None] | None,
+          started: float) -> SyncResult:
+    register_host(con, host, label)
+    local = log.head()
+    head, head_hash = server_head(con, host)
+    con.rollback()
+    if head > local.seq or (head and _local_hash(log, head) != head_hash):
+        raise Diverged(
+            f"host {host}: the server holds records up to {head} that the local log "
+            f"(head {local.seq}) does not match; this home's log was replaced")
+    shipped = nbytes = batches = 0
+    while max_batches is None or batches < max_batches:
+        records = log.read_raw(head + 1, batch, max_bytes=batch_bytes)
+        if not records:
+            break
+        shipped += ship_batch(con, host, records)
+        nbytes += sum(len(r.value) for r in records)
+        batches += 1
+        head = records[-1].seq
+        if on_batch is not None:
+            on_batch(head, local.seq)
+    head, _ = server_head(con, host)
+    con.rollback()
+    return SyncResult(host, shipped, nbytes, batches, head, log.head().seq,
+                      time.monotonic() - started)

@@ -1,0 +1,121 @@
+"""The PostgreSQL projection and search: same parsers, same contract, plus `host`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from eventlog import EventLog
+from projections import query as local
+from projections.errors import NotFound, QueryError
+from projections.pg import query as pgq
+from projections.pg.project import project
+from projections.pg.sync import sync
+from projections.rebuild import rebuild
+from tests.test_projections_support import append, mixed_events
+
+pytestmark = pytest.mark.postgres
+
+QUERIES = ["zebra", "café", "migration plan", "中文", "okapi", "database FTS5", "plugh",
+           "OR NOT", "xyzzy"]
+
+
+@pytest.fixture
+def two_hosts(tmp_path: Path, pg_url: str) -> tuple[str, EventLog, Path]:
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    other = EventLog(tmp_path / "log2")
+    append(other, mixed_events()[:3])
+    sync(log, pg_url, "alpha", batch=4)
+    sync(other, pg_url, "beta")
+    scratch = tmp_path / "scratch"
+    result = project(pg_url, scratch, batch=3)
+    assert not result.busy and result.hosts == {"alpha": log.head().seq,
+                                                "beta": other.head().seq}
+    db_path = tmp_path / "history.db"
+    rebuild(db_path, log)
+    return pg_url, log, db_path
+
+
+def _ids(result: dict[str, object]) -> list[str]:
+    return sorted(str(h["id"]) for h in result["hits"])  # type: ignore[index,attr-defined]
+
+
+def test_same_hits_as_local_search_with_host_on_every_hit(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    url, _log, db_path = two_hosts
+    for text in QUERIES:
+        want = local.search(db_path, text, limit=50)
+        got = pgq.search(url, text, {"host": "alpha"}, limit=50)
+        assert got["engine"] == "postgres"
+        assert _ids(got) == _ids(want), text
+        for hit in got["hits"]:
+            assert hit["host"] == "alpha"
+            assert set(hit) == set(want["hits"][0]) | {"host"} if want["hits"] else True
+    both = pgq.search(pgq_url := url, "migration", limit=50)
+    assert {h["host"] for h in both["hits"]} <= {"alpha", "beta"}
+    assert pgq.search(pgq_url, "zebra", {"host": "beta"})["hits"] == []
+    cov = both["coverage"]
+    assert cov["events"] > 0 and {h["host"] for h in cov["hosts"]} == {"alpha", "beta"}
+
+
+def test_query_rules_hold(two_hosts: tuple[str, EventLog, Path]) -> None:
+    url = two_hosts[0]
+    with pytest.raises(QueryError) as err:
+        pgq.search(url, " ".join(f"w{i}" for i in range(33)))
+    assert err.value.param == "query"
+    with pytest.raises(QueryError):
+        pgq.search(url, "zebra", {"nope": 1})
+    # operators and LIKE metacharacters are literal text
+    assert pgq.search(url, "zebra & !café | (x)")["hits"] == pgq.search(url, "zebra café x")[
+        "hits"]
+    assert pgq.search(url, "%_")["hits"] == []  # no tokens: no hits, never a LIKE '%%'
+    assert _ids(pgq.search(url, "中%", {"host": "alpha"})) == _ids(
+        local.search(two_hosts[2], "中"))
+
+
+def test_conversation_and_document(two_hosts: tuple[str, EventLog, Path]) -> None:
+    url, _log, db_path = two_hosts
+    hit = pgq.search(url, "zebra", {"host": "alpha", "kind": "transcript"})["hits"][0]
+    want = local.get_conversation(db_path, hit["conversation"], limit=2)
+    got = pgq.get_conversation(url, hit["conversation"], limit=2, host="alpha")
+    assert [i["id"] for i in got["items"]] == [i["id"] for i in want["items"]]
+    assert all(i["host"] == "alpha" for i in got["items"])
+    seen = [i["id"] for i in got["items"]]
+    while got["next"]:
+        got = pgq.get_conversation(url, hit["conversation"], after=got["next"], limit=2,
+                                   host="alpha")
+        seen += [i["id"] for i in got["items"]]
+    assert seen == [i["id"] for i in local.get_conversation(db_path, hit["conversation"],
+                                                             limit=100)["items"]]
+    doc = pgq.get_document(url, hit["id"])
+    assert doc is not None and doc["body"] == local.get_document(db_path, hit["id"])["body"]
+    with pytest.raises(NotFound):
+        pgq.get_conversation(url, "no-such-conversation")
+
+
+def test_rebuild_is_replay_and_one_projector_at_a_time(
+        two_hosts: tuple[str, EventLog, Path], tmp_path: Path) -> None:
+    url, log, _ = two_hosts
+
+    def rows() -> list[tuple[str, str, str]]:
+        with psycopg.connect(url) as con:
+            return [(str(a), str(b), str(c)) for a, b, c in con.execute(
+                "SELECT host, id, md5(text || coalesce(conversation, '') || agent)"
+                " FROM agentlog.documents ORDER BY host, id")]
+
+    before = rows()
+    shutil.rmtree(tmp_path / "scratch")  # another machine projects next: replay
+    again = project(url, tmp_path / "other-scratch", batch=1000)
+    assert sorted(again.replayed) == ["alpha", "beta"]
+    assert rows() == before
+    append(log, mixed_events()[:1], prefix="more")
+    sync(log, url, "alpha")
+    with psycopg.connect(url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'))")
+        assert project(url, tmp_path / "other-scratch").busy
+    done = project(url, tmp_path / "other-scratch")
+    assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
