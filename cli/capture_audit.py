@@ -29,7 +29,8 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
     return {
         "capture": {
             "roots": [r.to_dict() for r in roots],
-            "missing_roots": [str(r.path) for r in roots if not r.exists],
+            "missing_roots": [str(r.path) for r in roots
+                              if not r.exists and r.origin != "default"],
             "by_layout": kinds,
             "files": sum(k["files"] for k in kinds.values()),
             "bytes": sum(k["bytes"] for k in kinds.values()),

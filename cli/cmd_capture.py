@@ -95,7 +95,8 @@ def capture(
         raise click.ClickException(str(exc)) from exc
     out = stats.to_dict()
     out["roots"] = [r.to_dict() for r in roots]
-    out["missing_roots"] = [str(r.path) for r in roots if not r.exists]
+    # a default folder that does not exist is an agent not installed, not a problem
+    out["missing_roots"] = [str(r.path) for r in roots if not r.exists and r.origin != "default"]
     if as_json:
         emit_json(out)
     else:

@@ -209,7 +209,9 @@ def poll_append(
                 source=source, layout=c.layout, gen=c.gen, offset=new_off, head_len=head_len,
                 head=head, tail=span_hash(tail_bytes),
             )
-        backlog = take > 0 and n == read_max and c.offset < st.st_size
+        # more to read now: a full read, or a settled unterminated tail after the last newline
+        backlog = take > 0 and c.offset < st.st_size and (
+            n == read_max or now_ns - st.st_mtime_ns >= settle_ns)
         out.cursor = _with_stat(c, st, backlog=backlog)
         out.busy = backlog
         return out

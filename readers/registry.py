@@ -72,6 +72,12 @@ class Agent:
 
 
 _A, _S, _R = APPEND, SNAPSHOT, ROWS
+# VS Code (and forks') extension storage: Cline, Roo Code and Kilo Code keep tasks there
+_EDITOR_STORAGE = tuple(f"{base}/User/globalStorage" for base in (
+    ".vscode-server/data", ".cursor-server/data", ".config/Code", ".config/Code - Insiders",
+    ".config/VSCodium", ".config/Cursor", ".config/Windsurf", "Library/Application Support/Code",
+    "Library/Application Support/Cursor", "AppData/Roaming/Code"))
+_CLINE_IDS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline", "kilocode.kilo-code")
 
 REGISTRY: tuple[Agent, ...] = (
     Agent("claude", "Claude Code", "readers.parse_claude",
@@ -92,6 +98,35 @@ REGISTRY: tuple[Agent, ...] = (
     Agent("runs", "Delegated runs", "readers.parse_runs",
           {"runs.log": _A, "runs.meta": _S},
           env=(("AGENTLOG_RUNS_DIR", ""),), docs="runs", search=False),
+    # --- agents-a (issue 14) ---
+    Agent("gemini", "Gemini CLI", "readers.agent_gemini",
+          {"gemini.chat": _S, "gemini.chat_log": _A, "gemini.logs": _S,
+           "gemini.checkpoint": _S, "gemini.projects": _S, "gemini.project_root": _S},
+          env=(("GEMINI_CLI_HOME", ".gemini"),), defaults=(".gemini",),
+          resume=("gemini", "--resume", "{session}"), docs="gemini-cli"),
+    Agent("qwen", "Qwen Code", "readers.agent_qwen",
+          {"qwen.session": _A, "qwen.chat": _S, "qwen.chat_log": _A, "qwen.logs": _S,
+           "qwen.checkpoint": _S, "qwen.projects": _S, "qwen.project_root": _S},
+          env=(("QWEN_HOME", ""),), defaults=(".qwen",),
+          resume=("qwen", "--resume", "{session}"), docs="qwen-code"),
+    Agent("copilot", "GitHub Copilot CLI", "readers.agent_copilot",
+          {"copilot.events": _A, "copilot.flat": _A, "copilot.workspace": _S,
+           "copilot.history": _S},
+          env=(("COPILOT_HOME", ""),), defaults=(".copilot",),
+          resume=("copilot", "--resume", "{session}"), docs="github-copilot-cli"),
+    Agent("cursor", "Cursor", "readers.agent_cursor",
+          {"cursor.txt": _S, "cursor.jsonl": _A, "cursor.subagent": _A},
+          env=(("CURSOR_CONFIG_DIR", ""),), defaults=(".cursor",),
+          resume=("cursor-agent", "--resume", "{session}"), docs="cursor"),
+    Agent("continue", "Continue", "readers.agent_continue",
+          {"continue.session": _S, "continue.index": _S},
+          env=(("CONTINUE_GLOBAL_DIR", ""),), defaults=(".continue",), docs="continue"),
+    Agent("cline", "Cline", "readers.agent_cline",
+          {"cline.api": _S, "cline.ui": _S, "cline.meta": _S},
+          env=(("AGENTLOG_CLINE_DIR", ""),),
+          optional_defaults=tuple((d, ext) for d in _EDITOR_STORAGE for ext in _CLINE_IDS),
+          docs="cline"),
+    # --- agents-b (issue 14) ---
 )
 
 _BY_NAME = {a.name: a for a in REGISTRY}

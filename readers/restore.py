@@ -29,6 +29,7 @@ from eventlog.events import (
     SourceRewound,
     SourceSeen,
 )
+from readers import registry
 from readers.discovery import kind_of
 
 _decompressor: Any = None
@@ -79,7 +80,12 @@ def _selected(seen: SourceSeen, agent: str | None, session: str | None) -> bool:
         return False
     if session is not None and kind_of(seen.layout) != "rows":
         # opencode parts live under their message's folder: their JSON names the session
-        return session in seen.path or seen.layout == "opencode.json"
+        if session in seen.path or seen.layout == "opencode.json":
+            return True
+        # a reader may know files whose path does not spell the whole session id
+        owner = registry.agent_of_layout(seen.layout)
+        hook = getattr(registry.reader(owner.name), "may_hold_session", None) if owner else None
+        return bool(hook(seen.path, session)) if hook is not None else False
     return True
 
 
@@ -91,7 +97,7 @@ def _row_matches(data: bytes, session: str) -> bool:
     except ValueError:
         return False
     return isinstance(obj, dict) and session in (
-        obj.get("session_id"), obj.get("sessionID"), obj.get("id"))
+        obj.get("session_id"), obj.get("sessionID"), obj.get("sessionId"), obj.get("id"))
 
 
 def _safe_join(base: Path, rel: str) -> Path | None:

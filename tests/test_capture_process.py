@@ -235,8 +235,10 @@ def test_roots_from_config_json(tmp_path: Path, home: Path) -> None:
     res = json.loads(out.stdout)
     assert res["files"] == 3
     origins = {r["agent"]: r["origin"] for r in res["roots"]}
-    assert origins == {"claude": "config", "codex": "config", "opencode": "config",
-                       "runs": "config"}
+    assert {a: origins[a] for a in ("claude", "codex", "opencode", "runs")} == {
+        "claude": "config", "codex": "config", "opencode": "config", "runs": "config"}
+    assert {o for a, o in origins.items() if a not in ("claude", "codex", "opencode",
+                                                       "runs")} <= {"default"}
     assert sorted(res["missing_roots"]) == sorted(
         str(tmp_path / n) for n in ("cx", "oc", "runs"))
 

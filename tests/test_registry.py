@@ -21,6 +21,14 @@ def test_every_agent_has_a_reader_with_the_protocol() -> None:
             need = {"append": "parse_line", "snapshot": "parse_snapshot", "rows": "parse_row"}
             assert callable(getattr(mod, need[mode])), (layout, mode)
         assert bool(agent.tables) == (registry.ROWS in agent.layouts.values()), agent.name
+        examples = getattr(mod, "EXAMPLE_PATHS", None)
+        if agent.name not in ("claude", "codex", "opencode", "runs"):
+            assert examples is not None and set(examples) == set(agent.layouts), agent.name
+            for layout, rel in examples.items():
+                assert mod.classify(rel) == layout, rel
+                parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+                steps = parent.split("/") if parent else []
+                assert all(mod.descend("/".join(steps[:i + 1])) for i in range(len(steps))), rel
         if agent.resume is not None:
             assert "{session}" in agent.resume
     assert registry.layouts() == LAYOUTS

@@ -14,7 +14,8 @@ AGENT_OF_LAYOUT = {"claude": "claude", "codex": "codex", "opencode": "opencode",
 
 
 def source_info(layout: str, path: str, root: str = "/root") -> SourceInfo:
-    agent = AGENT_OF_LAYOUT[layout.split(".")[0]]
+    prefix = layout.split(".")[0]
+    agent = AGENT_OF_LAYOUT.get(prefix, prefix)  # newer agents: the registry name
     return SourceInfo(source=f"{agent}:r1:{path}", agent=agent, root=root, path=path, layout=layout)
 
 

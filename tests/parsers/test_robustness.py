@@ -9,7 +9,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readers import parse, records
+from readers import parse, records, registry
 from readers.records import ParseResult
 from tests.parsers.feed import source_info
 from tests.parsers.golden import FIXTURES
@@ -29,6 +29,8 @@ PATHS = {
     "runs.log": "a.log",
     "runs.meta": "a.json",
 }
+for _agent in registry.REGISTRY:  # the newer readers name an example path per layout
+    PATHS.update(getattr(registry.reader(_agent.name), "EXAMPLE_PATHS", {}))
 KEYS = st.sampled_from(
     [
         "type", "message", "content", "payload", "role", "text", "uuid", "sessionId", "cwd",
