@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -100,6 +99,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=None)
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
+    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
     args = ap.parse_args()
     n = args.docs or (20_000 if args.quick else 1_000_000)
     nq = args.queries or (50 if args.quick else 200)
@@ -157,7 +157,8 @@ def main() -> None:
                 " pg_total_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents'),"
                 " pg_relation_size('agentlog.documents_tsv'),"
-                " pg_relation_size('agentlog.documents_trgm'), pg_database_size(current_database())"
+                " pg_relation_size('agentlog.documents_cjk_trgm'),"
+                " pg_database_size(current_database())"
             ).fetchone()
 
         rng = random.Random(11)
@@ -181,15 +182,16 @@ def main() -> None:
         text_mb = sum(len(t.encode()) for t in texts) / 1e6
         print(f"disk: server records {sizes[0] / 1e6:.1f} MB (LMDB logs {lmdb / 1e6:.1f} MB);"
               f" documents {sizes[1] / 1e6:.1f} MB = table {sizes[2] / 1e6:.1f} + tsv GIN"
-              f" {sizes[3] / 1e6:.1f} + trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
+              f" {sizes[3] / 1e6:.1f} + CJK trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
               f" (history.db {db.stat().st_size / 1e6:.1f} MB; text {text_mb:.1f} MB);"
-              f" database {sizes[5] / 1e6:.1f} MB; statistics median of {nq}:"
-              f" {statistics.median([1.0])}")
+              f" database {sizes[5] / 1e6:.1f} MB")
     finally:
         pgq.close_connections()
         query.close_connections()
-        if server is not None:
+        if server is not None and not args.keep:
             server.destroy()
+        elif server is not None:
+            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
         shutil.rmtree(work, ignore_errors=True)
 
 

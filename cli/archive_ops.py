@@ -120,6 +120,23 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise OpError(str(exc)) from None
 
 
+class TeamUnavailable(OpError):
+    """The team server (`serve --postgres`) could not answer."""
+
+    status = 503
+    exit_code = 1
+
+
+def _team(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """A `projections.pg.history` call: query errors as OpError, server errors as 503."""
+    from projections.pg.conn import TeamError
+
+    try:
+        return _call(fn, *args, **kwargs)
+    except TeamError as exc:
+        raise TeamUnavailable(str(exc)) from None
+
+
 # --- browse and search ------------------------------------------------------------------
 
 
@@ -134,6 +151,12 @@ def history(home: Home, project: str, filters: dict[str, Any], page: int = 1, *,
     for name in ("since", "until"):
         if f.get(name) is not None:
             f[name] = _call(parse_time, f[name], name)
+    if home.postgres is not None:
+        from projections.pg import history as pgh
+
+        found: dict[str, Any] = _team(pgh.history_page, home.postgres, project,
+                                      h.HistoryFilters(**f), page)
+        return found
     con = open_history(home)
     assert con is not None
     try:
@@ -154,6 +177,12 @@ def search(
 
     if not query.strip():
         return {"query": "", "hits": [], "capped": False}
+    if home.postgres is not None:
+        from projections.pg import history as pgh
+
+        found: dict[str, Any] = _team(pgh.search, home.postgres, query, role=role,
+                                      include_archived=include_archived)
+        return found
     con = open_history(home)
     assert con is not None
     try:
@@ -167,6 +196,11 @@ def search(
 def projects(home: Home) -> list[dict[str, Any]]:
     from projections import history as h
 
+    if home.postgres is not None:
+        from projections.pg import history as pgh
+
+        listed: list[dict[str, Any]] = _team(pgh.projects, home.postgres)
+        return listed
     con = open_history(home)
     assert con is not None
     try:

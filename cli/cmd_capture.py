@@ -61,6 +61,9 @@ def _root_options(f: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--index/--no-index", default=True, show_default=True,
               help="Bring history.db up to date after capturing (search also catches up).")
+@click.option("--path", "paths", multiple=True, type=click.Path(dir_okay=False),
+              help="Capture only this file (repeatable; a Claude Code session brings its "
+                   "subagents and tool results).")
 @click.option("--settle", type=float, default=2.0, show_default=True, hidden=True,
               help="Seconds an unterminated final line must be quiet before it is captured.")
 @click.pass_context
@@ -70,6 +73,7 @@ def capture(
     watch: bool,
     as_json: bool,
     index: bool,
+    paths: tuple[str, ...],
     settle: float,
     **dirs: str | None,
 ) -> None:
@@ -84,10 +88,17 @@ def capture(
     home = get_home(ctx)
     flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
     roots = resolve_roots(home, flags)
+    if paths:
+        if watch:
+            raise click.UsageError("--path and --watch do not go together")
+        return _capture_paths(home, roots, paths, settle, index, as_json)
     try:
         log = home.log()
         engine = Capturer(log, roots, Options(settle_s=settle))
         if watch:
+            from cli.commands.retention_warning import warn_once
+
+            warn_once(home)
             stats = _watch(home, engine, index, roots=roots, announce=not as_json)
         else:
             stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
@@ -117,6 +128,34 @@ def capture(
         from cli import hooks
 
         hooks.after_append(home)
+    if not watch:
+        from cli.commands.retention_warning import warn_once
+
+        warn_once(home)
+
+
+def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle: float,
+                   index: bool, as_json: bool) -> None:
+    from cli.commands.capture_path import capture_named, summary
+
+    named = capture_named(home, [Path(p) for p in paths], roots, settle=settle, index=index)
+    from cli.commands.retention_warning import warn_once
+
+    warn_once(home)
+    out = summary(named)
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
+               f"{out['appended']} events appended ({out['duplicates']} duplicates)")
+    for p in named.outside:
+        click.echo(f"warning: {p} is under no capture root "
+                   f"({', '.join(str(r.path) for r in roots if r.exists) or 'none exist'})",
+                   err=True)
+    for p in named.ignored:
+        click.echo(f"warning: {p} is not agent history", err=True)
+    if named.outside and not named.sources:
+        raise SystemExit(1)
 
 
 def _once(engine: Any, *, show_progress: bool) -> Any:

@@ -2,20 +2,16 @@
 
 Registration always names the home explicitly (`--home <abs path>`): MCP clients pass
 few environment variables to the servers they spawn, so AGENTLOG_HOME would be lost.
-The client's own CLI is used when it is on PATH (it knows its config format); otherwise
-Codex and opencode config files are edited in place, adding one entry and keeping the
-rest. `--print` only shows what would be registered.
+Registration is idempotent and format-preserving (`cli.commands.mcp_clients`); `--print`
+only shows what would be registered; `uninstall` removes only our entry.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -45,12 +41,16 @@ def mcp(ctx: click.Context, postgres: str | None = None) -> None:
         serve_stdio(home)
 
 
-def server_command(home: Home) -> list[str]:
-    """The absolute command line a client should spawn."""
+def program() -> list[str]:
+    """The absolute agentlog program (this venv's script, else PATH, else `python -m`)."""
     exe = Path(sys.executable).parent / "agentlog"
     found = str(exe) if exe.exists() else shutil.which("agentlog")
-    base = [found] if found else [sys.executable, "-m", "cli.main"]
-    return [*base, "--home", str(home.root), "mcp"]
+    return [found] if found else [sys.executable, "-m", "cli.main"]
+
+
+def server_command(home: Home) -> list[str]:
+    """The absolute command line a client should spawn."""
+    return [*program(), "--home", str(home.root), "mcp"]
 
 
 def snippet(client: str, command: list[str]) -> str:
@@ -68,98 +68,104 @@ def snippet(client: str, command: list[str]) -> str:
 
 def cli_command(client: str, command: list[str]) -> list[str]:
     """The client's own registration command."""
-    if client == "claude":
-        return ["claude", "mcp", "add", "-s", "user", NAME, "--", *command]
-    return [client, "mcp", "add", NAME, "--", *command]
+    from cli.commands.mcp_clients import add_argv
+
+    return add_argv(client, command)
 
 
-def _codex_config() -> Path:
-    base = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
-    return Path(base) / "config.toml"
-
-
-def _opencode_config() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "opencode" / "opencode.json"
-
-
-def write_codex(path: Path, command: list[str]) -> str:
-    """Add (or replace) the [mcp_servers.agentlog] table, keeping every other line."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    header = f"[mcp_servers.{NAME}]"
-    kept: list[str] = []
-    skipping = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            skipping = stripped == header or stripped.startswith(f"[mcp_servers.{NAME}.")
-        if not skipping:
-            kept.append(line)
-    body = "\n".join(kept).rstrip("\n")
-    new = (body + "\n\n" if body else "") + snippet("codex", command)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, new)
-    return str(path)
-
-
-def write_opencode(path: Path, command: list[str]) -> str:
-    """Set mcp.agentlog in opencode.json (a JSONC file with comments is not touched)."""
-    data: dict[str, Any] = {"$schema": "https://opencode.ai/config.json"}
-    if path.exists():
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(
-                f"{path} is not plain JSON ({exc.msg}); add the entry by hand "
-                "(agentlog mcp install opencode --print)"
-            ) from exc
-        if not isinstance(loaded, dict):
-            raise click.ClickException(f"{path}: expected a JSON object")
-        data = loaded
-    servers = data.setdefault("mcp", {})
-    if not isinstance(servers, dict):
-        raise click.ClickException(f"{path}: 'mcp' is not an object")
-    servers[NAME] = {"type": "local", "command": command, "enabled": True}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, json.dumps(data, indent=2) + "\n")
-    return str(path)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".agentlog-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+_SAID = {"added": "registered", "replaced": "replaced our earlier entry (new command)",
+         "unchanged": "already registered (unchanged)"}
 
 
 @mcp.command()
 @click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--print", "print_only", is_flag=True, help="Show the registration; change nothing.")
 @click.option("--file", "use_file", is_flag=True,
-              help="Edit the config file even when the client's CLI is on PATH (codex, opencode).")
+              help="Edit the config file even when the client's CLI is on PATH "
+                   "(claude: ~/.claude.json).")
+@click.option("--with-hooks", is_flag=True,
+              help="Also install the capture hooks (claude, codex; see `agentlog hooks`).")
 @click.pass_context
-def install(ctx: click.Context, client: str, print_only: bool, use_file: bool) -> None:
-    """Register `agentlog mcp` (with this home) with claude, codex or opencode."""
+def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
+            with_hooks: bool) -> None:
+    """Register `agentlog mcp` (with this home) with claude, codex or opencode.
+
+    Idempotent: a second run, another --home or a moved venv replaces our entry."""
+    from cli.commands import mcp_clients as mc
+    from cli.commands.settings_files import SettingsError
+
     home = get_home(ctx)
     command = server_command(home)
     if print_only:
         click.echo(f"# {' '.join(cli_command(client, command))}")
         click.echo(snippet(client, command))
         return
-    if shutil.which(client) and not use_file:
-        argv = cli_command(client, command)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise click.ClickException(
-                f"{client} mcp add failed (exit {proc.returncode}): "
-                f"{(proc.stderr or proc.stdout).strip()[:500]}"
-            )
-        click.echo(f"registered {NAME} with {client}: {' '.join(argv)}")
+    try:
+        if client == "opencode":
+            got = mc.register_opencode_file(mc.opencode_config(), command)
+        elif mc.has_cli(client) and not use_file:
+            got = mc.register_cli(client, command)
+        elif client == "claude":
+            if not use_file:
+                raise click.ClickException(
+                    "claude is not on PATH; register by hand (agentlog mcp install claude "
+                    "--print) or let agentlog edit ~/.claude.json (--file)")
+            got = mc.register_claude_file(mc.claude_json(), command)
+        else:
+            got = mc.register_codex_file(_codex_config(), command)
+    except (mc.RegistrationError, SettingsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{NAME} with {client}: {_SAID[got.action]} ({got.where})")
+    if with_hooks:
+        _with_hooks(home, client)
+    from cli.commands.currency import describe
+
+    click.echo(describe(home, client))
+    from cli.commands.retention_warning import warn_once
+
+    warn_once(home)
+
+
+def _with_hooks(home: Home, client: str) -> None:
+    if client == "opencode":
+        click.echo("opencode has no hook that names its transcript; the MCP server and "
+                   "the service keep its history current")
         return
-    if client == "claude":
-        raise click.ClickException(
-            "claude is not on PATH; register by hand (agentlog mcp install claude --print)"
-        )
-    where = write_codex(_codex_config(), command) if client == "codex" else write_opencode(
-        _opencode_config(), command
-    )
-    click.echo(f"registered {NAME} with {client} in {where}")
+    from cli.commands.hooks import install_hooks
+    from cli.commands.settings_files import SettingsError
+
+    try:
+        path, what = install_hooks(home, client)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{client} capture hooks: {what} ({path})")
+
+
+@mcp.command()
+@click.argument("client", type=click.Choice(CLIENTS))
+@click.option("--file", "use_file", is_flag=True,
+              help="Edit the config file even when the client's CLI is on PATH.")
+def uninstall(client: str, use_file: bool) -> None:
+    """Remove only agentlog's entry from claude, codex or opencode."""
+    from cli.commands import mcp_clients as mc
+    from cli.commands.settings_files import SettingsError
+
+    try:
+        if client == "opencode":
+            got = mc.unregister_opencode_file(mc.opencode_config())
+        elif mc.has_cli(client) and not use_file:
+            got = mc.unregister_cli(client)
+        elif client == "claude":
+            got = mc.unregister_claude_file(mc.claude_json())
+        else:
+            got = mc.unregister_codex_file(_codex_config())
+    except (mc.RegistrationError, SettingsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{NAME} {'removed from' if got.action == 'removed' else 'was not registered with'}"
+               f" {client} ({got.where})")
+
+
+def _codex_config() -> Path:
+    from cli.commands.agent_hooks import codex_config
+
+    return codex_config()

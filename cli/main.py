@@ -35,6 +35,9 @@ COMMANDS: dict[str, str] = {
     "import": "cli.cmd_archive:import_",
     "archive": "cli.cmd_archive:archive",
     "demo": "cli.cmd_demo:demo",
+    "hooks": "cli.commands.hooks:hooks",
+    "service": "cli.commands.service:service",
+    "retention": "cli.commands.retention:retention",
     "sync": "cli.commands.team:sync",
     "team": "cli.commands.team:team",
 }
@@ -57,6 +60,9 @@ HELP: dict[str, str] = {
     "import": "Import an export envelope (dry run unless --apply).",
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",
+    "hooks": "Install agent hooks that capture each transcript as it is written.",
+    "service": "Run `capture --watch` as a user service (systemd, launchd).",
+    "retention": "Show or raise Claude Code's transcript cleanup period.",
     "sync": "Copy the log to the team PostgreSQL server and project it there.",
     "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from eventlog import EventLog
 from readers.restore import restore
 from tests.capture_helpers import append, assert_contiguous, chunk_map, write
@@ -98,6 +100,7 @@ def test_two_concurrent_captures_store_each_byte_once(tmp_path: Path, home: Path
         log.close()
 
 
+@pytest.mark.slow
 def test_kill_9_mid_capture_then_resume(tmp_path: Path, home: Path) -> None:
     root = _tree(tmp_path, 200, 1500, noise=True)  # ~30 MB, incompressible
     cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",

@@ -80,6 +80,7 @@ def batches_in(path: Path) -> tuple[dict[tuple[str, int], list[int]], dict[tuple
     return seqs, sizes
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_no_committed_batch(tmp_path: Path) -> None:
     path = tmp_path / "log"
     rng = random.Random(20261129)

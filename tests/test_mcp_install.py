@@ -89,5 +89,150 @@ def test_opencode_config_file(home: Path, tmp_path: Path) -> None:
     assert data["mcp"]["agentlog"]["command"][-3:] == ["--home", str(home), "mcp"]
     cfg.write_text('{ // a comment\n "theme": "dark" }')
     proc = run_cli(home, "mcp", "install", "opencode", env=env)
-    assert proc.returncode != 0 and b"by hand" in proc.stderr
-    assert "comment" in cfg.read_text()
+    assert proc.returncode == 0, proc.stderr
+    assert "// a comment" in cfg.read_text()
+
+
+CODEX_BROKEN = """# mine
+model = "o9"
+
+[mcp_servers.agentlog]
+command = "old"
+
+[mcp_servers.other]
+command = "x"
+
+[mcp_servers.agentlog]
+command = "older"
+"""
+
+
+def test_codex_twice_new_home_repair_and_uninstall(home: Path, tmp_path: Path) -> None:
+    import tomllib
+
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    cfg = codex_home / "config.toml"
+    cfg.write_text(CODEX_BROKEN)  # what `--file` used to leave: Codex refused to start
+    env = {"PATH": _path_without_clients(), "CODEX_HOME": str(codex_home)}
+    first = run_cli(home, "mcp", "install", "codex", env=env)
+    assert first.returncode == 0, first.stderr
+    table = tomllib.loads(cfg.read_text())["mcp_servers"]
+    assert table["other"] == {"command": "x"} and table["agentlog"]["args"][-1] == "mcp"
+    second = run_cli(home, "mcp", "install", "codex", env=env)
+    assert b"already registered" in second.stdout
+    other = tmp_path / "other-home"
+    third = run_cli(other, "mcp", "install", "codex", env=env)
+    assert b"replaced our earlier entry" in third.stdout
+    text = cfg.read_text()
+    assert text.count("[mcp_servers.agentlog]") == 1 and str(other) in text
+    assert run_cli(home, "mcp", "uninstall", "codex", env=env).returncode == 0
+    left = tomllib.loads(cfg.read_text())
+    assert left["mcp_servers"] == {"other": {"command": "x"}} and left["model"] == "o9"
+    assert b"was not registered" in run_cli(home, "mcp", "uninstall", "codex", env=env).stdout
+    clean = '# mine\nmodel = "o9"  # a comment\n\n[mcp_servers.other]\ncommand = "x"\n'
+    cfg.write_text(clean)
+    for _ in range(2):
+        assert run_cli(home, "mcp", "install", "codex", env=env).returncode == 0
+    assert run_cli(home, "mcp", "uninstall", "codex", env=env).returncode == 0
+    assert cfg.read_text() == clean  # byte-identical
+
+
+OPENCODE_JSONC = """{
+  // my opencode settings
+  "$schema": "https://opencode.ai/config.json",
+  "theme": "dark", /* keep */
+  "mcp": {
+    "other": {"type": "local", "command": ["x"]}, // another server
+  },
+}
+"""
+
+
+def test_opencode_jsonc_is_the_file_edited(home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "xdg" / "opencode"
+    folder.mkdir(parents=True)
+    plain = folder / "opencode.json"
+    plain.write_text('{"theme": "light"}\n')
+    jsonc = folder / "opencode.jsonc"
+    jsonc.write_text(OPENCODE_JSONC)
+    env = {"PATH": _path_without_clients(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    for _ in range(2):
+        proc = run_cli(home, "mcp", "install", "opencode", env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert b"already registered" in proc.stdout
+    text = jsonc.read_text()
+    assert "// my opencode settings" in text and "/* keep */" in text
+    assert "// another server" in text and plain.read_text() == '{"theme": "light"}\n'
+    import json5
+
+    data = json5.loads(text)
+    assert data["mcp"]["agentlog"]["command"][-3:] == ["--home", str(home), "mcp"]
+    assert data["mcp"]["other"] == {"type": "local", "command": ["x"]}
+    moved = run_cli(tmp_path / "other-home", "mcp", "install", "opencode", env=env)
+    assert b"replaced our earlier entry" in moved.stdout
+    assert json5.loads(jsonc.read_text())["mcp"]["agentlog"]["command"][-2] == str(
+        tmp_path / "other-home")
+    assert run_cli(home, "mcp", "uninstall", "opencode", env=env).returncode == 0
+    assert jsonc.read_text() == OPENCODE_JSONC  # byte-identical
+
+
+def _registry_client(bin_dir: Path, name: str, registry: Path) -> None:
+    """A fake client CLI with a real registry: `add` fails when the name exists."""
+    script = bin_dir / name
+    script.write_text(f"""#!/bin/sh
+reg={registry}
+if [ "$2" = add ]; then
+  if [ -f "$reg" ]; then echo "MCP server agentlog already exists in user config" >&2; exit 1; fi
+  printf "%s\\n" "$@" > "$reg"; exit 0
+fi
+if [ "$2" = remove ]; then
+  if [ -f "$reg" ]; then rm "$reg"; exit 0; fi
+  echo "No MCP server found with name: agentlog" >&2; exit 1
+fi
+exit 2
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_claude_cli_second_run_replaces(home: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    registry = tmp_path / "registry.txt"
+    _registry_client(bin_dir, "claude", registry)
+    env = {"PATH": _path_without_clients(bin_dir)}
+    first = run_cli(home, "mcp", "install", "claude", env=env)
+    assert first.returncode == 0 and b"registered" in first.stdout, first.stderr
+    second = run_cli(tmp_path / "h2", "mcp", "install", "claude", env=env)
+    assert second.returncode == 0, second.stderr
+    assert b"replaced our earlier entry" in second.stdout
+    assert registry.read_text().splitlines()[-3:] == ["--home", str(tmp_path / "h2"), "mcp"]
+    assert b"removed from" in run_cli(home, "mcp", "uninstall", "claude", env=env).stdout
+    assert not registry.exists()
+
+
+def test_claude_file_twice_keeps_other_keys(home: Path) -> None:
+    path = Path(os.environ["HOME"]) / ".claude.json"
+    original = '{\n  "numStartups": 3,\n  "mcpServers": {\n    "x": {"command": "y"}\n  }\n}\n'
+    path.write_text(original)
+    env = {"PATH": _path_without_clients()}
+    for _ in range(2):
+        proc = run_cli(home, "mcp", "install", "claude", "--file", env=env)
+        assert proc.returncode == 0, proc.stderr
+    data = json.loads(path.read_text())
+    assert data["numStartups"] == 3 and data["mcpServers"]["x"] == {"command": "y"}
+    assert data["mcpServers"]["agentlog"]["args"][-3:] == ["--home", str(home), "mcp"]
+    assert run_cli(home, "mcp", "uninstall", "claude", "--file", env=env).returncode == 0
+    assert path.read_text() == original
+
+
+def test_install_with_hooks_says_what_keeps_history_current(home: Path) -> None:
+    env = {"PATH": _path_without_clients()}
+    proc = run_cli(home, "mcp", "install", "claude", "--file", "--with-hooks", env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert "capture hooks: added" in out
+    assert "MCP server captures in the background" in out
+    assert "SessionEnd/PreCompact hooks" in out and "agentlog service install" in out
+    settings = json.loads((Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text())
+    assert set(settings["hooks"]) == {"SessionEnd", "PreCompact"}

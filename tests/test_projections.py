@@ -183,6 +183,7 @@ def test_a_replaced_log_triggers_rebuild(tmp_path: Path) -> None:
     assert "message:z" in _docs(path) and "message:m1" not in _docs(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())

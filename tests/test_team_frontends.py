@@ -71,6 +71,13 @@ def test_serve_answers_from_postgres(team_home: tuple[Path, str], pg_url: str) -
         assert doc.status_code == 200 and doc.json()["host"] == host
         cov = httpx.get(f"{base}/api/coverage", headers=headers).json()["coverage"]
         assert cov["hosts"][0]["host"] == host
+        # the history views are wired to the server too (this home has no transcripts)
+        for route in ("/api/projects", "/api/history?q=quokka"):
+            got = httpx.get(base + route, headers=headers)
+            assert got.status_code == 200, (route, got.text)
+        bad = httpx.get(f"{base}/api/history", params={"q": "x", "role": "nobody"},
+                        headers=headers)
+        assert bad.status_code == 400
     finally:
         assert stop(served) == 0
     err = served.proc.stderr.read().decode() if served.proc.stderr else ""

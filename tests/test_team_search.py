@@ -119,3 +119,47 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
         assert project(url, tmp_path / "other-scratch").busy
     done = project(url, tmp_path / "other-scratch")
     assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
+
+
+def test_cjk_substring_uses_the_partial_trigram_index(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    from projections.pg.schema import CJK_PREDICATE
+
+    with psycopg.connect(two_hosts[0]) as con:
+        con.execute("SET enable_seqscan = off")  # tiny table: ask whether the index CAN serve
+        plan = "\n".join(r[0] for r in con.execute(
+            f"EXPLAIN SELECT rid FROM agentlog.documents d WHERE d.{CJK_PREDICATE}"
+            " AND d.text ILIKE %s", ("%中文%",)))
+    assert "documents_cjk_trgm" in plan
+
+
+def test_history_views_match_local(two_hosts: tuple[str, EventLog, Path]) -> None:
+    from projections import db as local_db
+    from projections import history as lh
+    from projections.pg import history as ph
+
+    url, _log, db_path = two_hosts
+    con = local_db.connect(db_path, readonly=True)
+    try:
+        want_projects = lh.projects(con)
+        assert want_projects, "the fixture has transcript turns with a project"
+        got_projects = ph.projects(url, host="alpha")
+        assert [(p["project"], p["turns"]) for p in got_projects] == [
+            (p["project"], p["turns"]) for p in want_projects]
+        project = want_projects[0]["project"]
+        f = lh.HistoryFilters()
+        want = lh.history_page(con, project, f)
+        got = ph.history_page(url, project, f, host="alpha")
+        assert [t["id"] for t in got["turns"]] == [t["id"] for t in want["turns"]]
+        assert [s["sessionId"] for s in got["sessions"]] == [
+            s["sessionId"] for s in lh.sessions(con, project)]
+        assert all(t["host"] == "alpha" for t in got["turns"])
+        for text in ("zebra", "中文", "okapi"):
+            w = lh.search(con, text)
+            g = ph.search(url, text, host="alpha")
+            assert [h["id"] for h in g["hits"]] == [h["id"] for h in w["hits"]], text
+            assert [h["preview"] for h in g["hits"]] == [h["preview"] for h in w["hits"]]
+        with pytest.raises(QueryError):
+            ph.search(url, "zebra", role="nobody")
+    finally:
+        con.close()

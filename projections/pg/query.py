@@ -21,6 +21,7 @@ from typing import Any
 
 from projections.errors import BadId, NotFound, QueryError
 from projections.filters import Filters, parse_filters, parse_limit
+from projections.pg.schema import CJK_PREDICATE
 from projections.query import MAX_ITEM_CHARS, _link, check_id, empty_coverage, source_link
 from projections.search import ROLE_WEIGHT
 from projections.text import fold, query_tokens, snippet
@@ -143,6 +144,8 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
     if tokens:
         words, subs = _plan(tokens)
         conds, params = _where(flt, host)
+        if subs:  # the trigram index covers exactly the documents holding CJK
+            conds.append(f"d.{CJK_PREDICATE}")
         for s in subs:
             conds.append("d.text ILIKE %s")
             params.append(_like(s))
@@ -156,31 +159,37 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
         else:
             inner = (f"SELECT d.rid, {_WEIGHT} AS s, d.at FROM agentlog.documents d"
                      f" WHERE {where} ORDER BY d.at DESC, d.rid DESC LIMIT {CANDIDATES}")
-        sql = f"SELECT rid FROM ({inner}) t ORDER BY s DESC, at DESC, rid DESC LIMIT %s OFFSET %s"
+        # one statement ranks and fetches a page; the coverage query rides in the same
+        # pipeline, so a search is one round trip unless de-duplication needs another page
+        sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
+               f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
+               " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
         seen: set[tuple[str, str, bytes]] = set()
         page = max(n * 4, 40)
         offset = 0
+        cov = None
         while len(hits) < n and offset < CANDIDATES:
-            rids = [int(r[0]) for r in con.execute(sql, [*params, page, offset]).fetchall()]
-            hits += _fetch_dedup(con, rids, n - len(hits), seen, tokens)
-            if len(rids) < page:
+            if cov is None:
+                with con.pipeline():
+                    cur = con.execute(sql, [*params, page, offset])
+                    cov = con.cursor().execute(_COVERAGE)
+                rows = cur.fetchall()
+            else:
+                rows = con.execute(sql, [*params, page, offset]).fetchall()
+            hits += _dedup(rows, n - len(hits), seen, tokens)
+            if len(rows) < page:
                 break
             offset += page
+        if cov is not None:
+            return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov.fetchall())}
     return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
 
 
-def _fetch_dedup(con: Any, rids: list[int], limit: int, seen: set[tuple[str, str, bytes]],
-                 tokens: list[str]) -> list[dict[str, Any]]:
-    if not rids:
-        return []
-    rows = con.execute(f"SELECT {', '.join('d.' + c for c in _HIT_COLS)}"
-                       " FROM agentlog.documents d WHERE d.rid = ANY(%s)", (rids,)).fetchall()
-    by_rid = {int(r[0]): dict(zip(_HIT_COLS, r, strict=True)) for r in rows}
+def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, bytes]],
+           tokens: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for rid in rids:
-        r = by_rid.get(rid)
-        if r is None:
-            continue
+    for row in rows:
+        r = dict(zip(_HIT_COLS, row, strict=True))
         key = (str(r["kind"]), str(r["role"]),
                hashlib.sha1(str(r["text"]).encode("utf-8", "replace"),
                             usedforsecurity=False).digest())
@@ -199,10 +208,15 @@ def _fetch_dedup(con: Any, rids: list[int], limit: int, seen: set[tuple[str, str
     return out
 
 
+_COVERAGE = ("SELECT h.host, h.head_seq, p.last_seq, p.coverage FROM agentlog.hosts h"
+             " LEFT JOIN agentlog.projection p ON p.host = h.host ORDER BY h.host")
+
+
 def _coverage(con: Any) -> dict[str, Any]:
-    rows = con.execute(
-        "SELECT h.host, h.head_seq, p.last_seq, p.coverage FROM agentlog.hosts h"
-        " LEFT JOIN agentlog.projection p ON p.host = h.host ORDER BY h.host").fetchall()
+    return _coverage_of(con.execute(_COVERAGE).fetchall())
+
+
+def _coverage_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     out = empty_coverage()
     unknown: dict[str, int] = {}
     hosts = []

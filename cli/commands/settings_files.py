@@ -1,0 +1,198 @@
+"""Safe edits of other programs' settings files (Claude Code, Codex, opencode).
+
+Promises:
+- an edit never writes a file whose content would not change (install twice = one write);
+- before a file is changed its current bytes are copied to `<name>.agentlog.bak`, and the
+  new content replaces it atomically (temp file + rename, mode kept);
+- JSON is re-emitted with the indentation, key order, ASCII escaping and final newline it
+  had; TOML is edited with tomlkit, which keeps comments and layout;
+- the first edit of a file that holds nothing of agentlog's also keeps its bytes in
+  `<name>.agentlog.orig`; when a later edit only removes what agentlog added and the result
+  means exactly what that copy held, its bytes are written back (and the copy removed):
+  install then uninstall leaves the file byte-identical;
+- a file that does not parse is an error naming the file; it is never overwritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BACKUP_SUFFIX = ".agentlog.bak"
+ORIG_SUFFIX = ".agentlog.orig"
+
+
+class SettingsError(Exception):
+    """A settings file that cannot be read or edited safely."""
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def orig_path(path: Path) -> Path:
+    return path.with_name(path.name + ORIG_SUFFIX)
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read ({exc})") from exc
+
+
+def write_text(path: Path, old: str | None, new: str) -> bool:
+    """Back up `old` and write `new` atomically; False (nothing written) when equal."""
+    if old == new:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = None
+    if old is not None:
+        mode = path.stat().st_mode & 0o7777
+        _atomic(backup_path(path), old, mode)
+    _atomic(path, new, mode)
+    return True
+
+
+def _atomic(path: Path, text: str, mode: int | None) -> None:
+    tmp = path.with_name(path.name + ".agentlog-tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+
+def load_json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                            "fix it or edit it by hand") from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a JSON object")
+    return data
+
+
+def dump_json_like(data: dict[str, Any], original: str | None) -> str:
+    """`data` as JSON in the style of `original` (indent, escaping, final newline)."""
+    indent: int | str = 2
+    ascii_only = False
+    newline = True
+    if original:
+        m = re.search(r"\n([ \t]+)\S", original)
+        if m:
+            ws = m.group(1)
+            indent = "\t" if ws.startswith("\t") else len(ws)
+        ascii_only = "\\u" in original and original.isascii()
+        newline = original.endswith("\n")
+    out = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
+    return out + "\n" if newline else out
+
+
+def keep_orig(path: Path, old: str | None, clean: bool = True) -> None:
+    """Remember the bytes of a file agentlog has not edited yet (see the module doc)."""
+    orig = orig_path(path)
+    if old is not None and clean:
+        _atomic(orig, old, path.stat().st_mode & 0o7777)
+    elif old is None and clean and orig.exists():
+        orig.unlink()
+
+
+def restored(path: Path, new: str, same: Callable[[str], bool]) -> str:
+    """The original bytes when `new` means the same as them, else `new`."""
+    orig = orig_path(path)
+    pristine = read_text(orig)
+    if pristine is None:
+        return new
+    try:
+        if same(pristine):
+            orig.unlink()
+            return pristine
+    except Exception:  # an unreadable copy is simply not used
+        pass
+    return new
+
+
+def edit_json(path: Path, change: Callable[[dict[str, Any]], None], *,
+              removing: bool = False,
+              clean: Callable[[dict[str, Any]], bool] | None = None) -> bool:
+    """Apply `change` to the JSON object in `path`; True when the file changed.
+
+    `clean(data)` says whether the file holds nothing of agentlog's yet."""
+    old = read_text(path)
+    if removing and old is None:
+        return False
+    data = load_json(path, old)
+    before = copy.deepcopy(data)
+    was_clean = clean is not None and clean(copy.deepcopy(data))
+    change(data)
+    if data == before and old is not None:
+        return False  # the same meaning: never re-format the user's file
+    new = dump_json_like(data, old)
+    if removing:
+        new = restored(path, new, lambda text: bool(json.loads(text) == data))
+    elif new != old:
+        keep_orig(path, old, was_clean)
+    return write_text(path, old, new)
+
+
+# --- TOML ---------------------------------------------------------------------------------
+
+
+def edit_toml(path: Path, change: Callable[[Any], None], *, removing: bool = False,
+              clean: Callable[[Any], bool] | None = None) -> bool:
+    """Apply `change` to the tomlkit document of `path`; True when the file changed."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    old = read_text(path)
+    if removing and old is None:
+        return False
+    try:
+        doc = tomlkit.parse(old or "")
+    except TOMLKitError as exc:
+        raise SettingsError(f"{path}: not valid TOML ({exc}); fix it or edit it by hand") from exc
+    before = doc.unwrap()
+    was_clean = clean is not None and clean(doc.unwrap())
+    change(doc)
+    if doc.unwrap() == before and old is not None:
+        return False
+    new = tomlkit.dumps(doc)
+    if removing:
+        new = restored(path, new, lambda text: _toml_same(text, doc))
+    elif new != old:
+        keep_orig(path, old, was_clean)
+    return write_text(path, old, new)
+
+
+def _toml_same(text: str, doc: Any) -> bool:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        return bool(tomlkit.parse(text).unwrap() == doc.unwrap())
+    except TOMLKitError:
+        return False
+
+
+def prune_empty(container: dict[str, Any], *keys: str) -> None:
+    """Drop `container[key]` (in order, innermost first) when it became empty."""
+    for key in keys:
+        value = container.get(key)
+        if isinstance(value, dict | list) and not value:
+            del container[key]
