@@ -79,6 +79,7 @@ class LazyGroup(click.Group):
         mod_name, attr = spec.split(":")
         cmd = getattr(importlib.import_module(mod_name), attr)
         assert isinstance(cmd, click.Command)
+        _integer_metavars(cmd)
         return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -97,6 +98,15 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _integer_metavars(cmd: click.Command) -> None:
+    """Integer options read INTEGER in --help, ranges included (the range is in the help)."""
+    for param in cmd.params:
+        if isinstance(param.type, click.IntRange) and param.metavar is None:
+            param.metavar = "INTEGER"
+    for sub in getattr(cmd, "commands", {}).values():
+        _integer_metavars(sub)
 
 
 # Commands that only read the home: a home that does not exist is a mistake (a typo in

@@ -92,7 +92,7 @@ def test_integer_options_show_as_integer() -> None:
     seen = set()
     ctx = click.Context(cli)
     for name in COMMANDS:
-        cmd = cli.get_command(ctx, name)
+        cmd = cli.get_command(ctx, name)  # as `agentlog NAME --help` loads it
         assert cmd is not None
         commands = [cmd, *getattr(cmd, "commands", {}).values()]
         for c in commands:
