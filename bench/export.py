@@ -123,17 +123,12 @@ def run(n: int, work: Path, rng: random.Random) -> dict[str, float]:
     read_envelope(data, sha256=hashlib.sha256(data).hexdigest())
     t_validate = time.perf_counter() - t
 
-    from cli import hooks
-
-    saved = hooks.AFTER_APPEND
-    hooks.AFTER_APPEND = []
     orig_after = archive_ops.after_append
     archive_ops.after_append = lambda h: None  # time the log part alone first
     t = time.perf_counter()
     res = archive_ops.import_envelope(home, data, apply=True)
     t_log = time.perf_counter() - t
     archive_ops.after_append = orig_after
-    hooks.AFTER_APPEND = saved
     assert res["turnsToInsert"] == n
     t = time.perf_counter()
     con = archive_ops.open_history(home)  # catch-up: index the imported turns

@@ -1,4 +1,4 @@
-"""The `capture` section of `agentlog audit` (wired in cli.hooks.AUDIT_SECTIONS).
+"""The `capture` section of `agentlog audit` (called from cli.hooks.audit_sections).
 
 Per source layout: files seen, bytes captured, records parsed, unknown record types with
 counts, files pending and missing; the configured roots (missing ones reported); and

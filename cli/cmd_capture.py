@@ -93,14 +93,13 @@ def capture(
             raise click.UsageError("--path and --watch do not go together")
         return _capture_paths(home, roots, paths, settle, index, as_json)
     try:
-        log = home.log()
-        engine = Capturer(log, roots, Options(settle_s=settle))
         if watch:
             from cli.commands.retention_warning import warn_once
 
             warn_once(home)
-            stats = _watch(home, engine, index, roots=roots, announce=not as_json)
+            stats = _watch(home, index, settle, roots=roots, announce=not as_json)
         else:
+            engine = Capturer(home.log(), roots, Options(settle_s=settle))
             stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
     except EventLogError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -179,40 +178,43 @@ def _once(engine: Any, *, show_progress: bool) -> Any:
         return engine.run_once(tick)
 
 
-def _watch(home: Home, engine: Any, index: bool, *, roots: list[Any], announce: bool) -> Any:
-    """Capture until SIGINT/SIGTERM. Unless --json: a start line and one line per commit on
-    stderr (counts only, never transcript text), so a long watch shows it is alive."""
+def _watch(home: Home, index: bool, settle: float, *, roots: list[Any],
+           announce: bool) -> Any:
+    """Capture until SIGINT/SIGTERM with the shared loop (cli/background.py): only while
+    no other agentlog process of this home captures. Unless --json: a start line and one
+    line per commit on stderr (counts only, never transcript text)."""
     import signal
-    import threading
     import time
 
-    from cli import hooks
+    from cli.background import CaptureLoop
 
-    stop = threading.Event()
+    seen = [0, 0]
 
-    def handler(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
-
-    start_archive_ticker(home, stop)
-    if announce:
-        watched = ", ".join(f"{r.agent} {r.path}" for r in roots if r.exists) or "nothing"
-        click.echo(f"watching {watched}; Ctrl-C stops", err=True)
-    seen = [engine.stats.appended, engine.stats.bytes]
-
-    def committed() -> None:
-        if index:
-            hooks.after_append(home)
+    def committed(engine: Any) -> None:
         if announce:
             appended, size = engine.stats.appended, engine.stats.bytes
             click.echo(f"{time.strftime('%H:%M:%S')} +{appended - seen[0]} events, "
                        f"{human_bytes(size - seen[1])}", err=True)
             seen[:] = [appended, size]
 
-    return engine.run_watch(stop, committed if index or announce else None)
+    def waiting(who: str) -> None:
+        click.echo(f"{who} captures this home; waiting to take over when it stops", err=True)
+
+    loop = CaptureLoop(home, roots=roots, settle_s=settle, index=index, on_commit=committed,
+                       on_wait=waiting if announce else None)
+
+    def handler(signum: int, frame: Any) -> None:
+        loop.stop(timeout=0)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
+
+    start_archive_ticker(home, loop.stop_event)
+    if announce:
+        watched = ", ".join(f"{r.agent} {r.path}" for r in roots if r.exists) or "nothing"
+        click.echo(f"watching {watched}; Ctrl-C stops", err=True)
+    return loop.run()
 
 
 @click.command()

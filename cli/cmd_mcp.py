@@ -24,8 +24,10 @@ CLIENTS = ("claude", "codex", "opencode")
 @click.group(invoke_without_command=True)
 @click.option("--postgres", "postgres", default=None, metavar="URL",
               help="Answer from the team server (`config` = team.postgres; docs/team.md).")
+@click.option("--capture/--no-capture", default=True, show_default=True,
+              help="Keep the home captured while serving (one process per home captures).")
 @click.pass_context
-def mcp(ctx: click.Context, postgres: str | None = None) -> None:
+def mcp(ctx: click.Context, postgres: str | None = None, capture: bool = True) -> None:
     """Run the MCP server on stdio (tools: search_history, get_conversation).
 
     With a sub-command, register the server with a client instead.
@@ -38,7 +40,7 @@ def mcp(ctx: click.Context, postgres: str | None = None) -> None:
             from cli.team_sync import resolve_url
 
             home.postgres = resolve_url(home, postgres)
-        serve_stdio(home)
+        serve_stdio(home, capture=capture)
 
 
 def program() -> list[str]:

@@ -125,6 +125,9 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             _check_project(home, project)
             result = run_search(home.history_db, text, filters or None, limit,
                                 engine=search_engine(home))
+            from cli.background import with_capture
+
+            with_capture(home, result)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -173,6 +176,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
                f" indexed · {cov['sources']} sources ({cov['sourcesPending']} pending)"
                f" · last capture {last}")
+    if cov.get("capturing"):
+        summary += " · capturing" + ("" if cov.get("caughtUp") else
+                                     f" ({cov.get('pendingFiles') or 0} files pending)")
     if cov.get("unknownRecordTypes"):
         summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
     click.echo(summary)

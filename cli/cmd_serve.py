@@ -16,9 +16,11 @@ from cli.config import get_home
               help="Allow a non-loopback --host (anyone who can reach it still needs the token).")
 @click.option("--postgres", "postgres", default=None, metavar="URL",
               help="Answer searches from the team server (`config` = team.postgres).")
+@click.option("--capture/--no-capture", default=True, show_default=True,
+              help="Keep the home captured while serving (one process per home captures).")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
-          postgres: str | None = None) -> None:
+          postgres: str | None = None, capture: bool = True) -> None:
     """Serve the HTTP API and the dashboard until interrupted.
 
     Prints one line: the URL with a fresh token. Opening it sets a session cookie and drops
@@ -34,6 +36,6 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
 
         home.postgres = resolve_url(home, postgres)
     try:
-        run(home, host=host, port=port, allow_remote=allow_remote)
+        run(home, host=host, port=port, allow_remote=allow_remote, capture=capture)
     except ServeError as exc:
         raise click.ClickException(str(exc)) from exc

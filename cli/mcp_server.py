@@ -7,7 +7,8 @@ Promises:
   for clients that read only one of them.
 - A bad argument, an unknown id or an internal failure is a tool error (`isError`), never
   a crash of the server. Transcript text is never logged.
-- Start-up does no index work; the MCP SDK is imported only when this module is.
+- Start-up does no index work; the MCP SDK is imported only when this module is. The
+  capture loop (cli/background.py) starts in a thread after `initialize`, never before.
 - Nothing is printed to stdout: it is the protocol channel.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -231,15 +233,27 @@ def team_tools() -> list[types.Tool]:
     return [TOOLS[0].model_copy(update={"input_schema": schema}), *TOOLS[1:]]
 
 
-def build_server(home: Home) -> Server[Any]:
+def build_server(home: Home, started: Callable[[], None] | None = None) -> Server[Any]:
+    """The server; `started` is called once the client is talking to it (after
+    `initialize`, or at its first request in the handshake-less era)."""
     tools = TOOLS if home.postgres is None else team_tools()
+    once: list[Callable[[], None]] = [started] if started is not None else []
+
+    def begin() -> None:
+        if once:
+            once.pop()()
+
+    async def on_initialized(ctx: Any, params: types.NotificationParams) -> None:
+        begin()
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        begin()
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        begin()
         args = params.arguments or {}
         try:
             # In a worker thread: a long call (answer: true) must not stall pings.
@@ -251,7 +265,7 @@ def build_server(home: Home) -> Server[Any]:
             log.warning("tool %s failed: %s", params.name, type(exc).__name__)
             return _error(f"internal error in {params.name}: {type(exc).__name__}")
 
-    return Server(
+    server: Server[Any] = Server(
         "agentlog",
         version=VERSION,
         instructions=(
@@ -261,15 +275,33 @@ def build_server(home: Home) -> Server[Any]:
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    server.add_notification_handler("notifications/initialized", types.NotificationParams,
+                                    on_initialized)
+    return server
 
 
-def serve_stdio(home: Home) -> None:
-    """Serve MCP on stdin/stdout until the client closes the pipe."""
+def serve_stdio(home: Home, *, capture: bool = True) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe.
+
+    With `capture`, the home's capture loop (cli/background.py) starts in a thread once
+    the client has initialized: this process captures if it wins the election, else it
+    only reads and stands by to take over."""
     logging.basicConfig(level=logging.WARNING, format="agentlog mcp: %(message)s")
-    server = build_server(home)
+    loops: list[Any] = []
+
+    def start_capture() -> None:
+        from cli.background import CaptureLoop
+
+        loops.append(CaptureLoop(home).start())
+
+    server = build_server(home, start_capture if capture else None)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        for loop in loops:
+            loop.stop()

@@ -13,8 +13,9 @@ Promises (docs/capture.md):
   reloaded), so concurrent captures never read the same bytes twice into different
   chunks, and identical chunks are deduplicated by their keys anyway;
 - `run_once` stops when discovery is exhausted, the backlog is empty and one complete
-  sweep found nothing new; `run_watch` keeps going (100 ms ticks on a backlog, 2 s when
-  idle, discovery again every 30 s) until its stop event is set, then commits and returns.
+  sweep found nothing new; a long-running caller (cli/background.py) ticks on its own,
+  starts a new complete pass with `begin_pass`, and queues the files that file events
+  name with `notice` (they are polled before the sweep reaches them).
 """
 
 from __future__ import annotations
@@ -22,21 +23,21 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgspec
 
-from eventlog import EventLog, WriterBusy
+from eventlog import EventLog
 from eventlog.events import SourceSeen
 from readers import capture_files as cf
 from readers import cursor as cur
 from readers import statcache
 from readers.capture_batch import Batch
 from readers.capture_state import Options, Source, Stats, is_pending
+from readers.capture_watch import sources_for
 from readers.discovery import Entry, kind_of, walk
 from readers.roots import Root, split_source
 from readers.statcache import unchanged_files
@@ -314,7 +315,8 @@ class Capturer:
                 return False
         at = now // 1_000_000
         if append:
-            polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at)
+            polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at,
+                                    read_max=self.opt.read_max)
         else:
             polled = cf.poll_snapshot(path, src.cursor, at=at)
             self.stats.snapshots += len(polled.events)
@@ -425,6 +427,31 @@ class Capturer:
         self._maybe_flush()
         return bool(self.ready) or self._walker is not None
 
+    def notice(self, paths: Iterable[str]) -> int:
+        """Queue the registered sources among `paths` (absolute; an opencode `-wal` names
+        its database) for the next ticks, and register new history files; the rest is
+        ignored. Returns how many sources were queued."""
+        self._ensure_loaded()
+        queued = 0
+        for root, rel, layout in sources_for(self.roots, paths):
+            source = f"{root.agent}:{root.id}:{rel}"
+            if source in self.sources:
+                self._enqueue(source)
+            else:
+                self._register(root, rel, layout, source)
+            queued += 1
+        return queued
+
+    def begin_pass(self, *, rediscover: bool = False) -> None:
+        """Start a new complete pass: `done()` is false until a fresh sweep over every file
+        found nothing new (and, with `rediscover`, the roots were walked again)."""
+        self._ensure_loaded()
+        self.sweeps_clean = self.sweeps_done = 0
+        self._new_sweep()
+        if rediscover and self._walker is None:
+            self._next_discovery = 0.0
+            self.discovery_done = False
+
     def done(self) -> bool:
         if not self.discovery_done or self.ready:
             return False
@@ -454,33 +481,6 @@ class Capturer:
             self.close()
             if was_enabled:
                 gc.enable()
-        return self.finish()
-
-    def run_watch(
-        self,
-        stop: threading.Event,
-        after_commit: Callable[[], None] | None = None,
-        *,
-        busy_s: float = 0.1,
-        idle_s: float = 2.0,
-    ) -> Stats:
-        """Keep capturing until `stop` is set; commits after every tick."""
-        self._ensure_loaded()
-        gc.freeze()  # the loaded cursors are long-lived: keep them out of collections
-        try:
-            while not stop.is_set():
-                appended = self.stats.appended
-                try:
-                    busy = self.tick()
-                    self.flush()
-                except WriterBusy as exc:  # another writer held the lock: try again later
-                    self.stats.errors.append(str(exc))
-                    busy = False
-                if after_commit is not None and self.stats.appended != appended:
-                    after_commit()
-                stop.wait(busy_s if busy else idle_s)
-        finally:
-            self.close()
         return self.finish()
 
     def finish(self) -> Stats:

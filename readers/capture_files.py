@@ -5,7 +5,8 @@ Promises:
 - an append poll reads at most `READ_MAX` (64 KiB) of new bytes; a chunk ends at the last
   newline of what was read, except that a read holding no newline at all continues one
   line longer than a read (the next chunk continues it), and an unterminated final line
-  is captured only once the file has been quiet for `settle_ns` (a torn tail waits);
+  is captured only once the file has been quiet for `settle_ns` (a torn tail waits) --
+  then in the same poll as the lines before it, so one pass captures a finished file whole;
 - a file that shrank below the cursor, or whose captured head or tail bytes changed,
   starts a new generation from offset 0 (a `SourceRewound` event); an older copy that is
   a byte prefix of the new file (a replaced, grown file) is not a rewrite;
@@ -179,10 +180,13 @@ def poll_append(
         n = min(avail, read_max)
         data = _pread_exact(fd, n, c.offset)
         nl = data.rfind(b"\n")
-        if nl >= 0:
+        settled = now_ns - st.st_mtime_ns >= settle_ns
+        if settled and n == avail:
+            take = len(data)  # the file is quiet and this read reaches its end: all of it
+        elif nl >= 0:
             take = nl + 1
-        elif len(data) == read_max or now_ns - st.st_mtime_ns >= settle_ns:
-            take = len(data)  # a line longer than a read, or a settled unterminated tail
+        elif len(data) == read_max:
+            take = len(data)  # a line longer than a read (the next chunk continues it)
         else:
             take = 0  # a torn tail waits for the rest of its line
         if take:

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from readers import cursor as cur
+from readers.capture_files import READ_MAX
 from readers.discovery import kind_of
 from readers.roots import Root
 
@@ -18,7 +19,8 @@ class Options:
     """Bounds and pacing of the engine (defaults are the seed's figures)."""
 
     __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
-                 "polls_per_tick", "rediscover_s", "settle_s", "sweep_checks_per_tick")
+                 "polls_per_tick", "read_max", "rediscover_s", "settle_s",
+                 "sweep_checks_per_tick")
 
     def __init__(
         self,
@@ -31,7 +33,10 @@ class Options:
         rediscover_s: float = 30.0,
         max_clean_sweeps: int = 3,
         sweep_checks_per_tick: int = 64,
+        read_max: int = READ_MAX,
     ) -> None:
+        if read_max < 1:
+            raise ValueError(f"read_max must be at least 1 byte; got {read_max}")
         self.settle_s = settle_s
         self.discover_per_tick = discover_per_tick
         self.polls_per_tick = polls_per_tick
@@ -40,6 +45,7 @@ class Options:
         self.rediscover_s = rediscover_s
         self.max_clean_sweeps = max_clean_sweeps
         self.sweep_checks_per_tick = sweep_checks_per_tick
+        self.read_max = read_max  # bytes of one append read (the 64 KiB bound)
 
 
 class Stats:

@@ -45,6 +45,21 @@ def _descend(agent: str, rel_dir: str) -> bool:
     return registry.known(agent) and bool(registry.reader(agent).descend(rel_dir))
 
 
+def layout_of(agent: str, rel: str) -> str | None:
+    """The layout of the file at `rel` if `walk` would find it there (every parent folder
+    is one it descends into), else None."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if not _descend(agent, "/".join(parts[:i])):
+            return None
+    return classify(agent, rel)
+
+
+def descends(agent: str, rel_dir: str) -> bool:
+    """Whether `walk` looks inside the folder `rel_dir` (relative to the root)."""
+    return _descend(agent, rel_dir)
+
+
 def walk(agent: str, root: str) -> Iterator[Entry]:
     """Every entry examined under `root`, depth first in name order; never raises on
     unreadable or vanished folders (they are skipped)."""

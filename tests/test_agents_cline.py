@@ -13,7 +13,7 @@ from readers import parse
 from readers.records import SourceInfo
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.real_data("cline")]
 
 
 def test_capture_finds_every_task(tmp_path: Path) -> None:

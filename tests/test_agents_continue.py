@@ -10,7 +10,7 @@ import pytest
 from readers.agent_continue import project_of
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.real_data("continue")]
 
 
 def _text(content: object) -> str:

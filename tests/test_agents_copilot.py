@@ -14,7 +14,7 @@ from readers.agent_copilot import yaml_scalars
 from readers.records import SourceInfo
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.real_data("copilot")]
 
 _TAGS = re.compile(r"<(\w+)>.*?</\1>", re.S)
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.real_data("cursor")]
 
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 

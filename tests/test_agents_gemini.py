@@ -16,7 +16,8 @@ from readers.records import SourceInfo
 from readers.restore import restore
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.real_data("gemini"),
+              pytest.mark.real_data("qwen")]
 
 _CWD = re.compile(r"working in the directory: ([^\n]+)")
 

@@ -117,6 +117,33 @@ def test_torn_tail_waits(tmp_path: Path, log: EventLog) -> None:
     assert_contiguous(log)
 
 
+def test_finished_unterminated_file_is_captured_whole_in_one_run(
+    tmp_path: Path, log: EventLog
+) -> None:
+    """A quiet file whose last line has no newline: one run takes every byte, whether the
+    file is new to the engine (first polled from the queue) or already registered."""
+    root = tmp_path / "codex"
+
+    def quiet(f: Path) -> None:
+        old = f.stat().st_mtime_ns - 10_000_000_000
+        os.utime(f, ns=(old, old))
+
+    def restored(f: Path) -> bytes:
+        out = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}"
+        restore(log, out)
+        return (out / "codex" / f.relative_to(root)).read_bytes()
+
+    first = write(root / "sessions" / "2025" / "rollout-a.jsonl", b'{"a":1}\n{"b":2}\n{"c":')
+    quiet(first)
+    assert capture(log, roots_of(codex=root), settle=5).pending == 0
+    assert restored(first) == first.read_bytes()
+    append(first, b'3}\n{"d":4}\n{"e":')
+    quiet(first)
+    assert capture(log, roots_of(codex=root), settle=5).pending == 0
+    assert restored(first) == first.read_bytes()
+    assert_contiguous(log)
+
+
 def test_codex_growth_snapshot_is_not_a_rewrite(tmp_path: Path, log: EventLog) -> None:
     root = tmp_path / "codex"
     rel = "sessions/2025/11/01/rollout-2025-11-01T11-34-37-x.jsonl"

@@ -4,7 +4,8 @@ Promises:
 - Thin: arguments are checked for shape (types, known names); values are checked by
   `projections.query`, whose `QueryError` names the parameter. No SQL here.
 - One response shape: `search` returns exactly what `projections.query.search` returns,
-  plus `answer` when asked, so MCP and HTTP answer alike.
+  with the capture loop's fields in `coverage` (`cli.background.coverage_fields`), plus
+  `answer` when asked, so MCP and HTTP answer alike.
 - The answer step runs only when asked, and only through `cli.answers` when that module
   exists; otherwise `answer.error` says so while hits and sources are kept.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cli.background import with_capture
 from cli.config import Home
 from projections import query as q
 from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
@@ -109,6 +111,7 @@ def search(
         result = _call(
             q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
         )
+        with_capture(home, result)
     if answer:
         result["answer"] = make_answer(home, query, list(result.get("hits", [])))
     return result
@@ -181,4 +184,4 @@ def coverage(home: Home) -> dict[str, Any]:
         found: dict[str, Any] = _call(pg.coverage, home.postgres)
         return found
     result: dict[str, Any] = _call(q.coverage, home.history_db)
-    return result
+    return with_capture(home, {"coverage": result})["coverage"]  # type: ignore[no-any-return]

@@ -8,6 +8,8 @@ Promises:
 - Prints exactly one line (the URL with the token) to stdout, writes `<home>/server.json`
   with mode 0600 ({url, port, pid, token}) and removes it on exit, if it is still ours.
 - No access log: query strings hold search words and the token.
+- While it runs, the home is kept captured by the shared capture loop (one process per
+  home captures; see cli/background.py), unless `capture=False`.
 """
 
 from __future__ import annotations
@@ -76,8 +78,10 @@ def remove_server_json(path: Path, pid: int) -> None:
             path.unlink()
 
 
-def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False) -> None:
-    """Serve until interrupted (SIGINT/SIGTERM).
+def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
+          *, capture: bool = True) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM); with `capture`, run the home's capture
+    loop (cli/background.py) in a thread meanwhile.
 
     Our signal handlers only ask the server to exit (they never raise): a Ctrl-C that lands
     anywhere in start-up, before uvicorn installs its own handlers, ends the run as cleanly
@@ -85,9 +89,16 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
     """
     stop = _StopRequest()
     previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    loop = None
     try:
+        if capture:
+            from cli.background import CaptureLoop
+
+            loop = CaptureLoop(home).start()
         _serve(home, host, port, allow_remote, stop)
     finally:
+        if loop is not None:
+            loop.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
