@@ -107,7 +107,7 @@ REGISTRY: tuple[Agent, ...] = (
     Agent("qwen", "Qwen Code", "readers.agent_qwen",
           {"qwen.session": _A, "qwen.chat": _S, "qwen.chat_log": _A, "qwen.logs": _S,
            "qwen.checkpoint": _S, "qwen.projects": _S, "qwen.project_root": _S},
-          env=(("QWEN_HOME", ""),), defaults=(".qwen",),
+          env=(("QWEN_RUNTIME_DIR", ""), ("QWEN_HOME", "")), defaults=(".qwen",),
           resume=("qwen", "--resume", "{session}"), docs="qwen-code"),
     Agent("copilot", "GitHub Copilot CLI", "readers.agent_copilot",
           {"copilot.events": _A, "copilot.flat": _A, "copilot.workspace": _S,

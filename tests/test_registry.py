@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -65,3 +66,25 @@ def test_family_and_resume() -> None:
     assert described["codex"]["flag"] == "--codex-dir"
     assert described["opencode"]["config_key"] == "opencode_dir"
     assert inspect.ismodule(registry.reader("claude"))
+
+
+def test_roots_of_the_new_agents(tmp_path: Path) -> None:
+    from readers.roots import resolve_roots
+
+    def roots(agent: str, env: dict[str, str], flags: dict[str, str] | None = None
+              ) -> list[tuple[str, str]]:
+        got = resolve_roots(flags=flags or {}, config={}, env=env, user_home=tmp_path,
+                            agents=(agent,))
+        return [(str(r.path), r.origin) for r in got]
+
+    assert roots("gemini", {"GEMINI_CLI_HOME": "/g"}) == [("/g/.gemini", "env")]
+    assert roots("gemini", {}) == [(str(tmp_path / ".gemini"), "default")]
+    assert roots("qwen", {"QWEN_HOME": "/q", "QWEN_RUNTIME_DIR": "/rt"}) == [("/rt", "env")]
+    assert roots("copilot", {"COPILOT_HOME": "/c"}, {"copilot": "/flag"}) == [("/flag", "flag")]
+    assert roots("continue", {"CONTINUE_GLOBAL_DIR": "/k"}) == [("/k", "env")]
+    # Cline: only editor storage folders that hold a Cline / Roo / Kilo folder; XDG moves ~/.config
+    assert roots("cline", {}) == []
+    storage = tmp_path / "xdg" / "Code" / "User" / "globalStorage"
+    (storage / "rooveterinaryinc.roo-cline").mkdir(parents=True)
+    assert roots("cline", {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}) == [
+        (str(storage), "default")]
