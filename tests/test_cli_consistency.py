@@ -16,7 +16,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.main import COMMANDS, READ_ONLY, cli
+from cli.group import cli
+from cli.main import COMMANDS, READ_ONLY
 from tests.webdata import SESSION, make_history
 
 STYLE = re.compile(r"^agentlog( [a-z-]+)*: \S.* — \S.*$")
