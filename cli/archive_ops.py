@@ -1,6 +1,6 @@
 """The operations behind `history`, `export`, `import`, `archive` and their HTTP routes.
 
-Both front ends (click commands in `cli.cmd_archive`, routes in `cli.web.history_routes`)
+Both front ends (click commands in `cli.commands.archive`, routes in `cli.web.history_routes`)
 call these functions, so they answer alike. Each reads the projections only after catching
 them up to the log head, so what was just imported or archived shows at once. (The
 whole-log copy is in `cli.log_transfer`.)
@@ -9,7 +9,7 @@ Recording (for `agentlog audit`): operations that write to the log (an applied i
 inserts turns, an archive tick that archives sessions) append an `OperationRecorded` event
 in the same batch as their facts. Operations that must write nothing to the log — dry-run
 imports, imports that skip everything, exports, ticks with nothing to archive — are noted
-in `<home>/operations.jsonl` instead (see `cli.archive_audit`).
+in `<home>/operations.jsonl` instead (see `cli.audit.archive`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cli import hooks
-from cli.archive_audit import note_operation
+from cli.audit.archive import note_operation
 from cli.config import Home
 from eventlog import EventLog, now_ms
 from eventlog.events import Event, OperationRecorded

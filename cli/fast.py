@@ -1,7 +1,7 @@
 """`agentlog [--home DIR] search ... --json` without click (start-up time is the product).
 
 Importing click costs more than the whole search (bench/startup.py measures it). This module
-parses exactly the shapes the click command `cli.cmd_search.search` accepts for a JSON
+parses exactly the shapes the click command `cli.commands.search.search` accepts for a JSON
 search — the option names below (a test holds them equal to the click command's) as
 `--name VALUE` or `--name=VALUE`, the flags, query words anywhere, `--` — and runs the same
 `find` as that command. Anything else (`--help`, `--version`, an unknown or short option,
