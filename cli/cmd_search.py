@@ -69,7 +69,9 @@ def _emit(obj: Any) -> None:
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--limit", default=None, help="1..50 (default 10).")
-@click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
+@click.option("--include-archived/--exclude-archived", default=True, show_default=True,
+              help="Archived sessions are searched too (each hit says `archived`); "
+                   "--exclude-archived skips them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
@@ -91,8 +93,8 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
     filters: dict[str, Any] = {k: v for k, v in {
         "project": project, "session": session, "job": job, "agent": agent, "kind": kind,
         "since": since, "until": until}.items() if v is not None}
-    if include_archived:
-        filters["include_archived"] = True
+    if not include_archived:
+        filters["include_archived"] = False
     text = " ".join(query)
     try:
         from projections.text import query_tokens
@@ -135,6 +137,8 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        if hit.get("archived"):
+            head += "  (archived)"
         if hit.get("host"):
             head += f"  @{hit['host']}"
         click.echo(click.style(head, dim=True) if color else head)

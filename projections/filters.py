@@ -31,7 +31,7 @@ class Filters:
     kind: str | None = None
     since: int | None = None
     until: int | None = None
-    include_archived: bool = False
+    include_archived: bool = True  # search reaches archived sessions; hits say `archived`
 
     def where(self, alias: str = "d") -> tuple[str, list[Any]]:
         """SQL conditions (joined with AND, never empty) and their parameters."""

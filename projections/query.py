@@ -100,7 +100,7 @@ def source_link(doc_id: str) -> str:
 
 
 _ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
-             "conversation", "project", "role", "subagent", "title", "text")
+             "conversation", "project", "role", "subagent", "title", "text", "archived")
 
 
 def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
@@ -111,6 +111,7 @@ def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
         "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
+        "archived": bool(r["archived"]),
     }
 
 

@@ -33,7 +33,7 @@ ROLE_WEIGHT = {
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
-    " d.conversation, d.project, d.role, d.subagent, d.title, d.text"
+    " d.conversation, d.project, d.role, d.subagent, d.title, d.text, d.archived"
 )
 
 

@@ -24,7 +24,6 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from eventlog import EventLog
 from eventlog.events import WriterStarted
 from tests.conftest import ROOT, run_cli
 from tests.test_projections_support import claude_line
@@ -78,12 +77,19 @@ async def until_found(client: Client, word: str) -> list[dict[str, Any]]:
         await anyio.sleep(0.05)
 
 
-def _writers(home: Path) -> set[int]:
-    log = EventLog(home / "log", readonly=True)
+def _writers(home: Path, *, shared: bool = False) -> set[int]:
+    """Pids of the processes that wrote to the log (one `writer.started` each); `shared`:
+    this process holds the log open already (LMDB opens an environment once a process)."""
+    from eventlog import EventLog, open_log
+
+    log = open_log(home / "log", readonly=True) if shared else EventLog(home / "log",
+                                                                          readonly=True)
     try:
-        return {se.event.pid for se in log.iter_events() if isinstance(se.event, WriterStarted)}
+        return {se.event.pid for se in log.iter_events()
+                if isinstance(se.event, WriterStarted)}
     finally:
-        log.close()
+        if not shared:
+            log.close()
 
 
 def _server_command(home: Path) -> list[str]:
@@ -237,3 +243,42 @@ def test_serve_captures_while_it_runs(home: Path) -> None:
         assert status == 200 and cov["capturing"] is True and cov["lastCaptureAgeS"] is not None
     finally:
         assert stop(served) == 0
+
+
+def test_capture_watch_waits_for_the_capturing_process_then_takes_over(
+    tmp_path: Path, home: Path
+) -> None:
+    import signal
+    import subprocess
+
+    from cli.background import CaptureLoop
+    from cli.config import Home
+    from projections.query import search as run_search
+    from tests.capture_helpers import roots_of
+
+    root = tmp_path / "claude"
+    f = root / "projects" / "-p" / "s.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(claude_line("u1", "user", "held by another ibex"))
+    h = Home(home)
+    holder = CaptureLoop(h, roots=roots_of(claude=root), settle_s=0.0, events=False,
+                         poll_s=0.1).start()
+    _until(lambda: bool(run_search(h.history_db, "ibex")["hits"]), "holder captured")
+    err = tmp_path / "watch.err"
+    with open(err, "wb") as err_f:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--watch",
+             "--claude-dir", str(root), "--settle", "0"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_f)
+    try:
+        _until(lambda: b"waiting to take over" in err.read_bytes(), "watch says it waits")
+        assert _writers(home, shared=True) == {os.getpid()}
+        holder.stop()
+        with open(f, "ab") as fh:
+            fh.write(claude_line("u2", "user", "taken over by the watch jackal"))
+        _until(lambda: bool(run_search(h.history_db, "jackal")["hits"]), "watch captured")
+        assert _writers(home, shared=True) == {os.getpid(), proc.pid}
+    finally:
+        holder.stop()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, err.read_bytes().decode()

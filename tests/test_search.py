@@ -20,7 +20,7 @@ from projections.errors import BadId, NotFound, QueryError
 from tests.test_projections_support import append, chunks_of, mixed_events, seen
 
 HIT_FIELDS = {"id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message", "job",
-              "run", "session", "cursor", "conversation", "project"}
+              "run", "session", "cursor", "conversation", "project", "archived"}
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +262,7 @@ def test_duplicates_are_dropped_and_common_terms_bounded(tmp_path: Path) -> None
     assert len(query.search(tmp_path / "h.db", "wombat", limit=50)["hits"]) == 50
 
 
-def test_archived_documents_are_skipped_unless_asked(tmp_path: Path) -> None:
+def test_archived_documents_are_searched_and_flagged(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log")
     append(log, mixed_events())
     path = tmp_path / "h.db"
@@ -271,9 +271,12 @@ def test_archived_documents_are_skipped_unless_asked(tmp_path: Path) -> None:
     con.execute("UPDATE documents SET archived = 1 WHERE session = 's1'")
     con.commit()
     con.close()
-    assert "transcript:claude:u1" not in ids(query.search(path, "zebra"))
-    got = ids(query.search(path, "zebra", {"include_archived": True}))
-    assert "transcript:claude:u1" in got
+    hits = {h["id"]: h for h in query.search(path, "zebra")["hits"]}
+    assert hits["transcript:claude:u1"]["archived"] is True
+    assert not any(h["archived"] for k, h in hits.items() if k != "transcript:claude:u1"
+                   and h["session"] != "s1")
+    hot = ids(query.search(path, "zebra", {"include_archived": False}))
+    assert "transcript:claude:u1" not in hot
 
 
 def test_missing_db_answers_empty(tmp_path: Path) -> None:

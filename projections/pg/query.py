@@ -32,7 +32,7 @@ _local = threading.local()
 _WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
     " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
 _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
-             "conversation", "project", "role", "subagent", "title", "text", "host")
+             "conversation", "project", "role", "subagent", "title", "text", "host", "archived")
 
 
 def _con(url: str) -> Any:
@@ -202,6 +202,7 @@ def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, by
             "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
             "run": r["run"], "session": r["session"], "cursor": r["cursor"],
             "conversation": r["conversation"], "project": r["project"], "host": r["host"],
+            "archived": bool(r["archived"]),
         })
         if len(out) >= limit:
             break
