@@ -119,8 +119,8 @@ def figure(run: Callable[..., Any], home: Path, roots: dict[str, Path], tmp: Pat
     without: list[float] = []
     with_new: list[float] = []
     for _ in range(9):
-        for new_agents, into in ((False, without), (True, with_new)):
-            w, _, s = run(home_b if new_agents else home, roots, new_agents=new_agents)
+        for with_them, into in ((False, without), (True, with_new)):
+            w, _, s = run(home_b if with_them else home, roots, new_agents=with_them)
             assert s["appended"] == 0, s
             into.append(w)
     base_nc, new_nc = statistics.median(without), statistics.median(with_new)

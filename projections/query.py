@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from projections import db
-from projections.apply import RUN_CHUNK_ORD
 from projections.errors import BadId, NotFound, QueryError
 from projections.filters import parse_filters, parse_limit
+from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
 from projections.text import query_tokens, snippet
 

@@ -39,11 +39,11 @@ def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
     from cli.cmd_capture import capture, restore
     from cli.mcp_server import SEARCH_SCHEMA
     from cli.web import calls
-    from projections import apply, filters
+    from projections import filters, rows
 
     want = registry.search_agents()
     assert want[-1] == "other" and "runs" not in want
-    assert filters.AGENTS == apply.AGENTS == calls.AGENTS == want
+    assert filters.AGENTS == rows.AGENTS == calls.AGENTS == want
     assert SEARCH_SCHEMA["properties"]["filters"]["properties"]["agent"]["enum"] == list(want)
     flags = {o for p in capture.params for o in p.opts}
     assert {a.flag for a in registry.REGISTRY} <= flags

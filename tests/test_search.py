@@ -73,7 +73,9 @@ def test_diacritics_and_case_fold(hdb: Path) -> None:
     ({"kind": "report"}, {"message:m2"}),
     ({"agent": "claude"}, {"message:m1", "transcript:claude:u2"}),
     ({"session": "S1"}, {"message:m1"}),
-    ({"session": "peer-a"}, {"message:m1"}),  # a peer identity, through its alias binding
+    # a peer identity: what it sent (through its alias binding) and what was addressed to it
+    ({"session": "peer-a"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
+    ({"session": "peer-b"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
     ({"job": "deploy"}, {"message:m1"}),
     ({"since": 2_000, "until": 2_500}, {"message:m2", "message:m3"}),
     ({"since": "2000", "until": "2500"}, {"message:m2", "message:m3"}),
@@ -355,7 +357,8 @@ def test_run_log_without_run_started_names_its_job_agent_and_time(tmp_path: Path
 
 
 def test_session_filter_by_peer_identity_finds_what_it_sent(tmp_path: Path) -> None:
-    """QA: a peer's own messages without a session field were not found by its identity."""
+    """QA: a peer's own messages without a session field were not found by its identity;
+    what was addressed to it is found too (schema 8: recipients)."""
     log = EventLog(tmp_path / "log")
     append(log, [AliasBound(alias="peer-z", session="S7", agent="codex", at=1),
                  MessageSent(id="z1", sender="peer-z", to=["lead"], kind="report",
@@ -363,7 +366,8 @@ def test_session_filter_by_peer_identity_finds_what_it_sent(tmp_path: Path) -> N
                  MessageSent(id="z2", sender="lead", to=["peer-z"], kind="message",
                              body="ibex request", at=3)])
     catch_up(tmp_path / "h.db", log)
-    assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "peer-z"})) == {"message:z1"}
+    assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "peer-z"})) == {
+        "message:z1", "message:z2"}
     assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "S7"})) == set()
 
 

@@ -166,3 +166,16 @@ def test_history_views_match_local(two_hosts: tuple[str, EventLog, Path]) -> Non
             ph.search(url, "zebra", role="nobody")
     finally:
         con.close()
+
+
+def test_a_peer_identity_finds_what_was_addressed_to_it(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    """Schema 8 semantics on the team server too: `session` = a recipient's identity."""
+    url, _log, db_path = two_hosts
+    for who in ("peer-a", "peer-b", "nobody"):
+        for text in ("migration", "report", "café", "the"):
+            want = local.search(db_path, text, {"session": who}, limit=50)
+            got = pgq.search(url, text, {"host": "alpha", "session": who}, limit=50)
+            assert _ids(got) == _ids(want), (who, text)
+    got = pgq.search(url, "migration", {"host": "alpha", "session": "peer-a"}, limit=50)
+    assert {"message:m3", "message:m4"} <= set(_ids(got))
