@@ -373,7 +373,7 @@ def test_session_filter_by_peer_identity_finds_what_it_sent(tmp_path: Path) -> N
 
 def test_alias_of_unknown_agent_is_other(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log")
-    append(log, [AliasBound(alias="bot", session="S9", agent="aider", at=1),
+    append(log, [AliasBound(alias="bot", session="S9", agent="windsurf", at=1),
                  MessageSent(id="b1", sender="bot", to=[], kind="message", body="narwhal",
                              at=2, session="S9")])
     catch_up(tmp_path / "h.db", log)

@@ -115,9 +115,12 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
     append(log, mixed_events()[:1], prefix="more")
     sync(log, url, "alpha")
     with psycopg.connect(url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'))")
-        assert project(url, tmp_path / "other-scratch").busy
-    done = project(url, tmp_path / "other-scratch")
+        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
+                       " hashtext('alpha'))")
+        held = project(url, tmp_path / "other-scratch")
+        assert held.busy and held.busy_hosts == ["alpha"] and "alpha" not in held.hosts
+        assert held.hosts == {"beta": 3 + 1}  # beta's projector is not blocked by alpha's
+    done = project(url, tmp_path / "other-scratch", hosts=["alpha"])
     assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
 
 
