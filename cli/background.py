@@ -156,7 +156,7 @@ class CaptureLoop:
     def _roots(self) -> list[Any]:
         if self.roots is not None:
             return [r for r in self.roots if r.exists]
-        from cli.cmd_capture import resolve_roots
+        from cli.commands.capture import resolve_roots
 
         found = resolve_roots(self.home, {})  # no flags: config, environment, defaults
         return [r for r in found if r.exists]

@@ -1,7 +1,7 @@
 """`agentlog [--home DIR] search ... --json` without click (start-up time is the product).
 
 Importing click costs more than the whole search (bench/startup.py measures it). This module
-parses exactly the shapes the click command `cli.cmd_search.search` accepts for a JSON
+parses exactly the shapes the click command `cli.commands.search.search` accepts for a JSON
 search — the option names below (a test holds them equal to the click command's) as
 `--name VALUE` or `--name=VALUE`, the flags, query words anywhere, `--` — and runs the same
 `find` as that command. Anything else (`--help`, `--version`, an unknown or short option,
@@ -87,6 +87,8 @@ def search_json(args: list[str]) -> bool:
         home = resolve_home(home_opt)
     except Exception:
         return False
+    if not home.root.is_dir():
+        return False  # click reports a home that does not exist
     home.command = "agentlog search"
     opts = {k: v for k, v in values.items() if k != "limit"}
     try:
@@ -103,21 +105,32 @@ def search_json(args: list[str]) -> bool:
     return True
 
 
-def find(home: Home, text: str, options: dict[str, str], limit: str | None, *,
+def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
          include_archived: bool = True) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     """
     from cli.catchup import ensure_current, search_engine
+    from projections.errors import QueryError
     from projections.query import search as run_search
     from projections.text import query_tokens
 
     filters: dict[str, Any] = dict(options)
     if not include_archived:  # archived sessions are searched unless excluded
         filters["include_archived"] = False
-    query_tokens(text)  # validate before touching the log
+    if not query_tokens(text):  # validate before touching the log
+        raise QueryError("query", f"{text!r} has no searchable word (search for words or "
+                         "numbers; punctuation is ignored)")
     ensure_current_quietly(home, ensure_current)
+    project = options.get("project")
+    if project is not None:  # an unknown project is a mistake: name the known ones
+        from projections.sessions import known_projects, unknown_project_hint
+
+        known = known_projects(home.history_db)
+        if project not in known:
+            raise QueryError("project", f"unknown project {project!r}; "
+                             + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
                         engine=search_engine(home))
     from cli.background import with_capture  # the capture fields of `coverage`

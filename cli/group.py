@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from cli.config import resolve_home
-from cli.main import COMMANDS, HELP, VERSION
+from cli.main import COMMANDS, HELP, READ_ONLY, VERSION
 
 
 class LazyGroup(click.Group):
@@ -30,6 +30,7 @@ class LazyGroup(click.Group):
         mod_name, attr = spec.split(":")
         cmd = getattr(importlib.import_module(mod_name), attr)
         assert isinstance(cmd, click.Command)
+        _integer_metavars(cmd)
         return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -47,9 +48,18 @@ class LazyGroup(click.Group):
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
+        """Run the command; every click error leaves in the one style of `cli.errors`, and
+        so does every other failure (one line, never a traceback; see the module doc)."""
+        ctx.meta["agentlog.help"] = any(a in ("--help", "-h") for a in ctx.args)
+        name = "agentlog"
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except click.ClickException as exc:
+            from cli.errors import restyle
+
+            name = f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
+            raise restyle(exc, name) from None
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
             import os
@@ -60,7 +70,10 @@ class LazyGroup(click.Group):
                     ctx, "_agentlog_retried", False):
                 ctx._agentlog_retried = True  # type: ignore[attr-defined]
                 raise Damaged(str(exc)) from None
-            raise click.ClickException(failure_line(exc)) from None
+            from cli.errors import restyle
+
+            name = f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
+            raise restyle(click.ClickException(failure_line(exc)), name) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
@@ -110,6 +123,15 @@ def failure_line(exc: BaseException) -> str:
             "traceback and please report it")
 
 
+def _integer_metavars(cmd: click.Command) -> None:
+    """Integer options read INTEGER in --help, ranges included (the range is in the help)."""
+    for param in cmd.params:
+        if isinstance(param.type, click.IntRange) and param.metavar is None:
+            param.metavar = "INTEGER"
+    for sub in getattr(cmd, "commands", {}).values():
+        _integer_metavars(sub)
+
+
 @click.group(cls=LazyGroup)
 @click.option(
     "--home",
@@ -124,3 +146,9 @@ def cli(ctx: click.Context, home: str | None) -> None:
     """agentlog keeps every AI coding agent conversation, byte for byte, and searches it."""
     ctx.obj = resolve_home(home)
     ctx.obj.command = f"agentlog {ctx.invoked_subcommand or ''}".strip()
+    if (ctx.invoked_subcommand in READ_ONLY and not ctx.meta.get("agentlog.help")
+            and not ctx.obj.root.is_dir()):
+        from cli.errors import BadInput
+
+        raise BadInput(f"home {ctx.obj.root} does not exist",
+                       "check --home / AGENTLOG_HOME, or run `agentlog capture` to create it")

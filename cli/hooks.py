@@ -28,7 +28,9 @@ def after_append(home: Home) -> None:
 
 
 def audit_sections(home: Home, log: EventLog) -> dict[str, Any]:
-    from cli import archive_audit, capture_audit, team_sync
+    from cli import team_sync
+    from cli.audit import archive as archive_audit
+    from cli.audit import capture as capture_audit
 
     out: dict[str, Any] = {}
     for section in (capture_audit.audit_section, archive_audit.audit_section,
@@ -39,6 +41,6 @@ def audit_sections(home: Home, log: EventLog) -> dict[str, Any]:
 
 def verify_extras(home: Home, log: EventLog) -> list[dict[str, Any]]:
     """Each extra check returns {"name", "ok", "detail"}."""
-    from cli.projection_check import verify_section
+    from cli.audit.projection import verify_section
 
     return [verify_section(home, log)]

@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.archive_audit import note_operation
 from cli.archive_ops import OpError, after_append, log_of
+from cli.audit.archive import note_operation
 from cli.config import Home
 
 

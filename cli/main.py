@@ -16,23 +16,23 @@ VERSION = "0.1.0"
 
 # command name -> "module:attribute"; each module owns its commands.
 COMMANDS: dict[str, str] = {
-    "record": "cli.cmd_log:record",
-    "verify": "cli.cmd_log:verify",
-    "audit": "cli.cmd_log:audit",
-    "backup": "cli.cmd_log:backup",
-    "capture": "cli.cmd_capture:capture",
-    "restore": "cli.cmd_capture:restore",
-    "search": "cli.cmd_search:search",
-    "show": "cli.cmd_search:show",
-    "conversation": "cli.cmd_search:conversation",
-    "reindex": "cli.cmd_search:reindex",
-    "mcp": "cli.cmd_mcp:mcp",
-    "serve": "cli.cmd_serve:serve",
-    "history": "cli.cmd_archive:history",
-    "export": "cli.cmd_archive:export",
-    "import": "cli.cmd_archive:import_",
-    "archive": "cli.cmd_archive:archive",
-    "demo": "cli.cmd_demo:demo",
+    "record": "cli.commands.log:record",
+    "verify": "cli.commands.log:verify",
+    "audit": "cli.commands.log:audit",
+    "backup": "cli.commands.log:backup",
+    "capture": "cli.commands.capture:capture",
+    "restore": "cli.commands.capture:restore",
+    "search": "cli.commands.search:search",
+    "show": "cli.commands.search:show",
+    "conversation": "cli.commands.search:conversation",
+    "reindex": "cli.commands.search:reindex",
+    "mcp": "cli.commands.mcp:mcp",
+    "serve": "cli.commands.serve:serve",
+    "history": "cli.commands.archive:history",
+    "export": "cli.commands.archive:export",
+    "import": "cli.commands.archive:import_",
+    "archive": "cli.commands.archive:archive",
+    "demo": "cli.commands.demo:demo",
     "hooks": "cli.commands.hooks:hooks",
     "service": "cli.commands.service:service",
     "retention": "cli.commands.retention:retention",
@@ -64,6 +64,11 @@ HELP: dict[str, str] = {
     "sync": "Copy the log to the team PostgreSQL server and project it there.",
     "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }
+
+# Commands that only read the home: a home that does not exist is a mistake (a typo in
+# --home or AGENTLOG_HOME), never silently an empty history. The others create it.
+READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
+                       "audit", "backup", "restore", "reindex"})
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -99,7 +99,7 @@ def test_answer_param(client: TestClient) -> None:
 
 
 def test_same_response_as_mcp(client: TestClient, tmp_path: Path) -> None:
-    from cli.mcp_server import call_tool
+    from cli.mcp.server import call_tool
 
     home = client.app.app.state.home  # type: ignore[attr-defined]
     via_mcp = call_tool(home, "search_history",

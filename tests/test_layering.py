@@ -253,3 +253,30 @@ def test_search_path_is_free_of_the_apply_machinery(start: str) -> None:
 def test_the_search_path_walker_follows_imports() -> None:
     assert {"projections.apply", "projections.rows", "eventlog.events"} <= loaded_by(
         "projections.apply")
+
+
+FRONT_ENDS = ("web", "mcp", "answers")
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_front_ends_do_not_reach_into_the_commands(front_end: str) -> None:
+    """cli/ is grouped by front end: the HTTP page, MCP and answers never import a click
+    command module (shared code lives at the top of cli/, or in cli/web/calls.py)."""
+    folder = ROOT / "cli" / front_end
+    assert folder.is_dir(), f"cli/{front_end}/ is missing"
+    found = [
+        f"{where(p, ln)} imports {mod}"
+        for p in sorted(folder.rglob("*.py"))
+        for ln, mod in imported_modules(p)
+        if mod == "cli.commands" or mod.startswith("cli.commands.")
+    ]
+    assert not found, f"cli/{front_end}/ may not import cli.commands:\n" + "\n".join(found)
+
+
+def test_commands_live_in_cli_commands() -> None:
+    """Every registered command is a module of cli/commands/; no cmd_*.py is left flat."""
+    from cli.main import COMMANDS
+
+    assert all(spec.startswith("cli.commands.") for spec in COMMANDS.values()), COMMANDS
+    assert not sorted((ROOT / "cli").glob("cmd_*.py"))
+    assert not (ROOT / "cli" / "mcp_server.py").exists()

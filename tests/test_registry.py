@@ -36,8 +36,8 @@ def test_every_agent_has_a_reader_with_the_protocol() -> None:
 
 
 def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
-    from cli.cmd_capture import capture, restore
-    from cli.mcp_server import SEARCH_SCHEMA
+    from cli.commands.capture import capture, restore
+    from cli.mcp.server import SEARCH_SCHEMA
     from cli.web import calls
     from projections import filters, rows
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import fast
-from cli.cmd_search import search as click_search
+from cli.commands.search import search as click_search
 from cli.group import cli as click_group
 from eventlog import EventLog
 from tests.conftest import run_cli

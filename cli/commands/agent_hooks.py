@@ -22,7 +22,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from cli.commands import settings_files as sf
+from cli import settings_files as sf
 
 CLAUDE_EVENTS = ("SessionEnd", "PreCompact")
 HOOK_TIMEOUT_S = 60

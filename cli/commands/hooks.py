@@ -23,7 +23,7 @@ MAX_PAYLOAD = 1 << 20
 
 def base_command() -> list[str]:
     """The absolute agentlog program (as registered with MCP clients)."""
-    from cli.cmd_mcp import program
+    from cli.commands.mcp import program
 
     return program()
 
@@ -64,7 +64,7 @@ def hooks() -> None:
 @click.pass_context
 def install(ctx: click.Context, client: str) -> None:
     """Install the hook (Claude Code: SessionEnd, PreCompact; Codex: notify)."""
-    from cli.commands.settings_files import SettingsError
+    from cli.settings_files import SettingsError
 
     try:
         path, what = install_hooks(get_home(ctx), client)
@@ -80,7 +80,7 @@ def install(ctx: click.Context, client: str) -> None:
 @click.argument("client", type=click.Choice(CLIENTS))
 def uninstall(client: str) -> None:
     """Remove only agentlog's hook entries."""
-    from cli.commands.settings_files import SettingsError
+    from cli.settings_files import SettingsError
 
     try:
         path, changed = uninstall_hooks(client)
@@ -168,7 +168,7 @@ def _run_codex(home: Home, text: str) -> None:
 
 
 def _roots(home: Home) -> list[Any]:
-    from cli.cmd_capture import resolve_roots
+    from cli.commands.capture import resolve_roots
 
     return resolve_roots(home, {})
 

@@ -22,7 +22,7 @@ from cli.config import get_home
 @click.pass_context
 def retention(ctx: click.Context, client: str, days: int | None, as_json: bool) -> None:
     """Claude Code's transcript cleanup: what it will delete soon; raise it with --days."""
-    from cli.commands import settings_files as sf
+    from cli import settings_files as sf
     from cli.commands.agent_hooks import claude_settings
     from cli.commands.retention_warning import message, report
     from readers.retention import read_setting

@@ -33,8 +33,8 @@ def service() -> None:
 @click.pass_context
 def install(ctx: click.Context, no_start: bool) -> None:
     """Write this home's unit file and enable it (idempotent)."""
-    from cli.cmd_mcp import program
     from cli.commands import service_units as su
+    from cli.commands.mcp import program
 
     home = get_home(ctx)
     unit = _unit(home)

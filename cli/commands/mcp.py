@@ -2,7 +2,7 @@
 
 Registration always names the home explicitly (`--home <abs path>`): MCP clients pass
 few environment variables to the servers they spawn, so AGENTLOG_HOME would be lost.
-Registration is idempotent and format-preserving (`cli.commands.mcp_clients`); `--print`
+Registration is idempotent and format-preserving (`cli.mcp.clients`); `--print`
 only shows what would be registered; `uninstall` removes only our entry.
 """
 
@@ -33,7 +33,7 @@ def mcp(ctx: click.Context, postgres: str | None = None, capture: bool = True) -
     With a sub-command, register the server with a client instead.
     """
     if ctx.invoked_subcommand is None:
-        from cli.mcp_server import serve_stdio
+        from cli.mcp.server import serve_stdio
 
         home = get_home(ctx)
         if postgres is not None:
@@ -70,7 +70,7 @@ def snippet(client: str, command: list[str]) -> str:
 
 def cli_command(client: str, command: list[str]) -> list[str]:
     """The client's own registration command."""
-    from cli.commands.mcp_clients import add_argv
+    from cli.mcp.clients import add_argv
 
     return add_argv(client, command)
 
@@ -93,8 +93,8 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
     """Register `agentlog mcp` (with this home) with claude, codex or opencode.
 
     Idempotent: a second run, another --home or a moved venv replaces our entry."""
-    from cli.commands import mcp_clients as mc
-    from cli.commands.settings_files import SettingsError
+    from cli.mcp import clients as mc
+    from cli.settings_files import SettingsError
 
     home = get_home(ctx)
     command = server_command(home)
@@ -134,7 +134,7 @@ def _with_hooks(home: Home, client: str) -> None:
                    "the service keep its history current")
         return
     from cli.commands.hooks import install_hooks
-    from cli.commands.settings_files import SettingsError
+    from cli.settings_files import SettingsError
 
     try:
         path, what = install_hooks(home, client)
@@ -149,8 +149,8 @@ def _with_hooks(home: Home, client: str) -> None:
               help="Edit the config file even when the client's CLI is on PATH.")
 def uninstall(client: str, use_file: bool) -> None:
     """Remove only agentlog's entry from claude, codex or opencode."""
-    from cli.commands import mcp_clients as mc
-    from cli.commands.settings_files import SettingsError
+    from cli.mcp import clients as mc
+    from cli.settings_files import SettingsError
 
     try:
         if client == "opencode":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli.commands import settings_files as sf
+from cli import settings_files as sf
 
 NAME = "agentlog"
 
@@ -199,7 +199,7 @@ def opencode_entry(command: list[str]) -> dict[str, Any]:
 
 
 def register_opencode_file(path: Path, command: list[str]) -> Outcome:
-    from cli.commands import jsonc_edit as je
+    from cli import jsonc_edit as je
 
     entry = opencode_entry(command)
     old = sf.read_text(path)
@@ -229,7 +229,7 @@ def register_opencode_file(path: Path, command: list[str]) -> Outcome:
 
 
 def unregister_opencode_file(path: Path) -> Outcome:
-    from cli.commands import jsonc_edit as je
+    from cli import jsonc_edit as je
 
     old = sf.read_text(path)
     if old is None:

@@ -43,7 +43,7 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     if no_search:
         click.echo("try: agentlog search " + next(iter(PHRASES.values())))
         return
-    from cli.cmd_search import search
+    from cli.commands.search import search
 
     for name, phrase in PHRASES.items():
         click.echo(f"\n$ agentlog search {phrase}      # {name}")

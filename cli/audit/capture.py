@@ -15,7 +15,7 @@ from eventlog import EventLog
 
 
 def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
-    from cli.cmd_capture import resolve_roots
+    from cli.commands.capture import resolve_roots
     from readers.census import captured_sources, census, claude_retention
 
     roots = resolve_roots(home, {})

@@ -1,0 +1,1 @@
+"""The MCP front end: the stdio server and its registration with clients."""
