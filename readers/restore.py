@@ -232,6 +232,8 @@ def restore(
             if _selected(v.seen, agent, session)}
     if skip_damaged:
         _leave_out_damaged(log, srcs, report)
+    if not srcs:
+        return report  # nothing selected: DIR is not even created
     dest.mkdir(parents=True, exist_ok=True)
     dest = Path(os.path.realpath(dest))
     _prepare(dest, srcs, report)
