@@ -11,7 +11,8 @@ files as a whole process (goal <= 0.12 s), capture of one new session (goal <= 0
 log bytes on disk against bytes captured. Every capture is a real `agentlog` subprocess.
 Then the live figures (bench/capture_live.py): `agentlog mcp` capturing 2,000 transcripts by
 itself, append-to-searchable latency p50/p95 through MCP and idle CPU, with file events and
-with polling as the baseline.
+with polling as the baseline. Between them, the no-change capture with and without the
+eleven readers issue 14 added (bench/capture_agents.py; goal: at most +20 %).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import capture_agents
 import capture_live
 
 # bench/mcp.py is named like the SDK: keep this folder off the import path from here on.
@@ -139,14 +141,18 @@ def read_and_hash(files: list[Path]) -> float:
 
 
 def run_capture(
-    home: Path, roots: dict[str, Path], *, index: bool = False
+    home: Path, roots: dict[str, Path], *, index: bool = False, new_agents: bool = False
 ) -> tuple[float, int, dict[str, object]]:
     """(wall seconds, peak RSS bytes, --json summary) of one `agentlog capture` process
-    (`--no-index` unless `index`: history.db catch-up is the projections' cost)."""
+    (`--no-index` unless `index`: history.db catch-up is the projections' cost). Without
+    `new_agents` the roots of the agents issue 14 added are a missing folder."""
     cmd = [sys.executable, "-c", PROBE, "--home", str(home), "capture", "--json",
            "--index" if index else "--no-index",
            "--claude-dir", str(roots["claude"]), "--codex-dir", str(roots["codex"]),
            "--opencode-dir", str(roots["opencode"]), "--runs-dir", str(home / "no-runs")]
+    if not new_agents:
+        for agent in capture_agents.new_agents():
+            cmd += [f"--{agent}-dir", str(home / "no-such-folder")]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
     out = p.stdout.read() if p.stdout else b""
@@ -182,6 +188,11 @@ def main() -> None:
         target, big = 250 << 20, 200
     tmp = Path(tempfile.mkdtemp(prefix="agentlog-bench-"))
     ENV["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    ENV["HOME"] = str(tmp / "user")  # the new readers' default roots live under HOME
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+                *(v for v, _ in capture_agents.env_vars())):
+        ENV.pop(var, None)
+    (tmp / "user").mkdir()
     try:
         if not args.live_only:
             capture_figures(args, tmp, target, big)
@@ -216,6 +227,7 @@ def capture_figures(args: argparse.Namespace, tmp: Path, target: int, big: int) 
         times.append(w)
     print(f"no-change re-capture of {summary['files']} files: median "
           f"{statistics.median(times):.3f} s, best {min(times):.3f} s (goal <= 0.12 s)")
+    capture_agents.figure(run_capture, home, roots, tmp, Path(ENV["HOME"]))
     new = roots["claude"] / "projects" / "-w-new" / "new-session.jsonl"
     new.parent.mkdir(parents=True)
     rng = random.Random(1)

@@ -167,7 +167,7 @@ def search(
         con.close()
 
 
-def projects(home: Home) -> list[dict[str, Any]]:
+def projects(home: Home, *, include_archived: bool = False) -> list[dict[str, Any]]:
     from projections import history as h
 
     if home.postgres is not None:
@@ -178,7 +178,19 @@ def projects(home: Home) -> list[dict[str, Any]]:
     con = open_history(home)
     assert con is not None
     try:
-        return h.projects(con)
+        return h.projects(con, include_archived=include_archived)
+    finally:
+        con.close()
+
+
+def archived_sessions(home: Home) -> int:
+    """Sessions hidden from the project list (archived)."""
+    from projections import history as h
+
+    con = open_history(home)
+    assert con is not None
+    try:
+        return h.archived_sessions(con)
     finally:
         con.close()
 

@@ -6,9 +6,17 @@ makes a query fail: the query answers from the file as it is.
 
 from __future__ import annotations
 
-import click
+import sys
+from typing import TYPE_CHECKING
 
-from cli.config import Home
+if TYPE_CHECKING:
+    from cli.config import Home
+
+
+def _warn(line: str) -> None:
+    """A notice on stderr (no click: `search --json` runs without it)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def after_append(home: Home) -> None:
@@ -21,7 +29,7 @@ def after_append(home: Home) -> None:
     try:
         catch_up(home.history_db, home.log(readonly=True))
     except ProjectionBusy as exc:
-        click.echo(f"agentlog: history.db not updated now ({exc})", err=True)
+        _warn(f"agentlog: history.db not updated now ({exc})")
     except ProjectionDamaged as exc:
         _rebuild_damaged(home, exc)
 
@@ -30,7 +38,7 @@ def _rebuild_damaged(home: Home, exc: Exception) -> None:
     """history.db is derived: a damaged file is rebuilt from the log (new file, swapped in)."""
     from projections.rebuild import rebuild
 
-    click.echo(f"agentlog: {exc}; rebuilding it from the log", err=True)
+    _warn(f"agentlog: {exc}; rebuilding it from the log")
     rebuild(home.history_db, home.log(readonly=True))
 
 
@@ -38,7 +46,13 @@ def ensure_current(home: Home) -> None:
     """Before answering: a fast no-op when history.db is at the log head, else catch up."""
     if not home.has_log():
         return
-    from projections.catchup import catch_up, status
+    from eventlog.peek import head_seq
+    from projections.catchup import status
+
+    head = head_seq(home.log_dir)  # the event types load only when there is work to do
+    if head is not None and status(home.history_db, head) == "current":
+        return
+    from projections.catchup import catch_up
     from projections.errors import ProjectionBusy, ProjectionDamaged
 
     log = home.log(readonly=True)
@@ -47,7 +61,7 @@ def ensure_current(home: Home) -> None:
     try:
         catch_up(home.history_db, log)
     except ProjectionBusy as exc:
-        click.echo(f"agentlog: answering from the current history.db ({exc})", err=True)
+        _warn(f"agentlog: answering from the current history.db ({exc})")
     except ProjectionDamaged as exc:
         _rebuild_damaged(home, exc)
 

@@ -78,12 +78,14 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
     try:
         if project is None:
             if not query.strip():
-                projects = ops.projects(home)
+                projects = ops.projects(home, include_archived=include_archived)
+                hidden = 0 if include_archived else ops.archived_sessions(home)
                 if as_json:
-                    emit_json({"projects": projects})
+                    emit_json({"projects": projects, "hiddenArchivedSessions": hidden})
                 else:
                     for p in projects:
                         click.echo(f"{p['last'] or '-':24}  {p['turns']:>7} turns  {p['project']}")
+                    _say_hidden(hidden)
                 return
             res = ops.search(home, query, role=role, include_archived=include_archived)
             if as_json:
@@ -114,6 +116,13 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
                    f"{_short(t['content'])}")
     more = f"; next: --page {res['next']}" if res["next"] else ""
     click.echo(f"page {res['page']}: {len(res['turns'])} turns{more}", err=True)
+    _say_hidden(res["hiddenArchivedSessions"])
+
+
+def _say_hidden(n: int) -> None:
+    if n:
+        click.echo(f"{n} archived session{'s' if n != 1 else ''} hidden; "
+                   "--include-archived shows them", err=True)
 
 
 def _print_search(res: dict[str, Any]) -> None:
@@ -125,6 +134,7 @@ def _print_search(res: dict[str, Any]) -> None:
                   f"{_print_preview(hit['preview'])}")
     capped = " (capped at 200; refine the query)" if res["capped"] else ""
     click.echo(f"{len(res['hits'])} hits{capped}", err=True)
+    _say_hidden(res["hiddenArchivedSessions"])
 
 
 @click.command()

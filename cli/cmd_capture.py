@@ -23,10 +23,12 @@ _ROOT_FLAGS = _agent_names()  # one --<agent>-dir flag per registered agent
 
 
 def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
-    from readers.roots import CONFIG_KEYS
+    """The capture roots from flags, config.json and the environment; agents that write into
+    project folders also get the project folders history.db already names (cwds)."""
+    from readers.roots import CONFIG_KEYS, PROJECT_ROOTS
     from readers.roots import resolve_roots as resolve
 
-    for key in CONFIG_KEYS.values():  # a number or an object would become a path "5"
+    for key in (*CONFIG_KEYS.values(), PROJECT_ROOTS):  # a number would become a path "5"
         value = home.config.get(key)
         if value is not None and not (
             isinstance(value, str)
@@ -41,7 +43,17 @@ def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
         config=home.config,
         env=os.environ,
         user_home=Path(os.path.expanduser("~")),
+        project_dirs=_project_dirs(home),
     )
+
+
+def _project_dirs(home: Home) -> list[str]:
+    """Project folders named by captured sessions (none before the first index)."""
+    if not home.history_db.exists():
+        return []
+    from projections.query import project_dirs
+
+    return project_dirs(home.history_db)
 
 
 def _root_options(f: Any) -> Any:
@@ -57,6 +69,9 @@ def _root_options(f: Any) -> Any:
 
 @click.command()
 @_root_options
+@click.option("--project-roots", "project_roots", default=None,
+              help="Folders of projects (comma-separated) scanned for Aider and Crush files "
+                   "(default: config project_roots).")
 @click.option("--watch", is_flag=True, help="Keep capturing until SIGINT/SIGTERM.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--index/--no-index", default=True, show_default=True,
@@ -87,6 +102,7 @@ def capture(
 
     home = get_home(ctx)
     flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
+    flags["project_roots"] = dirs.get("project_roots")
     roots = resolve_roots(home, flags)
     if paths:
         if watch:

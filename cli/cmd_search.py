@@ -34,15 +34,9 @@ def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
 
 def _prepare(home: Home) -> None:
     from cli.catchup import ensure_current
+    from cli.fast import ensure_current_quietly
 
-    try:
-        ensure_current(home)
-    except Exception as exc:  # an unreadable log must not hide what history.db holds
-        from eventlog import EventLogError
-
-        if not isinstance(exc, EventLogError):
-            raise
-        click.echo(f"agentlog: could not catch up history.db: {exc}", err=True)
+    ensure_current_quietly(home, ensure_current)
 
 
 def _when(ms: Any) -> str:
@@ -69,7 +63,9 @@ def _emit(obj: Any) -> None:
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--limit", default=None, help="1..50 (default 10).")
-@click.option("--include-archived", is_flag=True, help="Also search archived sessions.")
+@click.option("--include-archived/--exclude-archived", default=True, show_default=True,
+              help="Archived sessions are searched too (each hit says `archived`); "
+                   "--exclude-archived skips them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
@@ -83,34 +79,29 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            as_json: bool, want_answer: bool = False, postgres: str | None = None,
            host: str | None = None) -> None:
     """Search the history for QUERY (literal words, all required)."""
-    from cli.catchup import search_engine
+    from cli.fast import find
     from projections.errors import QueryError
-    from projections.query import search as run_search
 
     home = get_home(ctx)
-    filters: dict[str, Any] = {k: v for k, v in {
+    options = {k: v for k, v in {
         "project": project, "session": session, "job": job, "agent": agent, "kind": kind,
         "since": since, "until": until}.items() if v is not None}
-    if include_archived:
-        filters["include_archived"] = True
     text = " ".join(query)
     try:
-        from projections.text import query_tokens
-
-        query_tokens(text)  # validate before touching the log
         if postgres is not None:
+            from projections.text import query_tokens
+
+            query_tokens(text)  # validate before touching the team server
             from cli.team_sync import team_search
 
+            filters: dict[str, Any] = dict(options)
+            if not include_archived:
+                filters["include_archived"] = False
             result = team_search(home, postgres, text, {**filters, "host": host}, limit)
         else:
             if host is not None:
                 raise QueryError("host", "needs --postgres (a local history has one host)")
-            _prepare(home)
-            result = run_search(home.history_db, text, filters or None, limit,
-                                engine=search_engine(home))
-            from cli.background import with_capture
-
-            with_capture(home, result)
+            result = find(home, text, options, limit, include_archived=include_archived)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -135,6 +126,8 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
+        if hit.get("archived"):
+            head += "  (archived)"
         if hit.get("host"):
             head += f"  @{hit['host']}"
         click.echo(click.style(head, dim=True) if color else head)
@@ -231,8 +224,10 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--engine", type=click.Choice(["fts5", "plain"]), default=None,
+              help="Change the search engine (default: keep the one history.db has).")
 @click.pass_context
-def reindex(ctx: click.Context, as_json: bool) -> None:
+def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
     """Rebuild history.db from the log (a new file, swapped in atomically)."""
     from projections.errors import ProjectionError
     from projections.rebuild import rebuild
@@ -243,7 +238,7 @@ def reindex(ctx: click.Context, as_json: bool) -> None:
     log = home.log(readonly=True)
     bar = _Progress() if sys.stderr.isatty() and not as_json else None
     try:
-        result = rebuild(home.history_db, log, progress=bar)
+        result = rebuild(home.history_db, log, progress=bar, engine=engine)
     except ProjectionError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

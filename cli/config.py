@@ -8,23 +8,34 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
+if TYPE_CHECKING:  # the log and click load only where used (start-up time)
+    import click
 
-if TYPE_CHECKING:  # the log is imported only by commands that open it (start-up time)
     from eventlog import EventLog
 
 
-@dataclass
 class Home:
-    root: Path
-    command: str = "agentlog"
-    # set by `mcp/serve --postgres`: answer search/conversation calls from the team server
-    postgres: str | None = None
-    _config: dict[str, Any] | None = field(default=None, repr=False)
+    """A home directory (a plain class: `dataclasses` costs the search path start-up)."""
+
+    def __init__(self, root: Path, command: str = "agentlog",
+                 postgres: str | None = None) -> None:
+        self.root = root
+        self.command = command
+        # set by `mcp/serve --postgres`: answer search/conversation calls from the team server
+        self.postgres = postgres
+        self._config: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"Home(root={self.root!r}, command={self.command!r}, postgres={self.postgres!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Home) and (self.root, self.command, self.postgres) == (
+            other.root, other.command, other.postgres)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
     @property
     def log_dir(self) -> Path:
@@ -67,6 +78,8 @@ class Home:
 def load_config(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    import click
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -88,6 +101,8 @@ def resolve_home(option: str | None) -> Home:
 
 
 def get_home(ctx: click.Context) -> Home:
+    import click
+
     home = ctx.find_object(Home)
     if home is None:
         raise click.ClickException("internal error: no home resolved")

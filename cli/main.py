@@ -1,18 +1,16 @@
-"""The `agentlog` command: a lazy click group over thin command modules.
+"""The `agentlog` command: the registry of commands and the entry point.
 
 Commands are imported only when invoked, so `agentlog search` or `agentlog mcp` never pay
-for the imports of the others (start-up time is part of the product).
+for the imports of the others (start-up time is part of the product). `main` first offers
+the arguments to `cli.fast` (`search ... --json` without click, whose import costs more
+than the search); everything else, and anything the fast path does not fully understand,
+goes to the click group in `cli.group`.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
-
-import click
-
-from cli.config import resolve_home
 
 VERSION = "0.1.0"
 
@@ -68,44 +66,15 @@ HELP: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        spec = COMMANDS.get(cmd_name)
-        if spec is None:
-            return None
-        mod_name, attr = spec.split(":")
-        cmd = getattr(importlib.import_module(mod_name), attr)
-        assert isinstance(cmd, click.Command)
-        return cmd
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
-@click.group(cls=LazyGroup)
-@click.option(
-    "--home",
-    "home",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="agentlog home (default: $AGENTLOG_HOME, else the platform data dir).",
-)
-@click.version_option(VERSION, prog_name="agentlog")
-@click.pass_context
-def cli(ctx: click.Context, home: str | None) -> None:
-    """agentlog keeps every AI coding agent conversation, byte for byte, and searches it."""
-    ctx.obj = resolve_home(home)
-    ctx.obj.command = f"agentlog {ctx.invoked_subcommand or ''}".strip()
-
-
 def main(argv: list[str] | None = None) -> Any:
-    return cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="agentlog")
+    args = argv if argv is not None else sys.argv[1:]
+    from cli.fast import search_json
+
+    if search_json(args):
+        return None
+    from cli.group import cli
+
+    return cli.main(args=args, prog_name="agentlog")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,12 @@ def resolve_url(home: Home, value: str | None) -> str:
         if url is None:
             raise click.UsageError("no server given and team.postgres is not set in config.json")
         return url
+    from projections.pg.conn import redact
+
+    if redact(value) != value:
+        click.echo("agentlog: warning: a password on the command line is visible in process "
+                   "listings; put the URL in config.json (team.postgres) or the password in "
+                   "~/.pgpass", err=True)
     return value
 
 
@@ -161,8 +167,10 @@ def _write_state(home: Home, update: dict[str, Any]) -> None:
 
 
 def run_sync(home: Home, log: EventLog, url: str, *, max_batches: int | None = None,
-             project: bool = True) -> tuple[SyncResult, dict[str, Any] | None]:
-    """Ship, then (unless `project` is false) project; the state file records the outcome."""
+             project: bool = True, all_hosts: bool = False,
+             rebuild: bool = False) -> tuple[SyncResult, dict[str, Any] | None]:
+    """Ship, then (unless `project` is false) project this home's host (or every host);
+    the state file records the outcome."""
     from projections.pg.conn import TeamError, describe, redact
     from projections.pg.sync import sync
 
@@ -176,7 +184,8 @@ def run_sync(home: Home, log: EventLog, url: str, *, max_batches: int | None = N
             from projections.pg.project import project as run_project
 
             projected = run_project(url, home.root / "team-projector",
-                                    max_batches=max_batches).to_dict()
+                                    hosts=None if all_hosts else [host],
+                                    max_batches=max_batches, rebuild=rebuild).to_dict()
     except (TeamError, OSError) as exc:
         _write_state(home, {**base, "lastError": redact(str(exc)), "lastErrorAt": now,
                             "localHead": log.head().seq})

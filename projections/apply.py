@@ -15,7 +15,7 @@ import gc
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -31,78 +31,15 @@ from eventlog.events import (
     tag_of,
 )
 from eventlog.records import RawRecord, StoredEvent, decode_record
-from readers import registry
-
-Applier = Callable[[sqlite3.Connection, StoredEvent], None]
-
-MAX_DOC_CHARS = 100_000
-ORD_SPAN = 65_536
-RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log chunks 2 + offset
-MESSAGE_KINDS = ("message", "approval", "progress", "report")
-AGENTS = registry.search_agents()  # readers/registry.py, then "other"
-
-_COLUMNS = (
-    "id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
-    "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
-    "seq", "ord", "source", "sender", "extra", "text",
+from projections.rows import (
+    MESSAGE_KINDS,
+    ORD_SPAN,
+    Applier,
+    agent_family,
+    put_document,
+    put_row,
+    run_basename,
 )
-_INSERT = (
-    "INSERT OR IGNORE INTO "
-    f"documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-)
-_KEEP_ON_UPDATE = ("id", "ord", "archived")
-_UPDATE_IDX = [i for i, c in enumerate(_COLUMNS) if c not in _KEEP_ON_UPDATE]
-_UPDATE = (
-    "UPDATE documents SET "
-    f"{', '.join(_COLUMNS[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
-)
-_SOURCE = _COLUMNS.index("source")
-_ARCHIVED = _COLUMNS.index("archived")
-
-
-def agent_family(name: object) -> str:
-    """A registered agent name (readers/registry.py) or "other", from an agent or client
-    name ("claude-code" -> "claude")."""
-    return registry.family(name)
-
-
-def put_document(
-    con: sqlite3.Connection, doc: Mapping[str, Any], *, policy: str = "replace"
-) -> bool:
-    """Insert or update one document by `id`; returns True when a row was written.
-
-    `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
-    place in its conversation is stable, and so is its `archived` flag unless `doc` gives
-    one); "keep" leaves an existing row alone; "same_source" replaces only a row that came
-    from the same source. `text` is bounded to MAX_DOC_CHARS. Other modules (archive,
-    import) use this to write documents.
-    """
-    row = [doc.get(c) for c in _COLUMNS]
-    row[_ARCHIVED] = int(row[_ARCHIVED] or 0)
-    return put_row(con, row, policy=policy, set_archived="archived" in doc)
-
-
-def put_row(
-    con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
-    set_archived: bool = False,
-) -> bool:
-    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path)."""
-    text = row[-1]
-    if not isinstance(text, str):
-        row[-1] = text = "" if text is None else str(text)
-    if len(text) > MAX_DOC_CHARS:
-        row[-1] = text[:MAX_DOC_CHARS]
-    if con.execute(_INSERT, row).rowcount == 1:
-        return True  # a new id (the common case: one statement)
-    existing = con.execute("SELECT rowid, source FROM documents WHERE id = ?",
-                           (row[0],)).fetchone()
-    if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
-        return False
-    con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
-    if set_archived:
-        con.execute("UPDATE documents SET archived = ? WHERE rowid = ?",
-                    (row[_ARCHIVED], existing[0]))
-    return True
 
 
 def _extra(obj: Mapping[str, Any]) -> str | None:
@@ -136,11 +73,6 @@ def _alias_cache(con: sqlite3.Connection) -> dict[str, str]:
     return cache if isinstance(cache, dict) else {}
 
 
-def run_basename(run: str) -> str:
-    base = run.rstrip("/").rsplit("/", 1)[-1]
-    return base if base.endswith(".log") else base + ".log"
-
-
 def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, MessageSent)
@@ -149,12 +81,18 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     conv = f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}"
     # id, kind, agent, at, project, session, job, run, message, cursor, conversation, role,
     # tool, subagent, subagent_name, title, archived, seq, ord, source, sender, extra, text
-    put_row(con, [
+    wrote = put_row(con, [
         f"message:{ev.id}", kind, _sender_agent(con, ev.sender, ev.extra), ev.at, ev.project,
         ev.session, ev.job, run_basename(run) if isinstance(run, str) and run else None,
         ev.id, None, conv, kind, None, None, None, None, 0, st.seq, st.seq * ORD_SPAN, None,
         ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, ev.body,
     ], policy="keep")
+    if wrote and ev.to:  # the addressees, so a peer's session filter finds what it was sent
+        con.executemany(
+            "INSERT OR IGNORE INTO recipients(alias, doc)"
+            " SELECT ?, rowid FROM documents WHERE id = ?",
+            [(alias, f"message:{ev.id}") for alias in dict.fromkeys(ev.to)
+             if isinstance(alias, str) and alias])
 
 
 def _question(con: sqlite3.Connection, st: StoredEvent) -> None:

@@ -24,8 +24,8 @@ from typing import Any
 
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
-from projections.apply import ORD_SPAN, Applier, agent_family, put_document
 from projections.envelope import document_of_turn
+from projections.rows import ORD_SPAN, Applier, agent_family, put_document
 from projections.transcripts import conversation_of
 
 

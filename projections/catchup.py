@@ -20,11 +20,14 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eventlog import EventLog
-from projections import db, pages
+from projections import db
 from projections.errors import ProjectionBusy
-from projections.rebuild import BuildResult, Progress, build_lock, rebuild
+
+if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when there is work
+    from eventlog import EventLog
+    from projections.rebuild import BuildResult, Progress
 
 BATCH = 1000
 BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
@@ -61,6 +64,8 @@ def catch_up(
     progress: Progress | None = None,
 ) -> BuildResult:
     """Bring `db_path` up to the log head (or `max_events` further); rebuild when needed."""
+    from projections.rebuild import BuildResult, rebuild
+
     started = time.monotonic()
     head = log.head()
     for _attempt in range(4):
@@ -113,6 +118,8 @@ def _rebuild_if_needed(
     db_path: Path, log: EventLog, progress: Progress | None
 ) -> BuildResult | None:
     """Rebuild unless another process made the file usable while we waited for the lock."""
+    from projections.rebuild import build_lock, rebuild
+
     with build_lock(db_path):
         head = log.head()
         if status(db_path, head.seq) in ("current", "behind") and _matches(db_path, log, head.seq):
@@ -154,7 +161,7 @@ def _apply_batches(
     progress: Progress | None,
     head_seq: int,
 ) -> int:
-
+    from projections import pages
     from projections.apply import appliers, apply_records
 
     table = appliers()

@@ -19,10 +19,9 @@ import importlib.util
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from projections import cjk
 from projections.errors import ProjectionDamaged
@@ -30,7 +29,8 @@ from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
-SCHEMA_VERSION = 7
+# 8: recipients side table; contentless CJK side index; partial run/job indexes
+SCHEMA_VERSION = 8
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024
 
@@ -52,7 +52,7 @@ CREATE TABLE documents(
   text TEXT NOT NULL  -- last: reading the other columns never walks a long text's pages
 );
 CREATE INDEX documents_session ON documents(session);
-CREATE INDEX documents_run ON documents(run);
+CREATE INDEX documents_run ON documents(run) WHERE run IS NOT NULL;
 CREATE INDEX documents_subagent ON documents(subagent) WHERE subagent IS NOT NULL;
 CREATE INDEX documents_sender ON documents(sender) WHERE sender IS NOT NULL;
 CREATE TABLE aliases(
@@ -60,6 +60,13 @@ CREATE TABLE aliases(
   PRIMARY KEY(alias, session)
 );
 CREATE INDEX aliases_session ON aliases(session);
+CREATE TABLE recipients(  -- who a message was addressed to (`--session bob` finds them)
+  alias TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(alias, doc)
+) WITHOUT ROWID;
+CREATE INDEX recipients_doc ON recipients(doc);
+CREATE TRIGGER documents_recipients_ad AFTER DELETE ON documents BEGIN
+  DELETE FROM recipients WHERE doc = old.rowid;
+END;
 CREATE TABLE sessions(
   agent TEXT NOT NULL, session TEXT NOT NULL, title TEXT, project TEXT,
   PRIMARY KEY(agent, session)
@@ -110,7 +117,7 @@ _QUERY_INDEXES = """
 CREATE INDEX documents_at ON documents(at);
 CREATE INDEX documents_conv ON documents(conversation, at, ord);
 CREATE INDEX documents_project ON documents(project);
-CREATE INDEX documents_job ON documents(job);
+CREATE INDEX documents_job ON documents(job) WHERE job IS NOT NULL;
 """
 
 _FTS_TABLES = """
@@ -118,10 +125,12 @@ CREATE VIRTUAL TABLE documents_fts USING fts5(
   text, content='documents', content_rowid='rowid',
   tokenize='unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, tokenize='unicode61');
+CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, content='', tokenize='unicode61');
 """
 
-# The triggers keep both FTS tables in step with `documents` on every later write.
+# The triggers keep both FTS tables in step with `documents` on every later write. The CJK
+# side index is contentless (its grams are a function of `documents.text`, stored once): a
+# row is removed with FTS5's 'delete' command and the grams it was indexed with.
 _FTS_TRIGGERS = """
 CREATE TRIGGER documents_ai AFTER INSERT ON documents BEGIN
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
@@ -136,19 +145,20 @@ END;
 CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents WHEN has_cjk(new.text) BEGIN
   INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.text));
 END;
-CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents BEGIN
-  DELETE FROM documents_cjk WHERE rowid = old.rowid;
+CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents WHEN has_cjk(old.text) BEGIN
+  INSERT INTO documents_cjk(documents_cjk, rowid, grams)
+    VALUES ('delete', old.rowid, cjk_grams(old.text));
 END;
 CREATE TRIGGER documents_cjk_au AFTER UPDATE OF text ON documents BEGIN
-  DELETE FROM documents_cjk WHERE rowid = old.rowid;
+  INSERT INTO documents_cjk(documents_cjk, rowid, grams)
+    SELECT 'delete', old.rowid, cjk_grams(old.text) WHERE has_cjk(old.text);
   INSERT INTO documents_cjk(rowid, grams)
     SELECT new.rowid, cjk_grams(new.text) WHERE has_cjk(new.text);
 END;
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
     last_seq: int
     last_hash: str
     schema_version: int

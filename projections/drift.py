@@ -25,6 +25,8 @@ CANONICAL = {
                  " conversation, role, tool, subagent, subagent_name, title, text, archived,"
                  " seq, ord, source, sender, extra FROM documents ORDER BY id",
     "aliases": "SELECT alias, session, agent, at FROM aliases ORDER BY alias, session",
+    "recipients": "SELECT r.alias, d.id FROM recipients r JOIN documents d ON d.rowid = r.doc"
+                  " ORDER BY r.alias, d.id",
     "sessions": "SELECT agent, session, title, project FROM sessions ORDER BY agent, session",
     "subagents": "SELECT * FROM subagents ORDER BY agent, session, subagent",
     "runs": "SELECT run, job, session, agent, started_at FROM runs ORDER BY run",

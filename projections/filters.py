@@ -7,10 +7,8 @@ integer, a string of decimal digits, or ISO-8601 with a timezone.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from projections.errors import QueryError
 from readers import registry
@@ -22,8 +20,7 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 
 
-@dataclass(frozen=True, slots=True)
-class Filters:
+class Filters(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
     project: str | None = None
     session: str | None = None
     job: str | None = None
@@ -31,7 +28,7 @@ class Filters:
     kind: str | None = None
     since: int | None = None
     until: int | None = None
-    include_archived: bool = False
+    include_archived: bool = True  # search reaches archived sessions; hits say `archived`
 
     def where(self, alias: str = "d") -> tuple[str, list[Any]]:
         """SQL conditions (joined with AND, never empty) and their parameters."""
@@ -45,12 +42,14 @@ class Filters:
                 conds.append(f"{alias}.{col} = ?")
                 params.append(value)
         if self.session is not None:
-            # a session id, or a peer identity: its bound sessions and what it sent itself
+            # a session id, or a peer identity: its bound sessions, what it sent itself and
+            # what was addressed to it
             conds.append(
                 f"({alias}.session = ? OR {alias}.session IN "
-                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?)"
+                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?"
+                f" OR {alias}.rowid IN (SELECT doc FROM recipients WHERE alias = ?))"
             )
-            params += [self.session, self.session, self.session]
+            params += [self.session, self.session, self.session, self.session]
         if self.since is not None:
             conds.append(f"{alias}.at >= ?")
             params.append(self.since)
@@ -75,6 +74,8 @@ def parse_time(value: Any, param: str) -> int:
         if s.isdigit() and s.isascii():
             return int(s)
         try:
+            import datetime as dt  # only for ISO input (start-up time)
+
             parsed = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
         except ValueError:
             raise QueryError(

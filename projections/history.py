@@ -9,7 +9,9 @@ Promises:
   its project, role and a preview of ±`PREVIEW_CHARS` (100) characters around the first
   match in which the match is wrapped in `<mark>…</mark>` and every other character is
   HTML-escaped; an empty query returns an empty page, never a dump;
-- archived sessions are skipped unless `include_archived` is set;
+- archived sessions are skipped unless `include_archived` is set, and then counted: a page
+  and the cross-project search say how many archived sessions matched
+  (`hiddenArchivedSessions`, looking at most at `SEARCH_CAP` matching turns);
 - bad parameters raise `QueryError` naming the parameter. All values are bound, never
   interpolated into SQL.
 """
@@ -168,8 +170,6 @@ def history_page(
         raise QueryError("page", f"must be 1..{MAX_PAGE}, got {page}")
     where = ["d.kind = 'transcript'", "d.project = ?"]
     params: list[Any] = [project]
-    if not filters.include_archived:
-        where.append("d.archived = 0")
     for col, value in (("session", filters.session), ("role", filters.role),
                        ("tool", filters.tool)):
         if value is not None:
@@ -191,6 +191,9 @@ def history_page(
         if clause:
             where.append(clause)
             params.extend(extra)
+    hidden = 0 if filters.include_archived else _hidden_sessions(con, where, params)
+    if not filters.include_archived:
+        where.append("d.archived = 0")
     sql = (
         f"SELECT {_COLS} FROM documents d WHERE {' AND '.join(where)}"
         " ORDER BY d.at, d.ord, d.rowid LIMIT ? OFFSET ?"
@@ -203,7 +206,30 @@ def history_page(
         "pageSize": PAGE_SIZE,
         "turns": turns,
         "next": page + 1 if len(rows) > PAGE_SIZE else None,
+        "hiddenArchivedSessions": hidden,
     }
+
+
+def _hidden_sessions(con: sqlite3.Connection, where: list[str], params: list[Any],
+                     hint: str = "") -> int:
+    """Archived sessions with a turn matching `where` (what include_archived would add),
+    among the newest SEARCH_CAP + 1 matching archived turns (the same for every plan)."""
+    row = con.execute(
+        f"SELECT count(DISTINCT session) FROM (SELECT d.session FROM documents d{hint}"
+        f" WHERE {' AND '.join([*where, 'd.archived = 1'])}"
+        " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?)",
+        [*params, SEARCH_CAP + 1],
+    ).fetchone()
+    return int(row[0])
+
+
+def archived_sessions(con: sqlite3.Connection) -> int:
+    """How many sessions with transcript turns are archived (hidden from the project list)."""
+    row = con.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT project, session FROM documents"
+        " WHERE kind = 'transcript' AND archived = 1 AND project IS NOT NULL)"
+    ).fetchone()
+    return int(row[0])
 
 
 def sessions(
@@ -228,11 +254,13 @@ def sessions(
     ]
 
 
-def projects(con: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Projects that have transcript turns, most recently active first."""
+def projects(con: sqlite3.Connection, *, include_archived: bool = False) -> list[dict[str, Any]]:
+    """Projects that have (hot, unless `include_archived`) transcript turns, most recently
+    active first."""
+    arch = "" if include_archived else " AND archived = 0"
     rows = con.execute(
         "SELECT project, count(*), max(at) FROM documents"
-        " WHERE kind = 'transcript' AND project IS NOT NULL AND archived = 0"
+        f" WHERE kind = 'transcript' AND project IS NOT NULL{arch}"
         " GROUP BY project ORDER BY max(at) DESC"
     ).fetchall()
     return [{"project": r[0], "turns": r[1], "last": format_ts(r[2])} for r in rows]
@@ -259,21 +287,23 @@ def search(
     if role is not None and role not in ROLES:
         raise QueryError("role", f"must be one of {', '.join(ROLES)}, got {role!r}")
     if not isinstance(query, str) or not query.strip():
-        return {"query": "", "hits": [], "capped": False}
+        return {"query": "", "hits": [], "capped": False, "hiddenArchivedSessions": 0}
     tokens = query_tokens(query)
     if not tokens:
-        return {"query": query.strip(), "hits": [], "capped": False}
+        return {"query": query.strip(), "hits": [], "capped": False,
+                "hiddenArchivedSessions": 0}
     # A rare word: collect its matches, sort them by time. A very common word: walk the
     # time index newest first and test each document, stopping after the cap.
     dense = _dense(con, tokens)
     clause, params = _text_clause(con, tokens, probe=dense)
     where = ["d.kind = 'transcript'", clause]
-    if not include_archived:
-        where.append("d.archived = 0")
     if role is not None:
         where.append("d.role = ?")
         params.append(role)
     hint = " INDEXED BY documents_at" if dense else ""
+    hidden = 0 if include_archived else _hidden_sessions(con, where, params, hint)
+    if not include_archived:
+        where.append("d.archived = 0")
     rows = con.execute(
         f"SELECT {_COLS} FROM documents d{hint} WHERE {' AND '.join(where)}"
         " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?",
@@ -286,7 +316,8 @@ def search(
             "role": r[5], "tool": r[7], "agent": r[8], "subagentName": r[10],
             "archived": bool(r[12]), "preview": preview(r[6], tokens),
         })
-    return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP}
+    return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP,
+            "hiddenArchivedSessions": hidden}
 
 
 def preview(text: str, tokens: list[str], width: int = PREVIEW_CHARS) -> str:

@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from projections import db
-from projections.apply import RUN_CHUNK_ORD
 from projections.errors import BadId, NotFound, QueryError
 from projections.filters import parse_filters, parse_limit
+from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
 from projections.text import query_tokens, snippet
 
@@ -100,7 +100,7 @@ def source_link(doc_id: str) -> str:
 
 
 _ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
-             "conversation", "project", "role", "subagent", "title", "text")
+             "conversation", "project", "role", "subagent", "title", "text", "archived")
 
 
 def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
@@ -111,6 +111,7 @@ def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
         "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
+        "archived": bool(r["archived"]),
     }
 
 
@@ -137,6 +138,26 @@ def search(
     if tokens:
         rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
     return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": _coverage(con)}
+
+
+def project_dirs(db_path: Path, limit: int = 256) -> list[str]:
+    """Distinct `project` values of indexed documents (at most `limit`), for the discovery
+    of agents that write into project folders. A skip-scan over the project index: the cost
+    grows with the number of projects, not of documents. [] when history.db cannot be read
+    (absent, or being rebuilt: the next capture sees the folders)."""
+    try:
+        con = _open(Path(db_path))
+        if con is None:
+            return []
+        rows = con.execute(
+            "WITH RECURSIVE p(v) AS (SELECT min(project) FROM documents"
+            " UNION ALL SELECT (SELECT min(project) FROM documents WHERE project > p.v)"
+            " FROM p WHERE p.v IS NOT NULL) SELECT v FROM p WHERE v IS NOT NULL LIMIT ?",
+            (limit,),
+        ).fetchall()
+    except sqlite3.Error:
+        return []
+    return [str(r[0]) for r in rows]
 
 
 def empty_coverage() -> dict[str, Any]:

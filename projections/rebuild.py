@@ -25,7 +25,7 @@ from pathlib import Path
 
 from eventlog import EventLog
 from projections import db, pages
-from projections.errors import ProjectionBusy
+from projections.errors import ProjectionBusy, ProjectionDamaged
 
 Progress = Callable[[int, int], None]
 BATCH = 2000
@@ -155,9 +155,15 @@ def rebuild(
     engine: str | None = None,
     lock_timeout: float = 600.0,
 ) -> BuildResult:
-    """Rebuild `db_path` from seq 1 and swap it in (see the module promises)."""
+    """Rebuild `db_path` from seq 1 and swap it in (see the module promises).
+
+    `engine` None keeps the engine the existing file chose (a new file probes); "fts5" or
+    "plain" changes it explicitly.
+    """
     with build_lock(db_path, lock_timeout):
         _clean_stale(db_path)
+        if engine is None:
+            engine = existing_engine(db_path)
         tmp = db_path.parent / f"{db_path.name}.reindex-{os.getpid()}"
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -170,6 +176,27 @@ def rebuild(
             raise
         return BuildResult(db_path, result.last_seq, result.events, result.documents,
                            result.seconds, result.engine)
+
+
+def existing_engine(db_path: Path) -> str | None:
+    """The engine recorded in `db_path`'s checkpoint; None when absent or unreadable."""
+    if not db_path.exists():
+        return None
+    try:
+        con = db.connect(db_path, readonly=True)
+    except (sqlite3.Error, ProjectionDamaged):
+        return None
+    try:
+        cp = db.read_checkpoint(con)
+    except sqlite3.Error:
+        cp = None
+    finally:
+        con.close()
+    if cp is None or cp.engine not in ("fts5", "plain"):
+        return None
+    if cp.engine == "fts5" and not db.fts5_available():
+        return None  # this SQLite cannot build it: probe again
+    return cp.engine
 
 
 def swap(new: Path, live: Path, timeout: float = 30.0) -> None:

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 
 from eventlog.events import ChunkCaptured
 from eventlog.records import StoredEvent
-from projections.apply import RUN_CHUNK_ORD, agent_family, put_document, run_basename
+from projections.rows import RUN_CHUNK_ORD, agent_family, put_document, run_basename
 from readers.parse_runs import filename_time
 from readers.records import Record, SourceInfo
 

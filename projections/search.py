@@ -15,7 +15,6 @@ sessions copy records).
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from typing import Any
 
@@ -33,7 +32,7 @@ ROLE_WEIGHT = {
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
-    " d.conversation, d.project, d.role, d.subagent, d.title, d.text"
+    " d.conversation, d.project, d.role, d.subagent, d.title, d.text, d.archived"
 )
 
 
@@ -81,7 +80,7 @@ def fts_search(
     # Rank inside SQLite; Python sees only a page of rowids at a time (dedupe may need more).
     sql = f"SELECT r FROM ({inner}) ORDER BY s, r DESC LIMIT ? OFFSET ?"
     out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, bytes]] = set()
+    seen: set[tuple[str, str, str]] = set()
     page = max(limit * 4, 40)
     offset = 0
     while len(out) < limit and offset < CANDIDATES:
@@ -103,7 +102,7 @@ def _cjk_expr(grams: list[str]) -> str:
 
 
 def _fetch_dedup(
-    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, bytes]]
+    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, str]]
 ) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     step = max(limit * 2, 20)
@@ -123,9 +122,9 @@ def _fetch_dedup(
     return out
 
 
-def _fresh(row: Any, seen: set[tuple[str, str, bytes]]) -> bool:
-    key = (str(row[2]), str(row[12]), hashlib.sha1(str(row[15]).encode("utf-8", "replace"),
-                                                   usedforsecurity=False).digest())
+def _fresh(row: Any, seen: set[tuple[str, str, str]]) -> bool:
+    # the text itself (not a digest): no hashlib on the search path, and no collisions
+    key = (str(row[2]), str(row[12]), str(row[15]))
     if key in seen:
         return False
     seen.add(key)
@@ -143,7 +142,7 @@ def plain_search(
         " ORDER BY d.at DESC, d.rowid DESC LIMIT ?"
     )
     out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, bytes]] = set()
+    seen: set[tuple[str, str, str]] = set()
     fetch = limit * 3
     offset = 0
     while len(out) < limit:

@@ -34,14 +34,14 @@ from eventlog.events import (
 )
 from eventlog.records import StoredEvent
 from projections import runlogs
-from projections.apply import (
+from projections.db import parser_module
+from projections.rows import (
     ORD_SPAN,
     Applier,
     agent_family,
     put_row,
     run_basename,
 )
-from projections.db import parser_module
 from readers.records import (
     MAX_LINE,
     ParseResult,
@@ -404,7 +404,7 @@ def _record(
                             "SELECT title FROM sessions WHERE agent = ? AND session = ?",
                             (agent, rec.session))
     at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
-    # the row in apply._COLUMNS order: id, kind, agent, at, project, session, job, run,
+    # the row in rows._COLUMNS order: id, kind, agent, at, project, session, job, run,
     # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
     # seq, ord, source, sender, extra, text. `message` names broker messages only (an agent's
     # own message ids, e.g. opencode's msg_…, are not navigable as /?message=).

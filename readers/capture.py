@@ -58,7 +58,8 @@ class Capturer:
     ) -> None:
         self.log = log
         self.roots = [r for r in roots if r.exists]
-        self.by_id = {r.id: r for r in self.roots}
+        # (agent, root id): Aider and Crush both scan the home, one folder, two roots
+        self.by_id = {(r.agent, r.id): r for r in self.roots}
         self.opt = options or Options()
         self.clock = clock
         self.stats = Stats()
@@ -96,8 +97,8 @@ class Capturer:
         sources: dict[str, Source] = {}
         for _, value in self.log.iter_state(cur.CURSOR_PREFIX):
             c = cur.decode_cursor(value)
-            _, rid, rel = split_source(c.source)
-            root = by_id.get(rid)
+            agent, rid, rel = split_source(c.source)
+            root = by_id.get((agent, rid))
             if root is None:
                 continue
             old = self.sources.get(c.source)
@@ -343,6 +344,7 @@ class Capturer:
         if src.round_sig is None:
             src.round_sig = sig
             src.table_idx = 0
+            src.table_paged = False
         at = self.clock() // 1_000_000
         try:
             with sr.open_readonly(path) as conn:
@@ -353,9 +355,13 @@ class Capturer:
                 key = cur.rows_key(c.source, table)
                 raw = self._batch.state.get(key) or self.log.get_state(key)
                 pos = cur.decode_rows(raw) if raw else cur.RowCursor()
+                after_time, after_id = pos.time_updated, pos.row_id
+                back = sr.lookback(src.root.agent, table)
+                if raw and back and not src.table_paged:  # the round's first page
+                    after_time, after_id = pos.time_updated - back, ""
                 limit = sr.SESSION_PAGE if table == "session" else sr.PAGE
-                rows = sr.fetch_page(conn, table, pos.time_updated, pos.row_id, limit,
-                                     src.root.agent)
+                rows = sr.fetch_page(conn, table, after_time, after_id, limit, src.root.agent)
+                src.table_paged = True
         except sr.RowsError as exc:
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
@@ -380,6 +386,7 @@ class Capturer:
             self._put(src, c=_replace(c, backlog=True, missing=False))
             return True
         src.table_idx += 1
+        src.table_paged = False
         if src.table_idx < len(tables):
             self._put(src, c=_replace(c, backlog=True, missing=False))
             return True
@@ -389,6 +396,7 @@ class Capturer:
         sig = src.round_sig or (0, 0, 0)
         src.round_sig = None
         src.table_idx = 0
+        src.table_paged = False
         self._put(src, c=_replace(src.cursor, size=sig[0], mtime_ns=sig[1], ino=sig[2],
                                   backlog=False, missing=False))
         return False

@@ -84,7 +84,7 @@ class Stats:
 class Source:
     """A registered source: where it is and its cursor."""
 
-    __slots__ = ("cursor", "kind", "path", "rel", "root", "round_sig", "table_idx")
+    __slots__ = ("cursor", "kind", "path", "rel", "root", "round_sig", "table_idx", "table_paged")
 
     def __init__(self, root: Root, rel: str, kind: str, cursor: cur.Cursor) -> None:
         self.root = root
@@ -93,6 +93,7 @@ class Source:
         self.cursor = cursor
         self.path = os.path.join(root.path, rel)
         self.table_idx = 0
+        self.table_paged = False  # a page of the current table was read in this round
         self.round_sig: tuple[int, int, int] | None = None
 
 

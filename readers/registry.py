@@ -40,6 +40,10 @@ class Table:
     name: str
     updated: str = "time_updated"
     key: str = "id"
+    # seconds of `updated` read again at the start of each round: a column with one-second
+    # resolution (Crush) can change again within the second of the last read, on a row whose
+    # key sorts before the last one read; such a row would be skipped until its next update
+    lookback: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ REGISTRY: tuple[Agent, ...] = (
     Agent("qwen", "Qwen Code", "readers.agent_qwen",
           {"qwen.session": _A, "qwen.chat": _S, "qwen.chat_log": _A, "qwen.logs": _S,
            "qwen.checkpoint": _S, "qwen.projects": _S, "qwen.project_root": _S},
-          env=(("QWEN_HOME", ""),), defaults=(".qwen",),
+          env=(("QWEN_RUNTIME_DIR", ""), ("QWEN_HOME", "")), defaults=(".qwen",),
           resume=("qwen", "--resume", "{session}"), docs="qwen-code"),
     Agent("copilot", "GitHub Copilot CLI", "readers.agent_copilot",
           {"copilot.events": _A, "copilot.flat": _A, "copilot.workspace": _S,
@@ -127,6 +131,28 @@ REGISTRY: tuple[Agent, ...] = (
           optional_defaults=tuple((d, ext) for d in _EDITOR_STORAGE for ext in _CLINE_IDS),
           docs="cline"),
     # --- agents-b (issue 14) ---
+    # extra["projects"]: the agent writes into project folders; its roots are folders of
+    # projects, scanned to a bounded depth (readers/project_scan.py), plus `project_roots`
+    # and the cwds captured sessions name (readers/roots.py).
+    Agent("aider", "Aider", "readers.agent_aider",
+          {"aider.chat": _A, "aider.input": _A, "aider.llm": _A},
+          env=(("AGENTLOG_AIDER_DIR", ""),), defaults=("",), docs="aider",
+          extra={"projects": True}),
+    Agent("amp", "Amp", "readers.agent_amp", {"amp.thread": _S, "amp.history": _A},
+          env=(("XDG_DATA_HOME", "amp"),), defaults=(".local/share/amp",),
+          resume=("amp", "threads", "continue", "{session}"), docs="amp"),
+    Agent("crush", "Crush", "readers.agent_crush", {"crush.db": _R},
+          env=(("AGENTLOG_CRUSH_DIR", ""),), defaults=("",),
+          tables=(Table("sessions", "updated_at", lookback=1),
+                  Table("messages", "updated_at", lookback=1)),
+          docs="crush", extra={"projects": True}),
+    Agent("goose", "Goose", "readers.agent_goose", {"goose.db": _R, "goose.jsonl": _A},
+          env=(("XDG_DATA_HOME", "goose"),), defaults=(".local/share/goose",),
+          tables=(Table("sessions", "updated_at", lookback=1), Table("messages", "id")),
+          resume=("goose", "session", "--resume", "--session-id", "{session}"), docs="goose"),
+    Agent("kiro", "Kiro CLI", "readers.agent_kiro", {"kiro.events": _A, "kiro.state": _S},
+          env=(("AGENTLOG_KIRO_DIR", ""),), defaults=(".kiro",),
+          resume=("kiro-cli", "chat", "--resume-id", "{session}"), docs="kiro"),
 )
 
 _BY_NAME = {a.name: a for a in REGISTRY}

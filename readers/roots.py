@@ -97,8 +97,15 @@ def resolve_roots(
     env: Mapping[str, str],
     user_home: Path,
     agents: Sequence[str] = AGENTS,
+    project_dirs: Sequence[str] = (),
 ) -> list[Root]:
-    """Every root of every agent, in a stable order, existing or not."""
+    """Every root of every agent, in a stable order, existing or not.
+
+    Agents that write into project folders (registry `extra["projects"]`: Aider, Crush) also
+    get the `project_roots` folders (flag `project_roots`, else config key `project_roots`;
+    origin "project_roots") and each of `project_dirs` (the cwds captured sessions name;
+    origin "cwd") that exists and that no other root of the agent already reaches within
+    its scan depth (readers/project_scan.py). At most `MAX_CWD_ROOTS` cwd roots are added."""
     out: list[Root] = []
     for agent in agents:
         seen_real: set[str] = set()
@@ -116,7 +123,54 @@ def resolve_roots(
                 continue
             seen_real.add(real)
             out.append(Root(agent, path, origin, path.is_dir()))
+        if registry.get(agent).extra.get("projects"):
+            extra = _as_list(flags.get(PROJECT_ROOTS)) or _as_list(config.get(PROJECT_ROOTS))
+            mine = [r for r in out if r.agent == agent]
+            for v in extra:
+                path = _abs(v, user_home)
+                if os.path.realpath(path) not in seen_real:
+                    seen_real.add(os.path.realpath(path))
+                    root = Root(agent, path, PROJECT_ROOTS, path.is_dir())
+                    out.append(root)
+                    mine.append(root)
+            out.extend(_cwd_roots(agent, mine, project_dirs, user_home))
     return out
+
+
+PROJECT_ROOTS = "project_roots"  # config key and flag name (a path list, like <agent>_dir)
+MAX_CWD_ROOTS = 64
+
+
+def _cwd_roots(
+    agent: str, roots: list[Root], dirs: Sequence[str], user_home: Path
+) -> list[Root]:
+    """Roots for the project folders sessions named that no scan of `roots` reaches."""
+    from readers.project_scan import MAX_DEPTH, descend
+
+    home_real = os.path.realpath(user_home)
+    scans = [os.path.realpath(r.path) for r in roots if r.exists]
+    out: list[Root] = []
+    for d in sorted({d for d in dirs if isinstance(d, str) and os.path.isabs(d)}, key=len):
+        if len(out) >= MAX_CWD_ROOTS:
+            break
+        real = os.path.realpath(d)
+        if home_real.startswith(real.rstrip(os.sep) + os.sep) or real == os.sep:
+            continue  # "/" or an ancestor of the home: far too wide to scan
+        if not os.path.isdir(real) or any(_reaches(s, real, MAX_DEPTH, descend) for s in scans):
+            continue
+        scans.append(real)
+        out.append(Root(agent, Path(os.path.abspath(d)), "cwd", True))
+    return out
+
+
+def _reaches(scan: str, target: str, depth: int, descend: Any) -> bool:
+    """Whether a walk from `scan` descends into `target` (or is it)."""
+    if target == scan:
+        return True
+    if not target.startswith(scan.rstrip(os.sep) + os.sep):
+        return False
+    rel = os.path.relpath(target, scan).replace(os.sep, "/")
+    return rel.count("/") < depth and bool(descend(rel))
 
 
 def _env_value(agent: str, env: Mapping[str, str]) -> str | None:

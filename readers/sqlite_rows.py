@@ -91,6 +91,31 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
+def _decltypes(conn: sqlite3.Connection, table: str) -> dict[str, str]:
+    return {r[1]: str(r[2] or "").upper() for r in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _keyset(decl: dict[str, str], upd: str, key: str, after_id: str) -> tuple[str, object]:
+    """The SQL expression of the `updated` column (an integer) and the typed bound of the key.
+
+    An INTEGER `updated` column is compared as stored (its index is used); a text timestamp
+    (Goose's `TIMESTAMP DEFAULT CURRENT_TIMESTAMP`) as its Unix seconds. An INTEGER key is
+    bound as an integer: SQLite orders every integer before every text, so a text bound
+    would skip rows that share an `updated` value with the last row read."""
+    if "INT" in decl.get(upd, ""):
+        expr = f'"{upd}"'
+    else:
+        expr = (f"(CASE WHEN typeof(\"{upd}\") IN ('integer', 'real') THEN CAST(\"{upd}\" AS"
+                f" INTEGER) ELSE CAST(strftime('%s', \"{upd}\") AS INTEGER) END)")
+    bound: object = after_id
+    if "INT" in decl.get(key, ""):
+        try:
+            bound = int(after_id)
+        except ValueError:
+            bound = -(2**63)
+    return expr, bound
+
+
 def _jsonable(v: object) -> object:
     if isinstance(v, bytes | bytearray | memoryview):
         return {"$base64": base64.b64encode(bytes(v)).decode()}
@@ -114,24 +139,34 @@ def fetch_page(
     spec = _spec(agent, table)
     upd, key = spec.updated, spec.key
     try:
-        cols = _columns(conn, table)
+        decl = _decltypes(conn, table)
+        cols = list(decl)
         if not cols or key not in cols or upd not in cols:
             return []
+        expr, bound = _keyset(decl, upd, key, after_id)
         sel = ", ".join(f'"{c}"' for c in cols)
         rows = conn.execute(
-            f'SELECT {sel} FROM "{table}" WHERE "{upd}" > ? OR '
-            f'("{upd}" = ? AND "{key}" > ?) ORDER BY "{upd}", "{key}" LIMIT ?',
-            (after_time, after_time, after_id, limit),
+            f'SELECT {sel}, {expr} FROM "{table}" WHERE {expr} > ? OR '
+            f'({expr} = ? AND "{key}" > ?) ORDER BY {expr}, "{key}" LIMIT ?',
+            (after_time, after_time, bound, limit),
         ).fetchall()
     except sqlite3.Error as exc:
         raise RowsError(f"cannot read table {table}: {exc}") from exc
     out: list[Row] = []
-    ti, ii = cols.index(upd), cols.index(key)
+    ii = cols.index(key)
     for r in rows:
-        obj = {c: _jsonable(v) for c, v in zip(cols, r, strict=True)}
+        obj = {c: _jsonable(v) for c, v in zip(cols, r[:-1], strict=True)}
         data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-        out.append(Row(table, str(r[ii]), int(r[ti] or 0), data))
+        out.append(Row(table, str(r[ii]), int(r[-1] or 0), data))
     return out
+
+
+def lookback(agent: str, table: str) -> int:
+    """Seconds of `updated` the registry says to read again at the start of a round."""
+    for t in registry.get(agent).tables:
+        if t.name == table:
+            return t.lookback
+    return 0
 
 
 def tables_present(conn: sqlite3.Connection, agent: str = "opencode") -> list[str]:

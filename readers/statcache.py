@@ -23,7 +23,8 @@ from readers.roots import Root
 
 def build(roots: list[Root], sources: Iterable[Source]) -> dict[bytes, bytes]:
     """The encoded stat cache of every root, by state key."""
-    caches: dict[str, cur.StatCache] = {r.id: {} for r in roots}
+    # one cache per (agent, root): two agents may scan the same folder (Aider, Crush: the home)
+    caches: dict[str, cur.StatCache] = {_scope(r): {} for r in roots}
     for src in sources:
         c = src.cursor
         if c.missing:
@@ -32,7 +33,7 @@ def build(roots: list[Root], sources: Iterable[Source]) -> dict[bytes, bytes]:
             stat = (c.size, c.mtime_ns, c.ino)
         else:
             stat = cur.NEVER
-        cache = caches.get(src.root.id)
+        cache = caches.get(_scope(src.root))
         if cache is not None:
             cache[src.rel] = stat
     return {cur.statcache_key(rid): cur.encode_statcache(v) for rid, v in caches.items()}
@@ -47,7 +48,7 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
     for root in roots:
         if not root.exists:
             continue
-        raw = log.get_state(cur.statcache_key(root.id))
+        raw = log.get_state(cur.statcache_key(_scope(root)))
         if raw is None:
             return None
         cache = cur.decode_statcache(raw)
@@ -78,3 +79,7 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
 def _is_db(agent: str, rel: str) -> bool:
     """A SQLite source (its signature includes the -wal), by its layout's capture mode."""
     return rel.endswith(".db") and registry.mode_of(classify(agent, rel) or "") == registry.ROWS
+
+
+def _scope(root: Root) -> str:
+    return f"{root.agent}:{root.id}"

@@ -137,3 +137,29 @@ def test_import_from_the_page_is_a_dry_run_by_default(
     assert body["projectId"] == "proj-up" and body["turnCount"] == 1
     assert problems == []
     context.close()
+
+
+def test_hidden_archived_sessions_link(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    from cli import archive_ops as ops
+    from tests.archive_fixtures import DAY
+
+    h = home_at(tmp_path / "home")
+    import_turns(h, "proj-a", rich_project())
+    assert ops.archive(h, now=T0 + 400 * DAY)["archived"] == 3
+    s = start_server(h.root)
+    try:
+        context, page, problems = _page(s, browser)
+        page.goto(f"http://127.0.0.1:{s.port}/?history=proj-a")
+        expect(page.locator("#hist-hidden")).to_contain_text("3 archived sessions hidden")
+        assert page.locator("#hist-turns li.item").count() == 0
+        page.click("#hist-show-archived")
+        expect(page.locator("#hist-turns li.item")).to_have_count(9)
+        assert "harch=true" in page.url and page.locator("#hist-hidden").count() == 0
+        page.goto(f"http://127.0.0.1:{s.port}/?history=")
+        expect(page.locator("#hist-hidden")).to_contain_text("3 archived sessions hidden")
+        page.click("#hist-show-archived")
+        expect(page.locator("#view li.item a.open")).to_have_text(["proj-a"])
+        assert problems == []
+        context.close()
+    finally:
+        stop(s)

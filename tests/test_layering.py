@@ -144,3 +144,112 @@ def test_the_checker_sees_violations(tmp_path: Path) -> None:
         fake.unlink()
     assert {"readers", "readers.records", "cli", "lmdb", "sqlite3", "projections.db"} <= mods
     assert {"os.environ", "os.getenv", "from os import environ"} <= envs
+
+
+def _module_of(mod: str) -> str | None:
+    """The module of ours that an imported name resolves to (`a.b.NAME` -> `a.b`)."""
+    parts = mod.split(".")
+    while parts:
+        base = ROOT.joinpath(*parts)
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """module -> the modules of `package` it imports (lazy imports included)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources(package):
+        name = ".".join(module_name(path))
+        deps = {_module_of(m) for _, m in imported_modules(path) if m.split(".")[0] == package}
+        graph[name] = {d for d in deps if d and d != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                found.append([*stack[stack.index(dep):], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_projections_imports_run_one_way() -> None:
+    """apply -> transcripts/runlogs/archive -> rows: no module of projections imports one
+    that imports it back, not even lazily (shared pieces live below, in projections.rows)."""
+    graph = import_graph("projections")
+    assert {"projections.apply", "projections.rows", "projections.transcripts"} <= set(graph)
+    assert not cycles(graph), cycles(graph)
+    assert "projections.apply" not in graph["projections.transcripts"]
+    assert "projections.apply" not in graph["projections.runlogs"]
+    assert "projections.apply" not in graph["projections.archive"]
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """Imports that run when the module is imported (not in functions, not TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(sub, ast.Import):
+                out.update(a.name for a in sub.names)
+            elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+                out.add(sub.module)
+                out.update(f"{sub.module}.{a.name}" for a in sub.names)
+    return out
+
+
+def loaded_by(start: str) -> set[str]:
+    """Every module of ours that importing `start` loads (packages' __init__ included)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        parts = mod.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parent packages
+        base = ROOT.joinpath(*parts)
+        path = base / "__init__.py" if (base / "__init__.py").is_file() else base.with_suffix(
+            ".py")
+        for name in module_level_imports(path):
+            found = _module_of(name) if name.split(".")[0] in OURS else None
+            if found:
+                todo.append(found)
+    return seen
+
+
+@pytest.mark.parametrize("start", ["projections.query", "cli.fast", "projections.catchup",
+                                   "eventlog.peek", "cli.catchup"])
+def test_search_path_is_free_of_the_apply_machinery(start: str) -> None:
+    heavy = {"projections.apply", "projections.transcripts", "projections.runlogs",
+             "projections.archive", "projections.rebuild", "eventlog.events", "eventlog.store",
+             "eventlog.codec", "readers.records", "cli.group"}
+    assert not loaded_by(start) & heavy, sorted(loaded_by(start) & heavy)
+
+
+def test_the_search_path_walker_follows_imports() -> None:
+    assert {"projections.apply", "projections.rows", "eventlog.events"} <= loaded_by(
+        "projections.apply")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -38,11 +39,11 @@ def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
     from cli.cmd_capture import capture, restore
     from cli.mcp_server import SEARCH_SCHEMA
     from cli.web import calls
-    from projections import apply, filters
+    from projections import filters, rows
 
     want = registry.search_agents()
     assert want[-1] == "other" and "runs" not in want
-    assert filters.AGENTS == apply.AGENTS == calls.AGENTS == want
+    assert filters.AGENTS == rows.AGENTS == calls.AGENTS == want
     assert SEARCH_SCHEMA["properties"]["filters"]["properties"]["agent"]["enum"] == list(want)
     flags = {o for p in capture.params for o in p.opts}
     assert {a.flag for a in registry.REGISTRY} <= flags
@@ -65,3 +66,25 @@ def test_family_and_resume() -> None:
     assert described["codex"]["flag"] == "--codex-dir"
     assert described["opencode"]["config_key"] == "opencode_dir"
     assert inspect.ismodule(registry.reader("claude"))
+
+
+def test_roots_of_the_new_agents(tmp_path: Path) -> None:
+    from readers.roots import resolve_roots
+
+    def roots(agent: str, env: dict[str, str], flags: dict[str, str] | None = None
+              ) -> list[tuple[str, str]]:
+        got = resolve_roots(flags=flags or {}, config={}, env=env, user_home=tmp_path,
+                            agents=(agent,))
+        return [(str(r.path), r.origin) for r in got]
+
+    assert roots("gemini", {"GEMINI_CLI_HOME": "/g"}) == [("/g/.gemini", "env")]
+    assert roots("gemini", {}) == [(str(tmp_path / ".gemini"), "default")]
+    assert roots("qwen", {"QWEN_HOME": "/q", "QWEN_RUNTIME_DIR": "/rt"}) == [("/rt", "env")]
+    assert roots("copilot", {"COPILOT_HOME": "/c"}, {"copilot": "/flag"}) == [("/flag", "flag")]
+    assert roots("continue", {"CONTINUE_GLOBAL_DIR": "/k"}) == [("/k", "env")]
+    # Cline: only editor storage folders that hold a Cline / Roo / Kilo folder; XDG moves ~/.config
+    assert roots("cline", {}) == []
+    storage = tmp_path / "xdg" / "Code" / "User" / "globalStorage"
+    (storage / "rooveterinaryinc.roo-cline").mkdir(parents=True)
+    assert roots("cline", {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}) == [
+        (str(storage), "default")]

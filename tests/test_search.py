@@ -20,7 +20,7 @@ from projections.errors import BadId, NotFound, QueryError
 from tests.test_projections_support import append, chunks_of, mixed_events, seen
 
 HIT_FIELDS = {"id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message", "job",
-              "run", "session", "cursor", "conversation", "project"}
+              "run", "session", "cursor", "conversation", "project", "archived"}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,9 @@ def test_diacritics_and_case_fold(hdb: Path) -> None:
     ({"kind": "report"}, {"message:m2"}),
     ({"agent": "claude"}, {"message:m1", "transcript:claude:u2"}),
     ({"session": "S1"}, {"message:m1"}),
-    ({"session": "peer-a"}, {"message:m1"}),  # a peer identity, through its alias binding
+    # a peer identity: what it sent (through its alias binding) and what was addressed to it
+    ({"session": "peer-a"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
+    ({"session": "peer-b"}, {"message:m1", "message:m2", "message:m3", "message:m4"}),
     ({"job": "deploy"}, {"message:m1"}),
     ({"since": 2_000, "until": 2_500}, {"message:m2", "message:m3"}),
     ({"since": "2000", "until": "2500"}, {"message:m2", "message:m3"}),
@@ -262,7 +264,7 @@ def test_duplicates_are_dropped_and_common_terms_bounded(tmp_path: Path) -> None
     assert len(query.search(tmp_path / "h.db", "wombat", limit=50)["hits"]) == 50
 
 
-def test_archived_documents_are_skipped_unless_asked(tmp_path: Path) -> None:
+def test_archived_documents_are_searched_and_flagged(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log")
     append(log, mixed_events())
     path = tmp_path / "h.db"
@@ -271,9 +273,12 @@ def test_archived_documents_are_skipped_unless_asked(tmp_path: Path) -> None:
     con.execute("UPDATE documents SET archived = 1 WHERE session = 's1'")
     con.commit()
     con.close()
-    assert "transcript:claude:u1" not in ids(query.search(path, "zebra"))
-    got = ids(query.search(path, "zebra", {"include_archived": True}))
-    assert "transcript:claude:u1" in got
+    hits = {h["id"]: h for h in query.search(path, "zebra")["hits"]}
+    assert hits["transcript:claude:u1"]["archived"] is True
+    assert not any(h["archived"] for k, h in hits.items() if k != "transcript:claude:u1"
+                   and h["session"] != "s1")
+    hot = ids(query.search(path, "zebra", {"include_archived": False}))
+    assert "transcript:claude:u1" not in hot
 
 
 def test_missing_db_answers_empty(tmp_path: Path) -> None:
@@ -352,7 +357,8 @@ def test_run_log_without_run_started_names_its_job_agent_and_time(tmp_path: Path
 
 
 def test_session_filter_by_peer_identity_finds_what_it_sent(tmp_path: Path) -> None:
-    """QA: a peer's own messages without a session field were not found by its identity."""
+    """QA: a peer's own messages without a session field were not found by its identity;
+    what was addressed to it is found too (schema 8: recipients)."""
     log = EventLog(tmp_path / "log")
     append(log, [AliasBound(alias="peer-z", session="S7", agent="codex", at=1),
                  MessageSent(id="z1", sender="peer-z", to=["lead"], kind="report",
@@ -360,13 +366,14 @@ def test_session_filter_by_peer_identity_finds_what_it_sent(tmp_path: Path) -> N
                  MessageSent(id="z2", sender="lead", to=["peer-z"], kind="message",
                              body="ibex request", at=3)])
     catch_up(tmp_path / "h.db", log)
-    assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "peer-z"})) == {"message:z1"}
+    assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "peer-z"})) == {
+        "message:z1", "message:z2"}
     assert ids(query.search(tmp_path / "h.db", "ibex", {"session": "S7"})) == set()
 
 
 def test_alias_of_unknown_agent_is_other(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log")
-    append(log, [AliasBound(alias="bot", session="S9", agent="aider", at=1),
+    append(log, [AliasBound(alias="bot", session="S9", agent="windsurf", at=1),
                  MessageSent(id="b1", sender="bot", to=[], kind="message", body="narwhal",
                              at=2, session="S9")])
     catch_up(tmp_path / "h.db", log)

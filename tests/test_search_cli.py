@@ -136,6 +136,11 @@ def test_search_path_imports_stay_light(filled: Path) -> None:
         [sys.executable, "-X", "importtime", "-m", "cli.main", "--home", str(filled), "search",
          "café", "--json"], cwd=ROOT, capture_output=True, timeout=60)
     assert out.returncode == 0
-    imported = {line.split("|")[-1].strip().split(".")[0]
-                for line in out.stderr.decode().splitlines() if line.startswith("import time:")}
+    names = {line.split("|")[-1].strip()
+             for line in out.stderr.decode().splitlines() if line.startswith("import time:")}
+    imported = {n.split(".")[0] for n in names}
     assert not imported & {"pydantic", "rich", "mcp", "starlette", "uvicorn", "httpx"}
+    # a current history.db: no click, no event types, no apply machinery (cli.fast)
+    assert "projections.query" in names and "eventlog.peek" in names
+    assert not imported & {"click", "msgspec"}, sorted(imported & {"click", "msgspec"})
+    assert not names & {"projections.apply", "eventlog.events", "eventlog.store"}

@@ -34,7 +34,9 @@ def _ok(p: subprocess.CompletedProcess[bytes]) -> str:
 
 def test_sync_verify_search_audit(home: Path, pg_url: str) -> None:
     _ok(run_cli(home, "record", input=MESSAGES.encode()))
-    out = json.loads(_ok(run_cli(home, "sync", "--to", pg_url, "--json")))
+    synced = run_cli(home, "sync", "--to", pg_url, "--json")
+    assert b"visible in process listings" in synced.stderr  # the password on argv
+    out = json.loads(_ok(synced))
     host = _ok(run_cli(home, "team", "host")).strip()
     assert out["host"] == host and out["behind"] == 0 and out["shipped"] == out["localHead"]
     assert out["projection"]["hosts"] == {host: out["localHead"]}

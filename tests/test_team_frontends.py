@@ -82,3 +82,35 @@ def test_serve_answers_from_postgres(team_home: tuple[Path, str], pg_url: str) -
         assert stop(served) == 0
     err = served.proc.stderr.read().decode() if served.proc.stderr else ""
     assert PASSWORD not in err
+
+
+def test_serve_background_capture_syncs_to_the_team_server(home: Path, pg_url: str) -> None:
+    """The background capture of `serve` wakes the team syncer after each commit."""
+    import os
+    import time
+
+    import psycopg
+
+    from tests.test_projections_support import claude_line
+
+    (home / "config.json").write_text(json.dumps({"team": {"postgres": pg_url}}))
+    path = Path(os.environ["HOME"]) / ".claude" / "projects" / "-work-proj" / "s1.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(claude_line("u1", "user", "served axolotl"))
+    served = start_server(home)
+
+    def shipped() -> int:
+        try:
+            with psycopg.connect(pg_url) as con:
+                return int(con.execute("SELECT count(*) FROM agentlog.documents"
+                                       " WHERE text LIKE '%axolotl%'").fetchone()[0])
+        except psycopg.Error:
+            return 0
+
+    try:
+        deadline = time.monotonic() + 90
+        while shipped() < 1 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert shipped() == 1
+    finally:
+        assert stop(served) == 0

@@ -115,9 +115,12 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
     append(log, mixed_events()[:1], prefix="more")
     sync(log, url, "alpha")
     with psycopg.connect(url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'))")
-        assert project(url, tmp_path / "other-scratch").busy
-    done = project(url, tmp_path / "other-scratch")
+        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
+                       " hashtext('alpha'))")
+        held = project(url, tmp_path / "other-scratch")
+        assert held.busy and held.busy_hosts == ["alpha"] and "alpha" not in held.hosts
+        assert held.hosts == {"beta": 3 + 1}  # beta's projector is not blocked by alpha's
+    done = project(url, tmp_path / "other-scratch", hosts=["alpha"])
     assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
 
 
@@ -163,3 +166,16 @@ def test_history_views_match_local(two_hosts: tuple[str, EventLog, Path]) -> Non
             ph.search(url, "zebra", role="nobody")
     finally:
         con.close()
+
+
+def test_a_peer_identity_finds_what_was_addressed_to_it(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    """Schema 8 semantics on the team server too: `session` = a recipient's identity."""
+    url, _log, db_path = two_hosts
+    for who in ("peer-a", "peer-b", "nobody"):
+        for text in ("migration", "report", "café", "the"):
+            want = local.search(db_path, text, {"session": who}, limit=50)
+            got = pgq.search(url, text, {"host": "alpha", "session": who}, limit=50)
+            assert _ids(got) == _ids(want), (who, text)
+    got = pgq.search(url, "migration", {"host": "alpha", "session": "peer-a"}, limit=50)
+    assert {"message:m3", "message:m4"} <= set(_ids(got))

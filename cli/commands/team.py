@@ -20,10 +20,13 @@ from cli.output import emit_json, human_bytes
 @click.option("--to", "to", default=None, metavar="URL",
               help="PostgreSQL connection string (default: team.postgres in config.json).")
 @click.option("--no-project", is_flag=True, help="Only ship records; do not project documents.")
-@click.option("--rebuild", is_flag=True, help="Replay every host's projection from seq 1.")
+@click.option("--all-hosts", is_flag=True,
+              help="Project every host's records, not only this home's (e.g. after an upgrade).")
+@click.option("--rebuild", is_flag=True,
+              help="Replay the projection from seq 1 (this host, or every host with --all-hosts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def sync(ctx: click.Context, to: str | None, no_project: bool, rebuild: bool,
+def sync(ctx: click.Context, to: str | None, no_project: bool, all_hosts: bool, rebuild: bool,
          as_json: bool) -> None:
     """Copy this home's log to the team server (idempotent, resumable), then project it."""
     from cli.team_sync import host_id, resolve_url, run_sync
@@ -34,11 +37,8 @@ def sync(ctx: click.Context, to: str | None, no_project: bool, rebuild: bool,
         raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
     url = resolve_url(home, to)
     try:
-        result, projected = run_sync(home, home.log(readonly=True), url, project=not no_project)
-        if rebuild and not no_project:
-            from projections.pg.project import project
-
-            projected = project(url, home.root / "team-projector", rebuild=True).to_dict()
+        result, projected = run_sync(home, home.log(readonly=True), url, project=not no_project,
+                                     all_hosts=all_hosts, rebuild=rebuild)
     except TeamError as exc:
         raise click.ClickException(str(exc)) from None
     out: dict[str, Any] = {"server": describe(url), **result.to_dict()}
@@ -52,7 +52,8 @@ def sync(ctx: click.Context, to: str | None, no_project: bool, rebuild: bool,
                f"{result.server_head} of {result.local_head}")
     if projected is not None:
         if projected["busy"]:
-            click.echo("projection: another projector is running; it will catch up")
+            click.echo(f"projection: another projector holds {', '.join(projected['busyHosts'])};"
+                       " it will catch up")
         else:
             click.echo(f"projection: {projected['events']} events, {projected['documents']} "
                        f"document rows written; hosts {projected['hosts']}")

@@ -67,8 +67,11 @@ def _guarded(fn: Any) -> Any:
 
 @_guarded
 def projects(request: Request) -> dict[str, Any]:
-    params(request, ())
-    return {"projects": ops.projects(_home(request))}
+    include = bool_param("include_archived", params(request, ("include_archived",))
+                         .get("include_archived"))
+    home = _home(request)
+    return {"projects": ops.projects(home, include_archived=include),
+            "hiddenArchivedSessions": 0 if include else ops.archived_sessions(home)}
 
 
 @_guarded

@@ -11,7 +11,10 @@ committed.
 Promises:
 - the per-host checkpoint (last seq, its chain hash, schema and parser versions, coverage)
   commits in the same transaction as the rows it covers;
-- one projector at a time: a session advisory lock; a second projector returns at once;
+- one projector per host at a time: a session advisory lock on (projector, host); a second
+  projector skips that host at once (`busy`). Each machine normally projects only its own
+  host, so its scratch file stays the one at that host's checkpoint: projectors of
+  different machines never force each other into replays;
 - rebuild = replay: when the scratch file's checkpoint is not exactly the server's (another
   machine projected last, a crash fell between the two commits, the parser changed), the
   host's rows are deleted and its records replayed from seq 1 — never patched;
@@ -65,7 +68,8 @@ CREATE TRIGGER IF NOT EXISTS pgd_al_d AFTER DELETE ON aliases BEGIN
 
 @dataclass
 class ProjectResult:
-    busy: bool = False
+    busy: bool = False  # some host was skipped: another projector holds it
+    busy_hosts: list[str] = field(default_factory=list)
     hosts: dict[str, int] = field(default_factory=dict)  # host -> checkpoint seq
     events: int = 0
     documents: int = 0  # rows written or deleted
@@ -73,8 +77,8 @@ class ProjectResult:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"busy": self.busy, "hosts": self.hosts, "events": self.events,
-                "documents": self.documents, "replayed": self.replayed,
+        return {"busy": self.busy, "busyHosts": self.busy_hosts, "hosts": self.hosts,
+                "events": self.events, "documents": self.documents, "replayed": self.replayed,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -104,28 +108,32 @@ def project(
     out = ProjectResult()
     con = connect(url)
     try:
-        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (LOCK_KEY,)).fetchone()
-        con.commit()
-        if not got[0]:
-            out.busy = True
-            return out
-        try:
-            if not schema.exists(con):
-                con.rollback()
-                return out
-            names = [str(r[0]) for r in con.execute(
-                "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
+        if not schema.exists(con):
             con.rollback()
-            scratch_dir.mkdir(parents=True, exist_ok=True)
-            for host in names:
-                if hosts is None or host in hosts:
-                    _HostProjector(con, host, scratch_dir / f"{host}.db", out).run(
-                        batch, batch_bytes, max_batches, rebuild)
-        finally:
-            with contextlib.suppress(Exception):
-                con.rollback()
-                con.execute("SELECT pg_advisory_unlock(hashtext(%s))", (LOCK_KEY,))
-                con.commit()
+            return out
+        names = [str(r[0]) for r in con.execute(
+            "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
+        con.rollback()
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+        for host in names:
+            if hosts is not None and host not in hosts:
+                continue
+            got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                              (LOCK_KEY, host)).fetchone()
+            con.commit()
+            if not got[0]:
+                out.busy = True
+                out.busy_hosts.append(host)
+                continue
+            try:
+                _HostProjector(con, host, scratch_dir / f"{host}.db", out).run(
+                    batch, batch_bytes, max_batches, rebuild)
+            finally:
+                with contextlib.suppress(Exception):
+                    con.rollback()
+                    con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
+                                (LOCK_KEY, host))
+                    con.commit()
     finally:
         con.close()
         out.seconds = time.monotonic() - started

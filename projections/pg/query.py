@@ -32,7 +32,7 @@ _local = threading.local()
 _WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
     " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
 _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
-             "conversation", "project", "role", "subagent", "title", "text", "host")
+             "conversation", "project", "role", "subagent", "title", "text", "host", "archived")
 
 
 def _con(url: str) -> Any:
@@ -94,9 +94,14 @@ def _where(f: Filters, host: str | None) -> tuple[list[str], list[Any]]:
             conds.append(f"d.{col} = %s")
             params.append(value)
     if f.session is not None:
+        # as history.db's filter: its sessions, what it sent, and the broker messages
+        # addressed to it (`to` of message.sent, kept in `extra`)
         conds.append("(d.session = %s OR d.sender = %s OR d.session IN (SELECT a.session FROM"
-                     " agentlog.aliases a WHERE a.alias = %s AND a.host = d.host))")
-        params += [f.session, f.session, f.session]
+                     " agentlog.aliases a WHERE a.alias = %s AND a.host = d.host)"
+                     " OR (d.id LIKE 'message:%%' AND d.extra IS NOT NULL"
+                     " AND jsonb_typeof(d.extra::jsonb -> 'to') = 'array'"
+                     " AND (d.extra::jsonb -> 'to') ? %s))")
+        params += [f.session, f.session, f.session, f.session]
     if f.since is not None:
         conds.append("d.at >= %s")
         params.append(f.since)
@@ -202,6 +207,7 @@ def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, by
             "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
             "run": r["run"], "session": r["session"], "cursor": r["cursor"],
             "conversation": r["conversation"], "project": r["project"], "host": r["host"],
+            "archived": bool(r["archived"]),
         })
         if len(out) >= limit:
             break

@@ -10,12 +10,16 @@ from typing import Any
 from readers import parse
 from readers.records import ParseResult, SourceInfo
 
-AGENT_OF_LAYOUT = {"claude": "claude", "codex": "codex", "opencode": "opencode", "runs": "other"}
+
+def _agent_of_layout(layout: str) -> str:
+    from readers import registry
+
+    spec = registry.agent_of_layout(layout)
+    return spec.name if spec is not None and spec.search else "other"
 
 
 def source_info(layout: str, path: str, root: str = "/root") -> SourceInfo:
-    prefix = layout.split(".")[0]
-    agent = AGENT_OF_LAYOUT.get(prefix, prefix)  # newer agents: the registry name
+    agent = _agent_of_layout(layout)
     return SourceInfo(source=f"{agent}:r1:{path}", agent=agent, root=root, path=path, layout=layout)
 
 

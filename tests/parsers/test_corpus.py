@@ -26,6 +26,10 @@ from tests.parsers.feed import (
     source_info,
 )
 
+# the real-data parser tests of these agents (tests/test_agents_covered.py checks every agent)
+pytestmark = [pytest.mark.real_data("claude"), pytest.mark.real_data("codex"),
+              pytest.mark.real_data("opencode")]
+
 CJK = re.compile(r"[\u4e00-\u9fff]")
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{2000,}")
 # A user/assistant turn (Claude) or a user/agent message (Codex); injected context is not one.

@@ -28,6 +28,16 @@ PATHS = {
     "opencode.db": "opencode.db",
     "runs.log": "a.log",
     "runs.meta": "a.json",
+    "aider.chat": "p/.aider.chat.history.md",
+    "aider.input": "p/.aider.input.history",
+    "aider.llm": "p/.aider.llm.history",
+    "amp.thread": "threads/T-1.json",
+    "amp.history": "history.jsonl",
+    "crush.db": ".crush/crush.db",
+    "goose.db": "sessions/sessions.db",
+    "goose.jsonl": "sessions/20250101_1.jsonl",
+    "kiro.events": "sessions/cli/s.jsonl",
+    "kiro.state": "sessions/cli/s.json",
 }
 for _agent in registry.REGISTRY:  # the newer readers name an example path per layout
     PATHS.update(getattr(registry.reader(_agent.name), "EXAMPLE_PATHS", {}))
@@ -107,6 +117,27 @@ def test_arbitrary_rows(table: str, row: dict[str, Any], raw: bytes) -> None:
     source = source_info("opencode.db", "opencode.db")
     _check(parse.parse_row(source, state, table, "r1", _encode(row)))
     _check(parse.parse_row(source, state, table, "r1", raw))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    layout=st.sampled_from(["crush.db", "goose.db"]),
+    table=st.sampled_from(["sessions", "messages", "files", ""]),
+    row=st.dictionaries(
+        st.sampled_from(["id", "session_id", "role", "parts", "content_json", "created_at",
+                         "created_timestamp", "timestamp", "title", "name", "working_dir",
+                         "parent_session_id"]),
+        st.one_of(JSONISH, JSONISH.map(json.dumps)), max_size=7),
+    raw=st.binary(max_size=100),
+)
+def test_arbitrary_rows_of_other_agents(
+    layout: str, table: str, row: dict[str, Any], raw: bytes
+) -> None:
+    state: dict[str, Any] = {}
+    source = source_info(layout, PATHS[layout])
+    _check(parse.parse_row(source, state, table, "r1", _encode(row)))
+    _check(parse.parse_row(source, state, table, "r1", raw))
+    msgspec.json.encode(state)
 
 
 def _fixture_lines() -> list[tuple[str, str, Any]]:

@@ -76,6 +76,21 @@
 
   function params() { return new URLSearchParams(location.search); }
 
+  // "N archived sessions hidden · show them": the link turns the archived filter on
+  function hiddenNote(n, ps) {
+    if (!n) return null;
+    const p = node("p", "muted");
+    p.id = "hist-hidden";
+    const next = new URLSearchParams(ps);
+    next.set(P + "arch", "true");
+    const a = node("a", null, "show them");
+    a.id = "hist-show-archived";
+    a.href = "/?" + next;
+    a.addEventListener("click", (ev) => { ev.preventDefault(); navigate(next); });
+    p.append(node("span", null, n + " archived session" + (n === 1 ? "" : "s") + " hidden · "), a);
+    return p;
+  }
+
   function navigate(qs) {
     history.pushState(null, "", "/?" + qs);
     render();
@@ -152,9 +167,12 @@
         list.appendChild(li);
       }
       view.appendChild(list);
+      const note = hiddenNote(res.hiddenArchivedSessions, ps);
+      if (note) view.appendChild(note);
       return;
     }
-    const res = await getJson("/api/projects");
+    const res = await getJson("/api/projects" +
+      (ps.get(P + "arch") === "true" ? "?include_archived=true" : ""));
     const list = node("ol", "items");
     for (const p of res.projects) {
       const li = node("li", "item");
@@ -166,6 +184,8 @@
     }
     if (!res.projects.length) view.appendChild(node("p", "muted", "No project has turns yet."));
     view.appendChild(list);
+    const note = hiddenNote(res.hiddenArchivedSessions, ps);
+    if (note) view.appendChild(note);
   }
 
   const FIELDS = ["session", "role", "tool", "agent", "since", "until", "q"];
@@ -254,6 +274,8 @@
     }
     view.appendChild(list);
     if (!res.turns.length) view.appendChild(node("p", "muted", "No turns match."));
+    const note = hiddenNote(res.hiddenArchivedSessions, ps);
+    if (note) view.appendChild(note);
     const nav = node("div", "actions");
     const n = parseInt(page, 10);
     if (n > 1) nav.appendChild(pager("← Previous", n - 1));
