@@ -167,7 +167,6 @@ class CaptureLoop:
         engine = self.engine = Capturer(self.home.log(), roots,
                                         Options(settle_s=self.settle_s, **self.engine_options))
         self._indexed = 0
-        self._index(engine)  # what an earlier capturer committed but did not index
         watcher = self._watch(engine.roots)
         try:
             self._pass(engine, rediscover=False)  # the initial pass: every file
