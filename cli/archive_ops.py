@@ -38,20 +38,42 @@ DEFAULT_AFTER_DAYS = 30
 
 
 class OpError(Exception):
-    """An operation failed in a way the user should see; `status` is its HTTP status."""
+    """An operation failed in a way the user should see; `status` is its HTTP status,
+    `hint` says how to fix it (None: the command's --help)."""
 
     status = 400
     exit_code = 2
+    hint: str | None = None
 
 
 class NoLog(OpError):
     status = 404
     exit_code = 1
+    hint = "run `agentlog capture` (or `agentlog import`) first"
 
 
 class Busy(OpError):
     status = 503
     exit_code = 1
+    hint = "try again in a moment"
+
+
+class UnknownProject(OpError):
+    """The project names nothing in history.db; the hint lists the known ones."""
+
+    status = 404
+
+    def __init__(self, project: str, hint: str) -> None:
+        super().__init__(f"unknown project {project!r}")
+        self.hint = hint
+
+
+def require_project(con: Connection, project: str) -> None:
+    from projections.sessions import projects_named, unknown_project_hint
+
+    known = projects_named(con)
+    if project not in known:
+        raise UnknownProject(project, unknown_project_hint(known))
 
 
 # --- plumbing ---------------------------------------------------------------------------
@@ -118,8 +140,10 @@ def _team(fn: Any, *args: Any, **kwargs: Any) -> Any:
 # --- browse and search ------------------------------------------------------------------
 
 
-def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) -> dict[str, Any]:
-    """One page of a project's turns plus the project's session list."""
+def history(home: Home, project: str, filters: dict[str, Any], page: int = 1, *,
+            strict: bool = False) -> dict[str, Any]:
+    """One page of a project's turns plus the project's session list. With `strict` (the
+    CLI), a project history.db does not name is `UnknownProject`, else an empty page."""
     from projections import history as h
     from projections.filters import parse_time
 
@@ -136,6 +160,8 @@ def history(home: Home, project: str, filters: dict[str, Any], page: int = 1) ->
     con = open_history(home)
     assert con is not None
     try:
+        if strict:
+            require_project(con, project)
         hf = h.HistoryFilters(**f)
         out: dict[str, Any] = _call(h.history_page, con, project, hf, page)
         out["sessions"] = h.sessions(con, project, include_archived=hf.include_archived)
@@ -173,7 +199,8 @@ def projects(home: Home, *, include_archived: bool = False) -> list[dict[str, An
     if home.postgres is not None:
         from projections.pg import history as pgh
 
-        listed: list[dict[str, Any]] = _team(pgh.projects, home.postgres)
+        listed: list[dict[str, Any]] = _team(pgh.projects, home.postgres,
+                                             include_archived=include_archived)
         return listed
     con = open_history(home)
     assert con is not None
@@ -187,6 +214,11 @@ def archived_sessions(home: Home) -> int:
     """Sessions hidden from the project list (archived)."""
     from projections import history as h
 
+    if home.postgres is not None:
+        from projections.pg import history as pgh
+
+        count: int = _team(pgh.archived_sessions, home.postgres)
+        return count
     con = open_history(home)
     assert con is not None
     try:
@@ -205,12 +237,15 @@ def export_to(
     *,
     session: str | None = None,
     include_archived: bool = False,
+    strict: bool = False,
 ) -> dict[str, Any]:
     from projections.export import write_export
 
     con = open_history(home)
     assert con is not None
     try:
+        if strict:  # the CLI: an unknown project is a mistake, not an empty export
+            require_project(con, project)
         res = write_export(con, project, out, session=session,
                            include_archived=include_archived)
     finally:

@@ -10,7 +10,7 @@ import html
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -26,9 +26,11 @@ ROLES = ("user", "assistant", "tool_use", "tool_result", "thinking", "system")
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.S)
 
 
-def _fail(ctx: click.Context, exc: ops.OpError) -> None:
-    click.echo(f"error: {exc}", err=True)
-    ctx.exit(exc.exit_code)
+def _fail(ctx: click.Context, exc: ops.OpError) -> NoReturn:
+    from cli.errors import BadInput, Failure
+
+    hint = exc.hint or f"see `agentlog {ctx.info_name} --help`"
+    raise (BadInput if exc.exit_code == 2 else Failure)(str(exc), hint) from None
 
 
 def _short(text: str | None, n: int = 160) -> str:
@@ -55,22 +57,24 @@ def _print_preview(preview: str) -> str:
 @click.option("--session", "-s", default=None, help="Only this session.")
 @click.option("--role", type=click.Choice(ROLES), default=None)
 @click.option("--tool", default=None, help="Only turns of this tool.")
-@click.option("--agent", default="all", show_default=True,
+@click.option("--thread", default="all", show_default=True,
               help="main (main thread only), all, or @NAME (one subagent).")
+@click.option("--agent", default=None, help="Only turns of this agent (claude, codex, …).")
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
-@click.option("--page", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--page", type=click.IntRange(1), metavar="INTEGER", default=1, show_default=True)
 @click.option("--sessions", "list_sessions", is_flag=True, help="List the project's sessions.")
 @click.option("--include-archived", is_flag=True, help="Include archived sessions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the page as JSON.")
 @click.pass_context
 def history(ctx: click.Context, query: str, project: str | None, session: str | None,
-            role: str | None, tool: str | None, agent: str, since: str | None,
+            role: str | None, tool: str | None, thread: str, agent: str | None,
+            since: str | None,
             until: str | None, page: int, list_sessions: bool, include_archived: bool,
             as_json: bool) -> None:
     """Browse one project's turns (100 a page, oldest first), or search every project.
 
-    With --project: the project's turns filtered by session, role, tool, agent, time and
+    With --project: the project's turns filtered by session, role, tool, thread, agent, time and
     the words of QUERY. Without it: QUERY across all projects, at most 200 hits, newest
     first (an empty QUERY lists the projects instead).
     """
@@ -94,10 +98,11 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
             _print_search(res)
             return
         filters: dict[str, Any] = {
-            "session": session, "role": role, "tool": tool, "agent": agent, "since": since,
+            "session": session, "role": role, "tool": tool, "agent": thread,
+            "agent_name": agent, "since": since,
             "until": until, "text": query or None, "include_archived": include_archived,
         }
-        res = ops.history(home, project, filters, page)
+        res = ops.history(home, project, filters, page, strict=True)
     except ops.OpError as exc:
         _fail(ctx, exc)
         return
@@ -161,11 +166,11 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
                 raise ops.OpError("--project is required (or --log FILE for the whole log)")
             if output is None:
                 ops.export_to(home, project, sys.stdout.buffer, session=session,
-                              include_archived=include_archived)
+                              include_archived=include_archived, strict=True)
                 sys.stdout.buffer.flush()
                 return
             summary = ops.export_file(home, project, Path(output), session=session,
-                                      include_archived=include_archived)
+                                      include_archived=include_archived, strict=True)
     except ops.OpError as exc:
         _fail(ctx, exc)
         return
@@ -246,7 +251,7 @@ def _read(file: str) -> bytes:
 
 
 @click.command()
-@click.option("--after-days", type=click.IntRange(0), default=None,
+@click.option("--after-days", type=click.IntRange(0), metavar="INTEGER", default=None,
               help="Archive sessions whose newest turn is older than N days (default 30).")
 @click.option("--now", default=None, help="Pretend it is this time (epoch ms or ISO-8601).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

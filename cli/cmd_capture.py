@@ -128,11 +128,15 @@ def capture(
     else:
         missing = f"; missing roots: {', '.join(out['missing_roots'])}" if out[
             "missing_roots"] else ""
-        click.echo(
-            f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
-            f"{out['appended']} events appended ({out['duplicates']} duplicates), "
-            f"{out['pending']} pending{missing}"
-        )
+        pending = f", {out['pending']} pending" if out["pending"] else ""
+        if out["appended"] == 0:
+            click.echo(f"nothing new in {out['files']} files{pending}{missing}")
+        else:
+            click.echo(
+                f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
+                f"{out['appended']} events appended ({out['duplicates']} duplicates), "
+                f"{out['pending']} pending{missing}"
+            )
         for err in out["errors"]:
             click.echo(f"warning: {err}", err=True)
     if stats.appended and index and not watch:
@@ -248,11 +252,20 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     try:
         log = home.log(readonly=True)
     except LogMissing:
-        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)") from None
+        from cli.errors import Failure
+
+        raise Failure(f"no event log in {home.root} (nothing captured yet)",
+                      "run `agentlog capture` first") from None
     try:
         report = run_restore(log, Path(to).absolute(), agent=agent, session=session)
     except (EventLogError, RestoreError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
+    if session is not None and not (report.files or report.rows or report.skipped):
+        from cli.errors import BadInput
+
+        raise BadInput(f"--session: no captured file or row belongs to session {session!r}"
+                       + (f" of {agent}" if agent else ""),
+                       "session ids are listed by `agentlog history --project P --sessions`")
     if as_json:
         emit_json(report.to_dict())
     else:

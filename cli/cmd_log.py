@@ -9,6 +9,7 @@ import click
 
 from cli import hooks
 from cli.config import get_home
+from cli.errors import no_log as _no_log
 from cli.output import emit_json, emit_json_pretty, human_bytes
 from eventlog import EventLogError, LogMissing
 
@@ -31,8 +32,10 @@ def record(ctx: click.Context, as_json: bool) -> None:
     if errors:
         for err in errors:
             click.echo(f"line {err['line']}: {err['error']}", err=True)
-        click.echo(f"{len(errors)} bad line(s); nothing appended", err=True)
-        ctx.exit(2)
+        from cli.errors import BadInput
+
+        raise BadInput(f"{len(errors)} bad line(s); nothing appended",
+                       "fix the lines above (the schema is in docs/events.md)")
     if not events:  # nothing to write: do not create a log just to say so
         head = home.log(readonly=True).head().seq if home.has_log() else 0
         emit_json({"appended": 0, "duplicates": 0, "head": head})
@@ -76,7 +79,7 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
             report = verify_isolated(Path(log_path))
         else:
             if not home.has_log():
-                raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+                raise _no_log(home.root)
             log = home.log(readonly=True)
             report = verify_isolated(home.log_dir, live=log)
             if report.ok:
@@ -117,7 +120,7 @@ def audit(ctx: click.Context, as_json: bool) -> None:
     try:
         log = home.log(readonly=True)
     except LogMissing:
-        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)") from None
+        raise _no_log(home.root) from None
     report = run_audit(log)
     report["home"] = str(home.root)
     report.update(hooks.audit_sections(home, log))
@@ -127,10 +130,26 @@ def audit(ctx: click.Context, as_json: bool) -> None:
     _print_audit(report)
 
 
-def _print_audit(r: dict[str, Any]) -> None:
-    from rich.console import Console
+def _table(title: str) -> Any:
+    """An audit table that fits 80 columns: no side borders; a long cell folds onto more
+    lines (never cut with "…", so two rows never look alike)."""
+    from rich import box
     from rich.table import Table
 
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 collapse_padding=True, title_justify="left")
+
+
+def _short_time(at: Any) -> str:
+    """`2026-12-01T19:45:33.495+00:00` as `2026-12-01 19:45:33` (the audit is in UTC)."""
+    text = str(at)
+    return text[:19].replace("T", " ") if len(text) >= 19 and text[10:11] == "T" else text
+
+
+def _print_audit(r: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    Table = _table
     con = Console()
     con.print(f"[bold]agentlog audit[/bold]  home {r['home']}")
     con.print(
@@ -153,11 +172,11 @@ def _print_audit(r: dict[str, Any]) -> None:
             d.add_row(day, str(n))
         con.print(d)
     w = Table(title="writers")
-    for col in ("seq", "at", "host", "pid", "version", "command"):
-        w.add_column(col)
+    for col in ("seq", "at (UTC)", "host", "pid", "version", "command"):
+        w.add_column(col, overflow="fold", no_wrap=col in ("seq", "at (UTC)", "pid"))
     for wr in r["writers"][-20:]:
-        w.add_row(str(wr["seq"]), str(wr["at"]), wr["host"], str(wr["pid"]), wr["version"],
-                  wr["command"])
+        w.add_row(str(wr["seq"]), _short_time(wr["at"]), wr["host"], str(wr["pid"]),
+                  wr["version"], wr["command"])
     con.print(w)
     for key, value in r.items():
         if key in {"home", "events", "log_bytes", "duplicates_skipped", "head", "first_capture",
@@ -190,11 +209,12 @@ def _print_archive(con: Any, a: dict[str, Any]) -> None:
 
 def _print_capture(con: Any, c: dict[str, Any]) -> None:
     """The capture section as a table and a few lines (it was a page of raw JSON)."""
-    from rich.table import Table
-
-    t = Table(title="captured by layout")
+    t = _table("captured by layout")
+    widest = max((len(name) for name in c["by_layout"]), default=6)
     for col in ("layout", "files", "bytes", "records", "pending", "missing", "unknown types"):
-        t.add_column(col, justify="left" if col in ("layout", "unknown types") else "right")
+        t.add_column(col, justify="left" if col in ("layout", "unknown types") else "right",
+                     overflow="fold", no_wrap=col != "unknown types",
+                     min_width=min(widest, 32) if col == "layout" else None)
     for layout, k in sorted(c["by_layout"].items()):
         unknown = ", ".join(f"{name} ×{n}" for name, n in sorted(k["unknown_types"].items()))
         records = "-" if k["records"] is None else str(k["records"])
@@ -225,7 +245,7 @@ def backup(ctx: click.Context, as_json: bool) -> None:
 
     home = get_home(ctx)
     if not home.has_log():  # a mistyped --home must not become a new home with a backup
-        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+        raise _no_log(home.root)
     try:
         log = home.log()
         manifest = run_backup(log, home.backups_dir)

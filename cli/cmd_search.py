@@ -23,13 +23,15 @@ _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
 
 
 def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
+    from cli.errors import BadInput
+
     param = getattr(exc, "param", "")
     name = _OPTION.get(param, f"--{param}" if param else "")
     msg = getattr(exc, "message", str(exc))
-    click.echo(f"agentlog {ctx.info_name}: {name}: {msg}" if name else f"agentlog: {exc}",
-               err=True)
-    ctx.exit(2)
-    raise SystemExit(2)  # for type checkers; ctx.exit raises
+    hint = f"see `agentlog {ctx.info_name} --help`"
+    if param == "project" and "; " in msg:  # "unknown project 'x'; known projects: …"
+        msg, hint = msg.split("; ", 1)
+    raise BadInput(f"{name}: {msg}" if name else str(exc), hint)
 
 
 def _prepare(home: Home) -> None:
@@ -62,7 +64,7 @@ def _emit(obj: Any) -> None:
               help="message, run, decision, transcript, approval, progress or report.")
 @click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
 @click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
-@click.option("--limit", default=None, help="1..50 (default 10).")
+@click.option("--limit", type=int, default=None, help="1..50 (default 10).")
 @click.option("--include-archived/--exclude-archived", default=True, show_default=True,
               help="Archived sessions are searched too (each hit says `archived`); "
                    "--exclude-archived skips them.")
@@ -75,7 +77,7 @@ def _emit(obj: Any) -> None:
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
-           since: str | None, until: str | None, limit: str | None, include_archived: bool,
+           since: str | None, until: str | None, limit: int | None, include_archived: bool,
            as_json: bool, want_answer: bool = False, postgres: str | None = None,
            host: str | None = None) -> None:
     """Search the history for QUERY (literal words, all required)."""
@@ -118,6 +120,12 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
     _print_hits(result, text)
 
 
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
 def _print_hits(result: dict[str, Any], text: str) -> None:
     from projections.text import query_tokens
 
@@ -138,6 +146,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
             snip = pattern.sub(mark, snip)
         click.echo(f"  {snip}")
         click.echo(click.style(f"  {hit['id']}", fg="cyan") if color else f"  {hit['id']}")
+        if hit.get("conversation"):
+            conv = f"  → agentlog conversation {_quote(hit['conversation'])}"
+            click.echo(click.style(conv, dim=True) if color else conv)
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
@@ -170,9 +181,10 @@ def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
     except QueryError as exc:
         _bad(ctx, exc)
     if doc is None:
-        click.echo(f"agentlog show: ID: not found: {hit_id!r}", err=True)
-        ctx.exit(1)
-        return
+        from cli.errors import Failure
+
+        raise Failure(f"ID: not found: {hit_id!r}",
+                      "use an `id` printed by `agentlog search`")
     if as_json:
         _emit(doc)
         return
@@ -188,11 +200,11 @@ def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
 @click.command()
 @click.argument("conversation_id", metavar="ID")
 @click.option("--after", default=None, help="The `next` cursor of the previous page.")
-@click.option("--limit", default=None, help="1..100 items (default 20).")
+@click.option("--limit", type=int, default=None, help="1..100 items (default 20).")
 @click.option("--json", "as_json", is_flag=True, help="Print the page JSON.")
 @click.pass_context
 def conversation(ctx: click.Context, conversation_id: str, after: str | None,
-                 limit: str | None, as_json: bool) -> None:
+                 limit: int | None, as_json: bool) -> None:
     """Page through a conversation (a hit's `conversation`, or a session id)."""
     from projections.errors import NotFound, QueryError
     from projections.query import get_conversation
@@ -205,9 +217,10 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
     except QueryError as exc:
         _bad(ctx, exc)
     except NotFound as exc:
-        click.echo(f"agentlog conversation: ID: {exc}", err=True)
-        ctx.exit(1)
-        return
+        from cli.errors import Failure
+
+        raise Failure(f"ID: {exc}", "use a hit's conversation id (shown by `agentlog "
+                      "search`) or a session id") from None
     if as_json:
         _emit(page)
         return
@@ -234,7 +247,10 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
 
     home = get_home(ctx)
     if not home.has_log():
-        raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
+        from cli.errors import Failure
+
+        raise Failure(f"no event log in {home.root} (nothing captured yet)",
+                      "run `agentlog capture` first")
     log = home.log(readonly=True)
     bar = _Progress() if sys.stderr.isatty() and not as_json else None
     try:

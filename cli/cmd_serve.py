@@ -10,7 +10,7 @@ from cli.config import get_home
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (loopback only unless --allow-remote).")
-@click.option("--port", type=click.IntRange(0, 65535), default=0,
+@click.option("--port", type=click.IntRange(0, 65535), metavar="INTEGER", default=0,
               help="Port to listen on (default: a free port).")
 @click.option("--allow-remote", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it still needs the token).")

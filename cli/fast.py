@@ -86,6 +86,8 @@ def search_json(args: list[str]) -> bool:
         home = resolve_home(home_opt)
     except Exception:
         return False
+    if not home.root.is_dir():
+        return False  # click reports a home that does not exist
     home.command = "agentlog search"
     opts = {k: v for k, v in values.items() if k != "limit"}
     try:
@@ -104,21 +106,32 @@ def search_json(args: list[str]) -> bool:
     return True
 
 
-def find(home: Home, text: str, options: dict[str, str], limit: str | None, *,
+def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
          include_archived: bool = True) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     """
     from cli.catchup import ensure_current, search_engine
+    from projections.errors import QueryError
     from projections.query import search as run_search
     from projections.text import query_tokens
 
     filters: dict[str, Any] = dict(options)
     if not include_archived:  # archived sessions are searched unless excluded
         filters["include_archived"] = False
-    query_tokens(text)  # validate before touching the log
+    if not query_tokens(text):  # validate before touching the log
+        raise QueryError("query", f"{text!r} has no searchable word (search for words or "
+                         "numbers; punctuation is ignored)")
     ensure_current_quietly(home, ensure_current)
+    project = options.get("project")
+    if project is not None:  # an unknown project is a mistake: name the known ones
+        from projections.sessions import known_projects, unknown_project_hint
+
+        known = known_projects(home.history_db)
+        if project not in known:
+            raise QueryError("project", f"unknown project {project!r}; "
+                             + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
                         engine=search_engine(home))
     from cli.background import with_capture  # the capture fields of `coverage`

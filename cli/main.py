@@ -65,6 +65,11 @@ HELP: dict[str, str] = {
     "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
 }
 
+# Commands that only read the home: a home that does not exist is a mistake (a typo in
+# --home or AGENTLOG_HOME), never silently an empty history. The others create it.
+READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
+                       "audit", "backup", "restore", "reindex"})
+
 
 def main(argv: list[str] | None = None) -> Any:
     args = argv if argv is not None else sys.argv[1:]

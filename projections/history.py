@@ -2,9 +2,10 @@
 
 Promises:
 - a history page holds at most `PAGE_SIZE` (100) transcript turns of one project, oldest
-  first (time, then position in the log), filtered by session, role, tool, agent
-  (`main` = the main thread, `all`, `@NAME` = one subagent by name), since/until (inclusive,
-  epoch ms) and words (every word must occur, as literal text: never query syntax);
+  first (time, then position in the log), filtered by session, role, tool, thread
+  (`main` = the main thread, `all`, `@NAME` = one subagent by name), agent name (`claude`,
+  `codex`, … as in search), since/until (inclusive, epoch ms) and words (every word must
+  occur, as literal text: never query syntax);
 - the cross-project search returns at most `SEARCH_CAP` (200) turns, newest first, each with
   its project, role and a preview of ±`PREVIEW_CHARS` (100) characters around the first
   match in which the match is wrapped in `<mark>…</mark>` and every other character is
@@ -54,13 +55,20 @@ class HistoryFilters:
     until: int | None = None
     text: str | None = None
     include_archived: bool = False
+    agent_name: str | None = None  # the agent that wrote the turn, as search's --agent
 
     def check(self) -> None:
         if self.role is not None and self.role not in ROLES:
             raise QueryError("role", f"must be one of {', '.join(ROLES)}, got {self.role!r}")
         if not (self.agent in ("main", "all") or (self.agent.startswith("@") and
                                                    len(self.agent) > 1)):
-            raise QueryError("agent", f"must be main, all or @NAME, got {self.agent!r}")
+            raise QueryError("thread", f"must be main, all or @NAME, got {self.agent!r}")
+        if self.agent_name is not None:
+            from readers.registry import search_agents
+
+            if self.agent_name not in search_agents():
+                raise QueryError("agent", f"must be one of {', '.join(search_agents())}, got "
+                                 f"{self.agent_name!r}")
         if self.since is not None and self.until is not None and self.since > self.until:
             raise QueryError("since", "must not be after until")
 
@@ -175,6 +183,9 @@ def history_page(
         if value is not None:
             where.append(f"d.{col} = ?")
             params.append(value)
+    if filters.agent_name is not None:
+        where.append("d.agent = ?")
+        params.append(filters.agent_name)
     if filters.agent == "main":
         where.append("d.subagent IS NULL")
     elif filters.agent.startswith("@"):
@@ -314,7 +325,7 @@ def search(
         hits.append({
             "id": r[1], "project": r[2], "sessionId": r[3], "ts": format_ts(r[4]), "at": r[4],
             "role": r[5], "tool": r[7], "agent": r[8], "subagentName": r[10],
-            "archived": bool(r[12]), "preview": preview(r[6], tokens),
+            "subagent": r[9], "archived": bool(r[12]), "preview": preview(r[6], tokens),
         })
     return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP,
             "hiddenArchivedSessions": hidden}

@@ -50,7 +50,8 @@ def _reader(layout: str, fn: str) -> Any:
 def state_scope(source: SourceInfo) -> str:
     """Sources with the same scope share one state dict.
 
-    A Claude subagent transcript shares with its `.meta.json`; a run log with its metadata;
+    A Claude subagent transcript shares with its `.meta.json`, a persisted tool output
+    (`<session>/tool-results/*.txt`) with its session's transcript; a run log with its metadata;
     every opencode source of one root shares one scope (parts need their message's role).
     """
     prefix = source.source[: -len(source.path)] if source.source.endswith(source.path) else ""
@@ -63,6 +64,10 @@ def state_scope(source: SourceInfo) -> str:
         hook = getattr(registry.reader(agent.name), "state_scope", None)
         scope = hook(source, prefix) if hook is not None else None
         return scope if isinstance(scope, str) else source.source
+    if source.layout == "claude.tool_result" and "/tool-results/" in source.path:
+        # <session>/tool-results/<call id>.txt shares the state of <session>.jsonl: its
+        # project (cwd) and the time of the result line that names it
+        return prefix + source.path.rsplit("/tool-results/", 1)[0] + ".jsonl"
     suffixes = _SHARED_STEM.get(source.layout)
     path = source.path
     if suffixes:

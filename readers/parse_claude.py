@@ -138,6 +138,11 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
             return result
         stem = source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         session = session_from_path(source.path.rsplit("/tool-results/", 1)[0])
+        # Shares its session transcript's state (readers.parse.state_scope): the project
+        # and the time of the result line naming it, else of the last line seen.
+        times = state.get("result_at")
+        at = times.get(stem) if isinstance(times, dict) else None
+        at = at if isinstance(at, int) else state.get("last_at")
         result.records.append(
             make_record(
                 uid=f"claude:tool-result:{session}:{stem}",
@@ -147,6 +152,7 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
                 text=text,
                 cursor="0:0",
                 project=state.get("cwd"),
+                at=at if isinstance(at, int) else None,
             )
         )
         return result
@@ -184,6 +190,8 @@ class _Context:
         if uuid:
             state["last_uuid"] = uuid
         self.at = iso_ms(obj.get("timestamp"))
+        if self.at is not None and not self.subagent:
+            state["last_at"] = self.at
 
     def record(self, role: str, text: str, block: int | None = None, **extra: Any) -> Record:
         uid = f"claude:{self.uuid}" if block is None else f"claude:{self.uuid}#{block}"
@@ -282,6 +290,12 @@ def _tool_result(ctx: _Context, block: dict[str, Any], index: int, result: Parse
     tools = ctx.state.get("tools")
     use_id = block.get("tool_use_id")
     tool = tools.get(use_id) if isinstance(tools, dict) and isinstance(use_id, str) else None
+    if isinstance(use_id, str) and ctx.at is not None:
+        # a persisted output (tool-results/<use_id>.txt) is dated by its result line
+        times = ctx.state.setdefault("result_at", {})
+        if isinstance(times, dict):
+            times[use_id] = ctx.at
+            trim_map(times, _TOOL_MAP_LIMIT)
     result.records.append(ctx.record("tool_result", text[:MAX_TEXT], index, tool=tool))
 
 

@@ -66,7 +66,7 @@ def test_backup_without_a_log_is_a_clear_error_and_creates_nothing(tmp_path: Pat
     """QA: `--home <typo> backup` created a new empty log and backed it up, exit 0."""
     typo = tmp_path / "no-such-home"
     res = run_cli(typo, "backup")
-    assert res.returncode == 1 and b"no event log" in res.stderr
+    assert res.returncode == 2 and f"home {typo} does not exist".encode() in res.stderr
     assert not typo.exists()
 
 

@@ -202,7 +202,7 @@ def test_cli_round_trip_and_errors(tmp_path: Path) -> None:
     r = run_cli(b, "import", str(bad), "--apply")
     assert r.returncode == 2 and b"turns[0]" in r.stderr and b"nothing imported" in r.stderr
     r = run_cli(tmp_path / "none", "export", "--project", "x")
-    assert r.returncode == 1 and b"no event log" in r.stderr
+    assert r.returncode == 2 and b"does not exist" in r.stderr
 
 
 def test_log_export_import_reproduces_head_and_search(tmp_path: Path) -> None:

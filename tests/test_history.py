@@ -64,10 +64,13 @@ def test_filters(h: Home) -> None:
     assert q(text="迁移") == ["数据库迁移 needs a rollback plan"]
     assert q(text='settings" OR NEAR(x') == []  # operators are literal words, never syntax
     assert ops.history(h, "other-project", {})["turns"] == []
+    with pytest.raises(ops.UnknownProject, match="unknown project 'other-project'"):
+        ops.history(h, "other-project", {}, strict=True)
 
 
 @pytest.mark.parametrize(("filters", "param"), [
-    ({"role": "wizard"}, "role"), ({"agent": "some"}, "agent"), ({"since": "yesterday"}, "since"),
+    ({"role": "wizard"}, "role"), ({"agent": "some"}, "thread"),
+    ({"agent_name": "gpt"}, "agent"), ({"since": "yesterday"}, "since"),
     ({"since": T0 + 10, "until": T0}, "since"),
 ])
 def test_bad_filters_name_the_parameter(h: Home, filters: dict[str, object], param: str) -> None:
@@ -130,8 +133,10 @@ def test_cli_history_and_search(tmp_path: Path) -> None:
     assert len(json.loads(r.stdout)["hits"]) == 5
     r = run_cli(home, "history", "settings")
     assert r.returncode == 0 and b"proj-a" in r.stdout and b"5 hits" in r.stderr
+    r = run_cli(home, "history", "--project", "proj-a", "--thread", "bogus")
+    assert r.returncode == 2 and b"thread" in r.stderr
     r = run_cli(home, "history", "--project", "proj-a", "--agent", "bogus")
-    assert r.returncode == 2 and b"agent" in r.stderr
+    assert r.returncode == 2 and b"agent: must be one of" in r.stderr
     r = run_cli(home, "history", "--json")
     assert json.loads(r.stdout)["projects"][0]["project"] == "proj-a"
     r = run_cli(home, "history", "-p", "proj-a", "--sessions", "--json")

@@ -76,7 +76,7 @@ def test_project_view_filters_and_paging(served: Served, browser: Any) -> None: 
     page.select_option("#hist-session", "s2")
     expect(page.locator("#hist-turns li.item")).to_have_count(3)
     assert "hsession=s2" in page.url
-    page.fill("#hist-agent", "@Explore")
+    page.fill("#hist-thread", "@Explore")
     page.click("#hist-filters button")
     expect(page.locator("#hist-turns li.item")).to_have_count(1)
     assert "Explore" in page.locator("#hist-turns").inner_text()

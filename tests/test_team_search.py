@@ -157,13 +157,45 @@ def test_history_views_match_local(two_hosts: tuple[str, EventLog, Path]) -> Non
         assert [s["sessionId"] for s in got["sessions"]] == [
             s["sessionId"] for s in lh.sessions(con, project)]
         assert all(t["host"] == "alpha" for t in got["turns"])
+        assert got["hiddenArchivedSessions"] == want["hiddenArchivedSessions"]
+        assert [p["project"] for p in ph.projects(url, "alpha", include_archived=True)] == [
+            p["project"] for p in lh.projects(con, include_archived=True)]
+        assert ph.archived_sessions(url) == 0 == lh.archived_sessions(con)
         for text in ("zebra", "中文", "okapi"):
             w = lh.search(con, text)
             g = ph.search(url, text, host="alpha")
             assert [h["id"] for h in g["hits"]] == [h["id"] for h in w["hits"]], text
             assert [h["preview"] for h in g["hits"]] == [h["preview"] for h in w["hits"]]
+            assert g["hiddenArchivedSessions"] == w["hiddenArchivedSessions"]
         with pytest.raises(QueryError):
             ph.search(url, "zebra", role="nobody")
+    finally:
+        con.close()
+
+
+def test_archived_sessions_are_hidden_and_counted_like_local(
+        two_hosts: tuple[str, EventLog, Path], tmp_path: Path) -> None:
+    from eventlog.events import SessionArchived
+    from projections import db as local_db
+    from projections import history as lh
+    from projections.pg import history as ph
+
+    url, log, db_path = two_hosts
+    append(log, [SessionArchived(project="/proj", session="s1", path="x", sha256="0" * 64,
+                                 turns=3, newest_at=2**62, at=2)], prefix="arch")
+    sync(log, url, "alpha")
+    project(url, tmp_path / "scratch", hosts=["alpha"])
+    rebuild(db_path, log)
+    con = local_db.connect(db_path, readonly=True)
+    try:
+        want = lh.search(con, "zebra")
+        got = ph.search(url, "zebra", host="alpha")
+        assert want["hiddenArchivedSessions"] == 1 == got["hiddenArchivedSessions"]
+        assert [h["id"] for h in got["hits"]] == [h["id"] for h in want["hits"]]
+        assert ph.archived_sessions(url) == lh.archived_sessions(con) == 1
+        page = ph.history_page(url, "/proj", lh.HistoryFilters(), host="alpha")
+        assert page["hiddenArchivedSessions"] == lh.history_page(
+            con, "/proj", lh.HistoryFilters())["hiddenArchivedSessions"] == 1
     finally:
         con.close()
 

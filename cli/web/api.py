@@ -103,11 +103,19 @@ def history(request: Request) -> dict[str, Any]:
 
 @endpoint
 def conversation(request: Request) -> dict[str, Any]:
-    p = params(request, ("after", "limit"))
-    return calls.conversation(
+    p = params(request, ("after", "limit", "format"))
+    fmt = p.get("format") or "text"
+    if fmt not in ("text", "html"):
+        raise BadRequest(f"format: expected text or html, got {fmt!r}")
+    page = calls.conversation(
         _home(request), request.path_params["cid"], p.get("after") or None,
         p.get("limit") or None,
     )
+    if fmt == "html":
+        from cli.web.render import readable
+
+        page["items"] = [readable(item) for item in page["items"]]
+    return page
 
 
 @endpoint

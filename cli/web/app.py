@@ -25,6 +25,7 @@ from cli.web.guard import Guard
 ROUTE_MODULES = [
     "cli.web.api",
     "cli.web.history_routes",
+    "cli.web.browse",
     "cli.web.page",
 ]
 

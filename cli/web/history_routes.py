@@ -1,7 +1,8 @@
 """HTTP routes of per-project history, cross-project search, export and import.
 
     GET  /api/projects                                   projects with turns
-    GET  /api/projects/<id>/history?session&role&tool&agent&since&until&q&page&include_archived
+    GET  /api/projects/<id>/history?session&role&tool&thread&agent&since&until&q&page
+                                   &include_archived     one project's turns
     GET  /api/history?q&role&include_archived            cross-project search (<= 200 hits)
     GET  /api/projects/<id>/history/export?session&include_archived   the envelope, streamed
     POST /api/projects/<id>/history/import               multipart: file, apply=true|false
@@ -27,8 +28,9 @@ from cli import archive_ops as ops
 from cli.config import Home
 from cli.web.api import BadRequest, bool_param, params
 
-HISTORY_PARAMS = ("session", "role", "tool", "agent", "since", "until", "q", "page",
+HISTORY_PARAMS = ("session", "role", "tool", "thread", "agent", "since", "until", "q", "page",
                   "include_archived")
+THREADS = ("main", "all")
 SEARCH_PARAMS = ("q", "role", "include_archived")
 EXPORT_PARAMS = ("session", "include_archived")
 IMPORT_PARAMS = ("apply",)
@@ -77,11 +79,18 @@ def projects(request: Request) -> dict[str, Any]:
 @_guarded
 def project_history(request: Request) -> dict[str, Any]:
     p = params(request, HISTORY_PARAMS)
+    agent = p.get("agent") or None
+    thread = p.get("thread") or None
+    if agent is not None and (agent in THREADS or agent.startswith("@")):
+        if thread is not None:
+            raise BadRequest("agent: main/all/@NAME is the thread parameter now; use thread=")
+        thread, agent = agent, None  # the old meaning of agent=, still accepted
     filters: dict[str, Any] = {
         "session": p.get("session") or None,
         "role": p.get("role") or None,
         "tool": p.get("tool") or None,
-        "agent": p.get("agent") or "all",
+        "agent": thread or "all",
+        "agent_name": agent,
         "since": p.get("since") or None,
         "until": p.get("until") or None,
         "text": p.get("q") or None,

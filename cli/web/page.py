@@ -1,4 +1,4 @@
-"""The dashboard page and its three static files, from a fixed table.
+"""The dashboard page and its static files, from a fixed table.
 
 Promise: only the files named in `FILES` are ever served; a request for any other name is
 404, so no path from a URL reaches the file system.
@@ -18,6 +18,8 @@ FILES: dict[str, str] = {
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "history.js": "text/javascript; charset=utf-8",
+    "reader.js": "text/javascript; charset=utf-8",
+    "browse.js": "text/javascript; charset=utf-8",
 }
 
 

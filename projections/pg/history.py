@@ -46,11 +46,33 @@ def _text(tokens: list[str]) -> tuple[list[str], list[Any]]:
     return conds, params
 
 
-def projects(url: str, host: str | None = None) -> list[dict[str, Any]]:
-    """Projects that have transcript turns, most recently active first (all hosts)."""
+def _hidden(con: Any, where: list[str], params: list[Any]) -> int:
+    """Archived sessions with a turn matching `where`, among the newest SEARCH_CAP + 1
+    matching archived turns (as `projections.history`)."""
+    row = con.execute(
+        "SELECT count(DISTINCT (host, session)) FROM (SELECT d.host, d.session"
+        f" FROM agentlog.documents d WHERE {' AND '.join([*where, 'd.archived = 1'])}"
+        " ORDER BY d.at DESC, coalesce(d.ord, 0) DESC, d.rid DESC LIMIT %s) t",
+        [*params, SEARCH_CAP + 1]).fetchone()
+    return int(row[0])
+
+
+def archived_sessions(url: str) -> int:
+    """How many sessions with transcript turns are archived, over every host."""
+    row = _run(url, lambda con: con.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT host, project, session FROM agentlog.documents"
+        " WHERE kind = 'transcript' AND archived = 1 AND project IS NOT NULL) t").fetchone())
+    return int(row[0])
+
+
+def projects(url: str, host: str | None = None, *,
+             include_archived: bool = False) -> list[dict[str, Any]]:
+    """Projects that have (hot, unless `include_archived`) transcript turns, most recently
+    active first (all hosts)."""
     sql = ("SELECT project, count(*), max(at), array_agg(DISTINCT host ORDER BY host)"
            " FROM agentlog.documents WHERE kind = 'transcript' AND project IS NOT NULL"
-           " AND archived = 0" + (" AND host = %s" if host else "")
+           + ("" if include_archived else " AND archived = 0")
+           + (" AND host = %s" if host else "")
            + " GROUP BY project ORDER BY max(at) DESC")
     rows = _run(url, lambda con: con.execute(sql, [host] if host else []).fetchall())
     return [{"project": r[0], "turns": r[1], "last": format_ts(r[2]), "hosts": list(r[3])}
@@ -68,8 +90,6 @@ def history_page(url: str, project: str, filters: HistoryFilters, page: int = 1,
     if host is not None:
         where.append("d.host = %s")
         params.append(host)
-    if not filters.include_archived:
-        where.append("d.archived = 0")
     for col, value in (("session", filters.session), ("role", filters.role),
                        ("tool", filters.tool)):
         if value is not None:
@@ -90,6 +110,7 @@ def history_page(url: str, project: str, filters: HistoryFilters, page: int = 1,
         conds, extra = _text(query_tokens(filters.text))
         where += conds
         params += extra
+    where.append("true" if filters.include_archived else "d.archived = 0")  # always last
     sql = (f"SELECT {', '.join('d.' + c for c in _COLS)} FROM agentlog.documents d"
            f" WHERE {' AND '.join(where)} ORDER BY d.at, coalesce(d.ord, 0), d.rid"
            " LIMIT %s OFFSET %s")
@@ -100,16 +121,18 @@ def history_page(url: str, project: str, filters: HistoryFilters, page: int = 1,
             f" AND session IS NOT NULL{arch}{hcond} GROUP BY session"
             " ORDER BY max(at) DESC, session LIMIT %s")
 
-    def fetch(con: Any) -> tuple[list[Any], list[Any]]:
+    def fetch(con: Any) -> tuple[list[Any], list[Any], int]:
+        hidden = 0 if filters.include_archived else _hidden(con, where[:-1], params)
         rows = con.execute(sql, [*params, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE]).fetchall()
         srows = con.execute(ssql, [project, *([host] if host else []), MAX_SESSIONS]).fetchall()
-        return rows, srows
+        return rows, srows, hidden
 
-    rows, srows = _run(url, fetch)
+    rows, srows, hidden = _run(url, fetch)
     return {
         "project": project, "page": page, "pageSize": PAGE_SIZE,
         "turns": [_turn(r) for r in rows[:PAGE_SIZE]],
         "next": page + 1 if len(rows) > PAGE_SIZE else None,
+        "hiddenArchivedSessions": hidden,
         "sessions": [{"sessionId": r[0], "turns": r[1], "first": format_ts(r[2]),
                       "last": format_ts(r[3]), "title": r[4], "archived": bool(r[5])}
                      for r in srows],
@@ -122,26 +145,32 @@ def search(url: str, query: str, *, role: str | None = None, include_archived: b
     if role is not None and role not in ROLES:
         raise QueryError("role", f"must be one of {', '.join(ROLES)}, got {role!r}")
     if not isinstance(query, str) or not query.strip():
-        return {"query": "", "hits": [], "capped": False}
+        return {"query": "", "hits": [], "capped": False, "hiddenArchivedSessions": 0}
     tokens = query_tokens(query)
     if not tokens:
-        return {"query": query.strip(), "hits": [], "capped": False}
+        return {"query": query.strip(), "hits": [], "capped": False,
+                "hiddenArchivedSessions": 0}
     where, params = _text(tokens)
     where.append("d.kind = 'transcript'")
-    if not include_archived:
-        where.append("d.archived = 0")
     if role is not None:
         where.append("d.role = %s")
         params.append(role)
     if host is not None:
         where.append("d.host = %s")
         params.append(host)
+    hot = [*where, "true" if include_archived else "d.archived = 0"]
     sql = (f"SELECT {', '.join('d.' + c for c in _COLS)} FROM agentlog.documents d"
-           f" WHERE {' AND '.join(where)} ORDER BY d.at DESC, coalesce(d.ord, 0) DESC,"
+           f" WHERE {' AND '.join(hot)} ORDER BY d.at DESC, coalesce(d.ord, 0) DESC,"
            " d.rid DESC LIMIT %s")
-    rows = _run(url, lambda con: con.execute(sql, [*params, SEARCH_CAP + 1]).fetchall())
+
+    def fetch(con: Any) -> tuple[list[Any], int]:
+        hidden = 0 if include_archived else _hidden(con, where, params)
+        return con.execute(sql, [*params, SEARCH_CAP + 1]).fetchall(), hidden
+
+    rows, hidden = _run(url, fetch)
     hits = [{"id": r[1], "project": r[2], "sessionId": r[3], "ts": format_ts(r[4]),
              "at": r[4], "role": r[5], "tool": r[7], "agent": r[8], "subagentName": r[10],
              "archived": bool(r[12]), "preview": make_preview(r[6], tokens), "host": r[13]}
             for r in rows[:SEARCH_CAP]]
-    return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP}
+    return {"query": query.strip(), "hits": hits, "capped": len(rows) > SEARCH_CAP,
+            "hiddenArchivedSessions": hidden}

@@ -1,6 +1,7 @@
 // agentlog dashboard. No build step, no inline script (the CSP forbids it).
 // Safety rule: every piece of history is put in the page with textContent; the only
-// markup created from data is <mark> elements made with createElement for query matches.
+// markup created from data is <mark> elements made with createElement for query matches
+// and the server-sanitized markdown of transcript items (see reader.js).
 // Links from the API are followed only when they are local paths ("/..." but not "//").
 "use strict";
 
@@ -41,28 +42,6 @@ async function api(path) {
     throw new Error(msg);
   }
   return body;
-}
-
-// --- highlighting -------------------------------------------------------------------
-function queryTerms(q) {
-  const words = (q || "").match(/[\p{L}\p{N}]+/gu) || [];
-  return [...new Set(words.map((w) => w.toLowerCase()))].slice(0, 32);
-}
-
-function escapeRegExp(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
-
-// Append `text` to `parent`, wrapping matches of `terms` in <mark> elements.
-function appendHighlighted(parent, text, terms) {
-  text = String(text ?? "");
-  if (!terms.length) { parent.appendChild(document.createTextNode(text)); return; }
-  const re = new RegExp(terms.sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "giu");
-  let last = 0;
-  for (const m of text.matchAll(re)) {
-    if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
-    parent.appendChild(el("mark", null, m[0]));
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
 }
 
 // --- coverage -------------------------------------------------------------------------
@@ -108,7 +87,16 @@ function hitMeta(hit) {
   if (hit.agent) meta.appendChild(el("span", "pill", hit.agent));
   meta.appendChild(el("time", null, fmtTime(hit.at)));
   for (const key of ["project", "session", "job", "run"]) {
-    if (hit[key]) meta.appendChild(el("span", "field", key + " " + hit[key]));
+    if (!hit[key]) continue;
+    let href = null;
+    if (key === "project") href = Browse.projectHref(hit.project);
+    if (key === "session" && hit.agent && hit.kind === "transcript") href = Browse.sessionHref(hit.agent, hit.session);
+    if (href) {
+      const a = el("a", "field " + key, key + " " + hit[key]);
+      a.href = href;
+      a.addEventListener("click", (ev) => { ev.preventDefault(); go(href); });
+      meta.appendChild(a);
+    } else meta.appendChild(el("span", "field", key + " " + hit[key]));
   }
   return meta;
 }
@@ -116,7 +104,7 @@ function hitMeta(hit) {
 function renderSearch(result, q) {
   const view = clearView();
   showCoverage(result.coverage, result.engine);
-  const terms = queryTerms(q);
+  const terms = Reader.terms(q);
   if (result.answer) {
     const box = el("section", "answer");
     box.appendChild(el("h2", null, "Answer"));
@@ -134,13 +122,15 @@ function renderSearch(result, q) {
     li.tabIndex = -1;
     li.appendChild(hitMeta(hit));
     const snip = el("p", "snippet");
-    appendHighlighted(snip, hit.snippet, terms);
+    Reader.appendHighlighted(snip, hit.snippet, terms);
     li.appendChild(snip);
     const actions = el("div", "actions");
     if (isLocal(hit.link)) {
+      // Opening a hit carries the query (to highlight) and the hit id (to focus).
+      const extra = hit.link.startsWith("/?") ? "&" + new URLSearchParams({ hl: q || "", hit: hit.id || "" }) : "";
       const a = el("a", "open", "open");
-      a.href = hit.link;
-      a.addEventListener("click", (ev) => { ev.preventDefault(); go(hit.link); });
+      a.href = hit.link + extra;
+      a.addEventListener("click", (ev) => { ev.preventDefault(); go(a.getAttribute("href")); });
       actions.appendChild(a);
     }
     const src = el("a", "source", "source");
@@ -156,25 +146,6 @@ function renderSearch(result, q) {
     list.appendChild(li);
   });
   view.appendChild(list);
-}
-
-function renderItem(item) {
-  const li = el("li", "item role-" + String(item.role || item.kind || "").replace(/[^a-z_]/g, ""));
-  li.tabIndex = -1;
-  const meta = el("div", "meta");
-  const who = item.role || item.kind || "";
-  if (who) meta.appendChild(el("span", "pill", who));
-  if (item.tool) meta.appendChild(el("span", "pill", item.tool));
-  if (item.subagent_name || item.subagent) meta.appendChild(el("span", "field", "subagent " + (item.subagent_name || item.subagent)));
-  if (item.agent) meta.appendChild(el("span", "field", item.agent));
-  if (item.sender) meta.appendChild(el("span", "field", "from " + item.sender));
-  meta.appendChild(el("time", null, fmtTime(item.at)));
-  li.appendChild(meta);
-  let body = item.text ?? item.body ?? item.snippet;
-  if (body === undefined || body === null) body = JSON.stringify(item, null, 2);
-  li.appendChild(el("pre", "body", body));
-  if (item.truncated) li.appendChild(el("p", "muted truncated", "(shortened; the full record is kept in the log)"));
-  return li;
 }
 
 function renderDocument(doc, title) {
@@ -193,33 +164,43 @@ function renderDocument(doc, title) {
 // A conversation page list with a "more" button that follows `next` cursors. With `focus`
 // (a predicate on items), pages are loaded until a matching item appears (at most 20
 // pages), which is then selected and scrolled to.
-async function pageConversation(view, id, focus) {
+// `opts.terms` are highlighted in every item; `opts.subagents` (from the session API) are
+// grouped under the calls that started them. Items are rendered for reading (format=html).
+async function pageConversation(view, id, focus, opts) {
+  opts = opts || {};
+  const terms = opts.terms || [];
+  const pending = [...(opts.subagents || [])];
   const list = el("ol", "items");
   view.appendChild(list);
   const more = el("button", "more", "Load more");
   more.type = "button";
   let cursor = null;
-  let found = -1;
+  let found = null;
   async function load() {
     more.disabled = true;
-    const qs = new URLSearchParams({ limit: "100" });
+    const qs = new URLSearchParams({ limit: "100", format: "html" });
     if (cursor) qs.set("after", cursor);
     const page = await api("/api/conversations/" + encodeURIComponent(id) + "?" + qs);
     (page.items || []).forEach((item) => {
-      const li = renderItem(item);
-      if (found < 0 && focus && focus(item)) { found = list.children.length; li.classList.add("focus"); }
+      const li = Reader.renderItem(item);
+      if (terms.length) Reader.highlight(li, terms);
+      if (!found && focus && focus(item)) { found = li; li.classList.add("focus"); }
       list.appendChild(li);
     });
     cursor = page.next || null;
     more.disabled = false;
     more.hidden = !cursor;
-    status(list.children.length + " item(s)" + (cursor ? "" : " · end of conversation"));
+    if (!opts.quiet) status(list.children.length + " item(s)" + (cursor ? "" : " · end of conversation"));
+    Browse.attachSubagents(view, list, pending, !cursor, (box, conv) => pageConversation(box, conv, null, { terms, quiet: true }));
   }
   more.addEventListener("click", () => load().catch((e) => status(e.message, true)));
   view.appendChild(more);
   await load();
-  for (let i = 0; focus && found < 0 && cursor && i < 20; i++) await load();
-  if (found >= 0) select(found);
+  for (let i = 0; focus && !found && cursor && i < 20; i++) await load();
+  if (found) {
+    Reader.reveal(found);
+    select(rows().indexOf(found), "center");
+  }
 }
 
 async function showConversation(params) {
@@ -251,8 +232,18 @@ async function showSession(params) {
   // Conversation ids of transcripts are "<agent>:<session>[/<child>]".
   const id = (agent ? agent + ":" : "") + session + (child ? "/" + child : "");
   const from = params.get("from");
-  const view = clearView((params.get("agent") || "") + " session " + session + (child ? " / " + child : ""));
-  await pageConversation(view, id, from ? (item) => item.cursor === from : null);
+  const hit = params.get("hit");
+  const view = clearView();
+  const info = agent ? await Browse.sessionChrome(view, agent, session, child, go) : null;
+  view.appendChild(el("h2", null, (info && info.title) || (agent + " session " + session + (child ? " / " + child : ""))));
+  let focus = null;
+  if (hit) focus = (item) => item.id === hit;
+  else if (from) focus = (item) => item.cursor === from;
+  const conv = child ? id : ((info && info.conversation) || id);
+  await pageConversation(view, conv, focus, {
+    terms: Reader.terms(params.get("hl")),
+    subagents: child || !info ? [] : info.subagents,
+  });
 }
 
 async function showDoc(params) {
@@ -283,7 +274,7 @@ async function showDecision(topic) {
   const data = await api("/api/decisions/" + encodeURIComponent(topic) + "/history");
   const list = el("ol", "items");
   (data.revisions || data.items || []).forEach((rev) => {
-    const li = renderItem({ role: "revision " + (rev.revision ?? ""), at: rev.at,
+    const li = Reader.renderItem({ role: "revision " + (rev.revision ?? ""), at: rev.at,
       sender: rev.author, text: rev.text ?? rev.body });
     list.appendChild(li);
   });
@@ -291,13 +282,20 @@ async function showDecision(topic) {
 }
 
 // --- routing --------------------------------------------------------------------------
+// The form mirrors the URL; a filtered URL opens the panel and names its active filters.
 function fillForm(params) {
   $("#q").value = params.get("q") || "";
+  const active = [];
   for (const f of FILTERS) {
     const input = $("#f-" + f);
     if (input) input.value = params.get(f) || "";
+    if (params.get(f)) active.push(f + ": " + params.get(f));
   }
   $("#f-answer").checked = params.get("answer") === "true";
+  if (params.get("q")) {
+    $("#filters-active").textContent = active.length ? " (" + active.join(", ") + ")" : "";
+    if (active.length) $("#filters").open = true;
+  }
 }
 
 async function route() {
@@ -306,6 +304,7 @@ async function route() {
   status("");
   try {
     const run = location.pathname.match(/^\/api\/runs\/([^/]+)$/);
+    if (params.has("sessions")) return await Browse.show(clearView(), params, go);
     if (params.has("message")) return await showMessage(params);
     if (params.has("session")) return await showSession(params);
     if (params.has("conversation")) return await showConversation(params);
@@ -353,13 +352,13 @@ async function loadCoverage() {
 // --- keyboard -------------------------------------------------------------------------
 function rows() { return [...document.querySelectorAll("#view li.hit, #view li.item")]; }
 
-function select(i) {
+function select(i, block) {
   const all = rows();
   if (!all.length) return;
   selected = Math.max(0, Math.min(all.length - 1, i));
   all.forEach((r, j) => r.classList.toggle("selected", j === selected));
   all[selected].focus({ preventScroll: true });
-  all[selected].scrollIntoView({ block: "nearest" });
+  all[selected].scrollIntoView({ block: block || "nearest" });
 }
 
 function typing(target) {
@@ -397,6 +396,8 @@ $("#search").addEventListener("submit", (ev) => {
   history.pushState(null, "", "/?" + qs);
   route().then(() => { if (rows().length) select(0); });
 });
+
+$("#sessions-link").addEventListener("click", (ev) => { ev.preventDefault(); go("/?sessions="); });
 
 window.addEventListener("popstate", route);
 route();

@@ -163,7 +163,7 @@
         if (hit.archived) meta.appendChild(node("span", "muted", "archived"));
         const snip = node("div", "snippet");
         appendPreview(snip, hit.preview);
-        li.append(meta, snip, openLink(hit.id));
+        li.append(meta, snip, openLink(hit.id, hit, text));
         list.appendChild(li);
       }
       view.appendChild(list);
@@ -188,7 +188,7 @@
     if (note) view.appendChild(note);
   }
 
-  const FIELDS = ["session", "role", "tool", "agent", "since", "until", "q"];
+  const FIELDS = ["session", "role", "tool", "thread", "agent", "since", "until", "q"];
 
   async function renderProject(view, project, ps) {
     const qs = new URLSearchParams();
@@ -210,7 +210,8 @@
       session: select("session", sessions, ps.get(P + "session")),
       role: select("role", ROLES.map((r) => [r, r || "any"]), ps.get(P + "role")),
       tool: input("tool", ps.get(P + "tool"), "Bash"),
-      agent: input("agent", ps.get(P + "agent"), "main | all | @name"),
+      thread: input("thread", ps.get(P + "thread"), "main | all | @name"),
+      agent: input("agent", ps.get(P + "agent"), "claude, codex, …"),
       since: input("since", ps.get(P + "since"), "2026-01-01T00:00Z"),
       until: input("until", ps.get(P + "until"), "epoch ms or ISO-8601"),
       q: input("q", ps.get(P + "q"), "words"),
@@ -269,7 +270,7 @@
       if (t.subagentName) meta.appendChild(node("span", "pill", "@" + t.subagentName));
       meta.appendChild(node("span", "muted", t.sessionId));
       if (t.archived) meta.appendChild(node("span", "muted", "archived"));
-      li.append(meta, node("pre", "body", t.content), openLink(t.id));
+      li.append(meta, node("pre", "body", t.content), openLink(t.id, t, ps.get(P + "q")));
       list.appendChild(li);
     }
     view.appendChild(list);
@@ -285,11 +286,20 @@
   }
 
   // Enter on a selected row (app.js's keyboard handler) follows its a.open link.
-  function openLink(id) {
+  // A turn also links its place in the session's conversation (hit marked, words lit).
+  function openLink(id, turn, words) {
     const box = node("div", "actions");
     const a = node("a", "open", "open");
     a.href = "/?doc=" + encodeURIComponent(id || "");
     box.appendChild(a);
+    if (turn && turn.sessionId && turn.agent) {
+      const qs = new URLSearchParams({ session: turn.sessionId, agent: turn.agent, hit: id || "" });
+      if (turn.subagent) qs.set("child", turn.subagent);
+      if (words) qs.set("hl", words);
+      const c = node("a", "conversation", "in conversation");
+      c.href = "/?" + qs;
+      box.appendChild(c);
+    }
     return box;
   }
 
