@@ -77,7 +77,11 @@ async def _measure(home: Path, files: list[Path], env: dict[str, str], samples: 
             assert isinstance(res.structured_content, dict)
             return res.structured_content
 
-        while not (await search("capture"))["coverage"].get("caughtUp"):
+        deadline = time.perf_counter() + 300
+        while not (cov := (await search("capture"))["coverage"]).get("caughtUp"):
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"never caught up: {cov}; note "
+                                 f"{(home / 'log' / 'capture.lock').read_bytes()[:300]!r}")
             await anyio.sleep(0.1)
         first = time.perf_counter() - t0
         note = json.loads((home / "log" / "capture.lock").read_bytes())
@@ -92,9 +96,14 @@ async def _measure(home: Path, files: list[Path], env: dict[str, str], samples: 
             start = time.perf_counter()
             with open(f, "ab") as fh:
                 fh.write(_line("bench", 100000 + k, f"appended {word} now"))
+            deadline = time.perf_counter() + 120
             while True:
                 c0 = time.perf_counter()
-                found = (await search(word))["hits"]
+                answer = await search(word)
+                found = answer["hits"]
+                if not found and time.perf_counter() > deadline:
+                    raise SystemExit(f"appended word never found: {answer['coverage']}; note "
+                                     f"{(home / 'log' / 'capture.lock').read_bytes()[:300]!r}")
                 calls.append(time.perf_counter() - c0)
                 if found:
                     break
@@ -120,7 +129,7 @@ def run(tmp: Path, *, quick: bool) -> None:
     t = time.perf_counter()
     files = write_transcripts(claude, n, lines)
     print(f"live: {n} Claude transcripts of {lines} lines written in "
-          f"{time.perf_counter() - t:.1f} s")
+          f"{time.perf_counter() - t:.1f} s", flush=True)
     for label, events in (("file events", "1"), ("polling (baseline)", "0")):
         home = tmp / f"live-home-{events}"
         home.mkdir()

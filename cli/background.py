@@ -71,6 +71,7 @@ class CaptureLoop:
         poll_s: float = 2.0,
         safety_s: float = 30.0,
         retry_s: float = 10.0,
+        engine_options: dict[str, Any] | None = None,
     ) -> None:
         self.home = home
         self.roots = roots
@@ -85,6 +86,7 @@ class CaptureLoop:
         self.poll_s = poll_s
         self.safety_s = safety_s
         self.retry_s = retry_s
+        self.engine_options = dict(engine_options or {})  # more readers.capture.Options
         self.stop_event = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,6 +96,8 @@ class CaptureLoop:
         self._since = 0
         self._initial_done = False
         self._full_said = False
+        self._behind = False  # history.db was not caught up after the last commit (busy)
+        self._indexed = 0  # engine.stats.appended when history.db was last caught up
 
     # --- running ----------------------------------------------------------------------
 
@@ -174,7 +178,8 @@ class CaptureLoop:
         from readers.capture import Capturer, Options
 
         engine = self.engine = Capturer(self.home.log(), roots,
-                                        Options(settle_s=self.settle_s))
+                                        Options(settle_s=self.settle_s, **self.engine_options))
+        self._indexed = 0
         watcher = self._watch(engine.roots)
         try:
             self._pass(engine, rediscover=False)  # the initial pass: every file
@@ -195,15 +200,17 @@ class CaptureLoop:
                     paths = watcher.take()
                     if paths and engine.notice(paths):
                         self._drain(engine)
+                if self._behind:
+                    self._index(engine)
+                    self._publish(engine)
                 if time.monotonic() >= next_pass:
                     self._pass(engine, rediscover=watcher is not None)
                     next_pass = time.monotonic() + self._interval(engine, watcher)
         finally:
             if watcher is not None:
                 watcher.close()
-            appended = engine.stats.appended
             engine.close()
-            self._committed(engine, appended)
+            self._committed(engine)
 
     def _watch(self, roots: list[Any]) -> Any:
         self.mode = "poll"
@@ -223,7 +230,7 @@ class CaptureLoop:
     def _interval(self, engine: Any, watcher: Any) -> float:
         if watcher is None:
             return self.poll_s
-        if self._pending(engine):
+        if self._pending(engine) or self._behind:
             return min(self.safety_s, max(self.settle_s, 0.2))
         return self.safety_s
 
@@ -260,22 +267,31 @@ class CaptureLoop:
         self._commit(engine)
 
     def _commit(self, engine: Any) -> None:
-        appended = engine.stats.appended
         engine.flush()
-        self._committed(engine, appended)
+        self._committed(engine)
 
-    def _committed(self, engine: Any, appended_before: int) -> None:
-        if engine.stats.appended != appended_before:
+    def _committed(self, engine: Any) -> None:
+        # compared with what was last indexed: a tick commits by itself when its batch is
+        # full, so the appends are not all made by our own flush
+        if engine.stats.appended != self._indexed:
+            self._indexed = engine.stats.appended
             if self._full_said:
                 _warn("the log is writable again")
                 self._full_said = False
-            if self.index:
-                from cli import hooks
-
-                hooks.after_append(self.home)
+            self._index(engine)
             if self.on_commit is not None:
                 self.on_commit(engine)
         self._publish(engine)
+
+    def _index(self, engine: Any) -> None:
+        """Catch history.db up; when it could not (busy), try again at the next wake."""
+        if not self.index:
+            return
+        from cli import hooks
+        from projections.catchup import status
+
+        hooks.after_append(self.home)
+        self._behind = status(self.home.history_db, engine.log.head().seq) == "behind"
 
     @staticmethod
     def _pending(engine: Any) -> int:

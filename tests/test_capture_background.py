@@ -188,13 +188,16 @@ def test_loops_in_one_process_elect_one_and_take_over_polling(tmp_path: Path) ->
     root = tmp_path / "claude"
     f = root / "projects" / "-p" / "s.jsonl"
     f.parent.mkdir(parents=True)
-    f.write_bytes(claude_line("u1", "user", "capybara one"))
+    f.write_bytes(b"".join(claude_line(f"u0{i}", "user", f"filler {i}") for i in range(6))
+                  + claude_line("u1", "user", "capybara one"))
 
     def found(word: str) -> bool:
         return bool(run_search(home.history_db, word)["hits"])
 
+    # batch_events=2: ticks commit full batches themselves, which must be indexed too
     opts: dict[str, Any] = {"roots": roots_of(claude=root), "settle_s": 0.0, "events": False,
-                            "takeover_s": 0.05, "poll_s": 0.1}
+                            "takeover_s": 0.05, "poll_s": 0.1,
+                            "engine_options": {"batch_events": 2}}
     first = CaptureLoop(home, **opts).start()
     second: CaptureLoop | None = None
     try:

@@ -58,20 +58,22 @@ def styled_error(result: Result) -> str:
     (["export", "--project", "/p/nope"], 2, "unknown project"),
     (["show", "message:nope"], 1, "not found"),
     (["conversation", "nope:nope"], 1, "not found"),
-    (["restore", "--to", "/tmp/agentlog-never", "--session", "no-such-session"], 2,
+    (["restore", "--to", "{never}", "--session", "no-such-session"], 2,
      "no-such-session"),
     (["nosuch"], 2, "No such command"),
     (["record"], 2, "bad line"),
 ])
-def test_every_error_is_one_styled_line(filled: Path, args: list[str], code: int,
-                                        words: str) -> None:
+def test_every_error_is_one_styled_line(filled: Path, tmp_path: Path, args: list[str],
+                                        code: int, words: str) -> None:
+    never = tmp_path / "agentlog-never"  # a path of this test's own (the machine is shared)
+    args = [str(never) if a == "{never}" else a for a in args]
     stdin = "not json\n" if args == ["record"] else None
     result = run(filled, *args, stdin=stdin)
     assert result.exit_code == code, (result.stdout, result.stderr)
     line = styled_error(result)
     assert line.startswith(f"agentlog {args[0]}:") or args == ["nosuch"]
     assert words in line
-    assert not Path("/tmp/agentlog-never").exists()
+    assert not never.exists()
 
 
 def test_the_same_filter_name_means_the_same_thing(filled: Path) -> None:
@@ -110,10 +112,11 @@ def test_integer_options_show_as_integer() -> None:
 @pytest.mark.parametrize("args", [
     ["search", "quokka"], ["show", "message:m1"], ["conversation", "thread:t1"],
     ["history"], ["export", "--project", "/p/alpha"], ["verify"], ["audit"],
-    ["restore", "--to", "/tmp/agentlog-never"], ["reindex"], ["backup"],
+    ["restore", "--to", "{never}"], ["reindex"], ["backup"],
 ])
 def test_a_missing_home_is_an_error_for_commands_that_only_read(tmp_path: Path,
                                                                 args: list[str]) -> None:
+    args = [str(tmp_path / "never") if a == "{never}" else a for a in args]
     typo = tmp_path / "typo-home"
     result = run(typo, *args)
     assert result.exit_code == 2, result.output

@@ -154,3 +154,18 @@ def test_only_get(client: TestClient) -> None:
     assert resp.status_code == 405 and "error" in resp.json()
     assert_secure_headers(resp)
     assert client.post("/?token=" + TOKEN, headers={"Authorization": ""}).status_code in (403, 405)
+
+
+def test_agent_filter_choices_come_from_the_registry(client: TestClient) -> None:
+    """The page's Agent select lists every searchable agent of readers/registry.py."""
+    import re
+
+    from readers import registry
+
+    page = authed(client).get("/").text
+    select = re.search(r'<select name="agent" id="f-agent">(.*?)</select>', page, re.S)
+    assert select is not None
+    values = re.findall(r'<option value="([^"]*)">', select.group(1))
+    assert values == ["", *registry.search_agents()]
+    assert {"claude", "gemini", "crush", "other"} <= set(values)
+    assert f'<option value="gemini">{registry.labels()["gemini"]}</option>' in select.group(1)

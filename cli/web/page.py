@@ -31,7 +31,25 @@ def _file(name: str) -> Response:
 
 
 def index(request: Request) -> Response:
-    return _file("index.html")
+    """The page, with the agent filter's choices from the reader registry."""
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    return Response(page.replace(AGENT_SLOT, agent_options()), media_type=FILES["index.html"])
+
+
+AGENT_SLOT = "<!--AGENT-OPTIONS-->"
+
+
+def agent_options() -> str:
+    """One <option> per searchable agent (value = the `agent` filter value, text = label)."""
+    from html import escape
+
+    from readers import registry
+
+    labels = registry.labels()
+    return "".join(
+        f'<option value="{escape(name)}">{escape(labels.get(name, name))}</option>'
+        for name in registry.search_agents()
+    )
 
 
 def static(request: Request) -> Response:

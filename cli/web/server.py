@@ -95,6 +95,10 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
         if capture:
             from cli.background import CaptureLoop
 
+            if home.has_log():
+                # Open it for writing now: opened read-only by a request first, the capture
+                # loop's writable open would have to close that environment under the request.
+                home.log()
             loop = CaptureLoop(home).start()
         _serve(home, host, port, allow_remote, stop, header_timeout)
     finally:
