@@ -7,10 +7,11 @@ integer, a string of decimal digits, or ISO-8601 with a timezone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from projections.errors import QueryError
+from projections.errors import BadId, QueryError
 from readers import registry
 
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
@@ -168,3 +169,21 @@ def parse_limit(
     if not isinstance(limit, int) or not 1 <= limit <= maximum:
         raise QueryError(param, f"must be an integer 1..{maximum}; got {limit!r}")
     return limit
+
+
+def conversation_page(
+    conversation_id: Any, after: Any, limit: int | str | None
+) -> tuple[int, tuple[int, int, int] | None]:
+    """The checked arguments of a conversation page (every engine): (page size, the
+    (at, ord, rowid) cursor to start after, or None). BadId / QueryError name what is wrong."""
+    if (not isinstance(conversation_id, str) or not conversation_id.strip()
+            or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
+        raise BadId(str(conversation_id), "malformed conversation id")
+    n = parse_limit(limit, default=20, maximum=100)
+    if after is None:
+        return n, None
+    m = re.fullmatch(r"(-?\d{1,19}):(-?\d{1,19}):(\d{1,19})", after.strip()) if isinstance(
+        after, str) else None
+    if m is None:
+        raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
+    return n, (int(m.group(1)), int(m.group(2)), int(m.group(3)))

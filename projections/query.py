@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from projections import db
 from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionError, QueryError
-from projections.filters import parse_filters, parse_limit
+from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
 from projections.text import query_tokens, snippet
@@ -288,17 +288,7 @@ def get_conversation(
     db_path: Path, conversation_id: str, after: str | None = None, limit: int | str | None = 20
 ) -> dict[str, Any]:
     """One page of a conversation, oldest first: {"id", "items", "next"}."""
-    if (not isinstance(conversation_id, str) or not conversation_id.strip()
-            or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
-        raise BadId(str(conversation_id), "malformed conversation id")
-    n = parse_limit(limit, default=20, maximum=100)
-    start: tuple[int, int, int] | None = None
-    if after is not None:
-        m = re.fullmatch(r"(-?\d{1,19}):(-?\d{1,19}):(\d{1,19})", after.strip()) if isinstance(
-            after, str) else None
-        if m is None:
-            raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
-        start = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    n, start = conversation_page(conversation_id, after, limit)
     con = _open(Path(db_path))
     if con is None:
         raise NotFound("conversation", conversation_id)

@@ -367,17 +367,7 @@ class Capturer:
         except sr.RowsError as exc:
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
-        from eventlog.events import RowSnapshotted
-
-        for row in rows:
-            ev = RowSnapshotted(
-                source=c.source, table=table, row_id=row.row_id, time_updated=row.time_updated,
-                data=row.data, at=at,
-            )
-            k = cur.event_key(b"row", c.source, table, row.row_id, row.time_updated,
-                              cur.span_hash(row.data))
-            self._batch.add(k, ev, len(row.data))
-            self.stats.bytes += len(row.data)
+        self.stats.bytes += self._batch.add_rows(c.source, table, rows, at)
         self.stats.rows += len(rows)
         if rows:
             self.stats.changed.add(c.source)

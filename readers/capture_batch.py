@@ -6,10 +6,17 @@ entries (cursors, stat caches) that must commit in the same LMDB transaction as 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from eventlog.events import Event
 from readers import capture_files as cf
+from readers import cursor as cur
+
+if TYPE_CHECKING:
+    from readers.sqlite_rows import Row
 
 
 class Batch:
@@ -29,6 +36,20 @@ class Batch:
             self._to_pack.append(len(self.events))
         self.events.append((key, ev))
         self.bytes += nbytes
+
+    def add_rows(self, source: str, table: str, rows: Sequence[Row], at: int) -> int:
+        """Queue one `RowSnapshotted` per row (keyed by its content); returns the bytes."""
+        from eventlog.events import RowSnapshotted
+
+        total = 0
+        for row in rows:
+            ev = RowSnapshotted(source=source, table=table, row_id=row.row_id,
+                                time_updated=row.time_updated, data=row.data, at=at)
+            key = cur.event_key(b"row", source, table, row.row_id, row.time_updated,
+                                cur.span_hash(row.data))
+            self.add(key, ev, len(row.data))
+            total += len(row.data)
+        return total
 
     def full(self, max_bytes: int, max_events: int) -> bool:
         return self.bytes >= max_bytes or len(self.events) >= max_events

@@ -14,13 +14,12 @@ per-thread autocommit connection per URL, reopened once when the server dropped 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from projections.errors import BadId, NotFound, QueryError
-from projections.filters import Filters, parse_filters, parse_limit
+from projections.errors import NotFound, QueryError
+from projections.filters import Filters, conversation_page, parse_filters, parse_limit
 from projections.pg.schema import CJK_PREDICATE
 from projections.query import MAX_ITEM_CHARS, _link, check_id, empty_coverage, source_link
 from projections.search import ROLE_WEIGHT
@@ -281,17 +280,7 @@ _ITEM_COLS = ("id", "kind", "agent", "at", "role", "tool", "subagent", "subagent
 def get_conversation(url: str, conversation_id: str, after: str | None = None,
                      limit: int | str | None = 20, host: str | None = None) -> dict[str, Any]:
     """One page of a conversation, oldest first: {"id", "items", "next"} (items carry host)."""
-    if (not isinstance(conversation_id, str) or not conversation_id.strip()
-            or len(conversation_id) > 4096 or re.search(r"[\x00-\x1f\x7f]", conversation_id)):
-        raise BadId(str(conversation_id), "malformed conversation id")
-    n = parse_limit(limit, default=20, maximum=100)
-    start: tuple[int, int, int] | None = None
-    if after is not None:
-        m = re.fullmatch(r"(-?\d{1,19}):(-?\d{1,19}):(\d{1,19})", after.strip()) if isinstance(
-            after, str) else None
-        if m is None:
-            raise QueryError("after", f"must be a cursor returned as `next`; got {after!r}")
-        start = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    n, start = conversation_page(conversation_id, after, limit)
     found = _run(url, _conversation, conversation_id, start, n, host)
     if found is None:
         raise NotFound("conversation", conversation_id)
