@@ -169,6 +169,30 @@ def open_current(db_path: Path, log: EventLog) -> Connection:
     return db.connect(db_path, readonly=True)
 
 
+def filter_conditions(filters: HistoryFilters, ph: str) -> tuple[list[str], list[Any]]:
+    """WHERE conditions (on documents `d`) and parameters for every history filter but the
+    text, with `ph` as the placeholder ("?" for SQLite, "%s" for PostgreSQL)."""
+    where: list[str] = []
+    params: list[Any] = []
+    for col, value in (("session", filters.session), ("role", filters.role),
+                       ("tool", filters.tool), ("agent", filters.agent_name)):
+        if value is not None:
+            where.append(f"d.{col} = {ph}")
+            params.append(value)
+    if filters.agent == "main":
+        where.append("d.subagent IS NULL")
+    elif filters.agent.startswith("@"):
+        where.append(f"d.subagent_name = {ph}")
+        params.append(filters.agent[1:])
+    if filters.since is not None:
+        where.append(f"d.at >= {ph}")
+        params.append(filters.since)
+    if filters.until is not None:
+        where.append(f"d.at <= {ph}")
+        params.append(filters.until)
+    return where, params
+
+
 def history_page(
     con: sqlite3.Connection, project: str, filters: HistoryFilters, page: int = 1
 ) -> dict[str, Any]:
@@ -178,25 +202,9 @@ def history_page(
         raise QueryError("page", f"must be 1..{MAX_PAGE}, got {page}")
     where = ["d.kind = 'transcript'", "d.project = ?"]
     params: list[Any] = [project]
-    for col, value in (("session", filters.session), ("role", filters.role),
-                       ("tool", filters.tool)):
-        if value is not None:
-            where.append(f"d.{col} = ?")
-            params.append(value)
-    if filters.agent_name is not None:
-        where.append("d.agent = ?")
-        params.append(filters.agent_name)
-    if filters.agent == "main":
-        where.append("d.subagent IS NULL")
-    elif filters.agent.startswith("@"):
-        where.append("d.subagent_name = ?")
-        params.append(filters.agent[1:])
-    if filters.since is not None:
-        where.append("d.at >= ?")
-        params.append(filters.since)
-    if filters.until is not None:
-        where.append("d.at <= ?")
-        params.append(filters.until)
+    more, more_params = filter_conditions(filters, "?")
+    where += more
+    params += more_params
     if filters.text is not None and filters.text.strip():
         clause, extra = _text_clause(con, query_tokens(filters.text))
         if clause:

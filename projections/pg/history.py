@@ -14,7 +14,14 @@ from typing import Any
 
 from projections.envelope import format_ts
 from projections.errors import QueryError
-from projections.history import MAX_PAGE, MAX_SESSIONS, PAGE_SIZE, SEARCH_CAP, HistoryFilters
+from projections.history import (
+    MAX_PAGE,
+    MAX_SESSIONS,
+    PAGE_SIZE,
+    SEARCH_CAP,
+    HistoryFilters,
+    filter_conditions,
+)
 from projections.history import preview as make_preview
 from projections.pg.query import _like, _plan, _run
 from projections.pg.schema import CJK_PREDICATE
@@ -90,22 +97,9 @@ def history_page(url: str, project: str, filters: HistoryFilters, page: int = 1,
     if host is not None:
         where.append("d.host = %s")
         params.append(host)
-    for col, value in (("session", filters.session), ("role", filters.role),
-                       ("tool", filters.tool)):
-        if value is not None:
-            where.append(f"d.{col} = %s")
-            params.append(value)
-    if filters.agent == "main":
-        where.append("d.subagent IS NULL")
-    elif filters.agent.startswith("@"):
-        where.append("d.subagent_name = %s")
-        params.append(filters.agent[1:])
-    if filters.since is not None:
-        where.append("d.at >= %s")
-        params.append(filters.since)
-    if filters.until is not None:
-        where.append("d.at <= %s")
-        params.append(filters.until)
+    more, more_params = filter_conditions(filters, "%s")
+    where += more
+    params += more_params
     if filters.text is not None and filters.text.strip():
         conds, extra = _text(query_tokens(filters.text))
         where += conds
