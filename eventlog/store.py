@@ -38,6 +38,7 @@ VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
 DEFAULT_MAX_MAP_SIZE = 1 << 40
 READ_BATCH = 1000
+RELEASE_BYTES = 32 << 20  # a long read drops the log's mapped pages after this many bytes
 _SEQ = struct.Struct(">Q")  # = chain.seq_key
 _FORMAT_BYTE = bytes([codec.FORMAT])
 
@@ -401,10 +402,15 @@ class EventLog:
         first (see `iter_events`)."""
         seq = from_seq
         chk = self.chain_check(from_seq, damaged) if check else None
+        unreleased = 0
         while True:
             chunk = self.read_raw(seq, batch, max_bytes)
             if not chunk:
                 return
+            unreleased += sum(len(r.value) for r in chunk)
+            if unreleased >= RELEASE_BYTES:  # a whole-log read must not stay resident
+                self.release_pages()
+                unreleased = 0
             if chk is None:
                 yield from chunk
             else:
@@ -412,6 +418,13 @@ class EventLog:
                     if chk.ok(raw):
                         yield raw
             seq = chunk[-1].seq + 1
+
+    def release_pages(self) -> int:
+        """Drop this process's mapped pages of the log (see `eventlog.pages`); a long read
+        calls it as it goes, so reading the whole log never keeps it resident."""
+        from eventlog.pages import release
+
+        return release(self.path)
 
     def get(self, seq: int) -> StoredEvent | None:
         """Record `seq`, checked against the stored link of the record before it."""
@@ -474,9 +487,14 @@ class EventLog:
         return sum(f.stat().st_size for f in self.path.glob("*.mdb"))
 
     def copy_to(self, dest: Path, *, compact: bool = True) -> None:
-        """A consistent snapshot of the environment into the directory `dest`."""
+        """A consistent snapshot of the environment into the directory `dest`.
+
+        LMDB copies through its map, touching every page: they are released as it goes."""
+        from eventlog.pages import releasing
+
         dest.mkdir(parents=True, exist_ok=True)
-        self.env.copy(str(dest), compact=compact)
+        with releasing(self.path):
+            self.env.copy(str(dest), compact=compact)
 
 
 def open_log(path: Path, **kwargs: Any) -> EventLog:

@@ -23,7 +23,7 @@ import msgspec
 
 from eventlog import chain, codec
 from eventlog.errors import CorruptRecord, EventLogError
-from eventlog.store import EventLog
+from eventlog.store import RELEASE_BYTES, EventLog
 
 
 @dataclass
@@ -55,7 +55,7 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
     """
     t0 = time.perf_counter()
     report = VerifyReport(ok=True)
-    prev, seq, nbytes = chain.GENESIS, 0, 0
+    prev, seq, nbytes, released = chain.GENESIS, 0, 0, 0
     events_db, keys_db = log.db(b"events"), log.db(b"keys")
     sha256, seq_key, decode = hashlib.sha256, chain.seq_key, codec.decode_envelope
     header, fmt = codec.HEADER, codec.FORMAT
@@ -96,6 +96,9 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
                         break
                 else:
                     done = True
+            if nbytes - released >= RELEASE_BYTES:  # the whole log must not stay resident
+                log.release_pages()
+                released = nbytes
         report.records = report.head_seq = seq
         report.head_hash = prev.hex()
         report.bytes = nbytes

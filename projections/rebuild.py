@@ -36,6 +36,8 @@ BATCH_BYTES = 16 << 20  # stored event bytes per read (decoded one event at a ti
 RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
 LOAD_CACHE_KIB = 64 * 1024  # SQLite page cache while loading rows
 INDEX_CACHE_KIB = 32 * 1024  # ... and while building the indexes after the load
+TEMP_STORE = "MEMORY"
+THREADS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +109,8 @@ def build(
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute(f"PRAGMA cache_size = {-LOAD_CACHE_KIB}")
-        con.execute("PRAGMA temp_store = MEMORY")
-        con.execute("PRAGMA threads = 2")  # CREATE INDEX after the load sorts on 2 cores
+        con.execute(f"PRAGMA temp_store = {TEMP_STORE}")
+        con.execute(f"PRAGMA threads = {THREADS}")  # CREATE INDEX after the load sorts on 2 cores
         from projections.apply import appliers, apply_records
 
         chosen = db.create_schema(con, engine=engine, bulk=True)
