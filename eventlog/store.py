@@ -38,7 +38,7 @@ VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
 DEFAULT_MAX_MAP_SIZE = 1 << 40
 READ_BATCH = 1000
-RELEASE_BYTES = 32 << 20  # a long read drops the log's mapped pages after this many bytes
+RELEASE_BYTES = 32 << 20  # reads drop the log's mapped pages after this many bytes
 _SEQ = struct.Struct(">Q")  # = chain.seq_key
 _FORMAT_BYTE = bytes([codec.FORMAT])
 
@@ -101,6 +101,7 @@ class EventLog:
             for name in _DBS:
                 self._dbs[name] = self.env.open_db(name)
         self._wrote_writer = False
+        self._unreleased = 0  # bytes read since the mapped pages were last released
         self._lock = WriterLock(self.path / "writer.lock", self.path, self.command)
 
     # --- lifecycle --------------------------------------------------------------------
@@ -356,7 +357,12 @@ class EventLog:
         self, from_seq: int = 1, limit: int = READ_BATCH, max_bytes: int | None = None
     ) -> list[RawRecord]:
         """At most `limit` records from `from_seq`, as exact LMDB values; with `max_bytes`,
-        stop once their values add up to that many bytes (at least one record is read)."""
+        stop once their values add up to that many bytes (at least one record is read).
+
+        The values are copies: after every `RELEASE_BYTES` read by this log object (in any
+        number of calls: catch-up reads a little after each capture commit) the mapped pages
+        are released (`release_pages`), so no replay, catch-up or sync keeps the log
+        resident."""
         out: list[RawRecord] = []
         if self._dbs[b"events"] is None:
             return out
@@ -370,6 +376,10 @@ class EventLog:
                 total += len(v)
                 if len(out) >= limit or (max_bytes is not None and total >= max_bytes):
                     break
+        self._unreleased += total
+        if self._unreleased >= RELEASE_BYTES:  # a long read must not keep the log resident
+            self._unreleased = 0
+            self.release_pages()
         return out
 
     def read(self, from_seq: int = 1, limit: int = READ_BATCH) -> list[StoredEvent]:
@@ -402,15 +412,10 @@ class EventLog:
         first (see `iter_events`)."""
         seq = from_seq
         chk = self.chain_check(from_seq, damaged) if check else None
-        unreleased = 0
         while True:
             chunk = self.read_raw(seq, batch, max_bytes)
             if not chunk:
                 return
-            unreleased += sum(len(r.value) for r in chunk)
-            if unreleased >= RELEASE_BYTES:  # a whole-log read must not stay resident
-                self.release_pages()
-                unreleased = 0
             if chk is None:
                 yield from chunk
             else:

@@ -6,8 +6,9 @@ Promises:
   after `last_seq`, and two processes catching up at once never apply an event twice;
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
 - a batch is at most `BATCH` events and about `BATCH_BYTES` of stored event bytes, decoded
-  one event at a time, and the log's mapped pages are released as the read goes on
-  (`projections.pages`), so memory stays bounded whatever the size of the log;
+  one event at a time, and the log's mapped pages are released as the reads go on, also
+  across many small catch-ups of one process (`EventLog.read_raw`), so memory stays
+  bounded whatever the size of the log;
 - a missing file, a schema or parser version change, or a log that no longer holds the
   checkpoint's hash (replaced or truncated) leads to a full `rebuild` instead; so does a
   backlog that is most of the log and at least `FAST_PATH_BYTES` (a bulk load with the
@@ -33,7 +34,6 @@ if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when th
 
 BATCH = 1000
 BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
-RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
 FAST_PATH_BYTES = 64 << 20  # a backlog this large (and larger than the rest) is rebuilt
 
 
@@ -180,11 +180,10 @@ def _apply_batches(
 ) -> int:
     from eventlog import chain
     from eventlog.records import ChainCheck
-    from projections import pages
     from projections.apply import appliers, apply_records
 
     table = appliers()
-    done = unreleased = 0
+    done = 0
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
         con.execute("BEGIN IMMEDIATE")
@@ -198,7 +197,6 @@ def _apply_batches(
             prev = bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS
             ChainCheck(prev, cp.last_seq + 1).all(records)  # CorruptRecord: nothing applied
             n = len(records)
-            unreleased += sum(len(r.value) for r in records)
             last_seq, last_hash = apply_records(con, records, table)
             db.write_checkpoint(con, last_seq, last_hash)
             con.execute("COMMIT")
@@ -207,9 +205,6 @@ def _apply_batches(
                 con.execute("ROLLBACK")
             raise
         done += n
-        if unreleased >= RELEASE_BYTES:
-            pages.release(log.path)
-            unreleased = 0
         if progress is not None:
             progress(last_seq, head_seq)
     return done

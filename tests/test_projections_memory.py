@@ -33,8 +33,8 @@ from projections.rebuild import rebuild
 log = EventLog(Path(sys.argv[1]), readonly=True)
 mode = sys.argv[3]
 if len(sys.argv) > 4:  # the test's own check that it can fail: no byte bound, no release
-    import projections.catchup as c, projections.rebuild as r
-    c.BATCH_BYTES = r.BATCH_BYTES = c.RELEASE_BYTES = r.RELEASE_BYTES = 1 << 40
+    import eventlog.store as s, projections.catchup as c, projections.rebuild as r
+    c.BATCH_BYTES = r.BATCH_BYTES = s.RELEASE_BYTES = r.RELEASE_BYTES = 1 << 40
 if mode == "catch-up":
     catch_up(Path(sys.argv[2]), log)
 elif mode == "rebuild":
