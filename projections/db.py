@@ -23,6 +23,7 @@ import importlib.util
 import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -295,25 +296,39 @@ def register_functions(con: sqlite3.Connection) -> None:
     """SQL functions the `documents` view, the triggers and the plain engine call.
 
     `doc_text(body)` is the only decoder of a stored body (projections/body.py); `has_cjk`
-    and `cjk_grams` take a body too (the CJK side index's triggers).
+    and `cjk_grams` take a body too (the CJK side index's triggers). Each connection gets
+    its own functions, each remembering its last argument: one row's body is decoded and
+    folded once however many tokens, triggers or columns ask for it.
     """
-    con.create_function("doc_text", 1, unpack, deterministic=True)
-    con.create_function("has_cjk", 1, _has_cjk, deterministic=True)
-    con.create_function("cjk_grams", 1, _cjk_grams, deterministic=True)
-    con.create_function("fold", 1, _fold, deterministic=True)
+    text_of = _last(unpack)
+    con.create_function("doc_text", 1, text_of, deterministic=True)
+    con.create_function("has_cjk", 1, lambda body: _has_cjk(text_of(body)), deterministic=True)
+    con.create_function("cjk_grams", 1, lambda body: _cjk_grams(text_of(body)),
+                        deterministic=True)
+    con.create_function("fold", 1, _last(_fold), deterministic=True)
 
 
-def _has_cjk(body: object) -> int:
-    if isinstance(body, str):  # a short text is stored as itself: no decoding to test it
-        return 1 if not body.isascii() and cjk.has_cjk(body) else 0
-    if isinstance(body, bytes):
-        text = unpack(body)
-        return 1 if not text.isascii() and cjk.has_cjk(text) else 0
-    return 0
+def _last(fn: Callable[[object], Any]) -> Callable[[object], Any]:
+    """`fn` remembering its last call (SQLite runs one statement step at a time per
+    connection, and a row's value is asked for again and again within a step)."""
+    memo: list[Any] = [None, None]
+
+    def call(arg: object) -> Any:
+        if arg is not None and type(arg) is type(memo[0]) and arg == memo[0]:
+            return memo[1]
+        out = fn(arg)
+        memo[0], memo[1] = arg, out
+        return out
+
+    return call
 
 
-def _cjk_grams(body: object) -> str:
-    return cjk.grams_text(unpack(body)) if isinstance(body, (str, bytes)) else ""
+def _has_cjk(text: str) -> int:
+    return 1 if text and not text.isascii() and cjk.has_cjk(text) else 0
+
+
+def _cjk_grams(text: str) -> str:
+    return cjk.grams_text(text) if text else ""
 
 
 def _fold(text: object) -> str:
