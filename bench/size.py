@@ -149,7 +149,7 @@ def _groups(stat: dict[str, int]) -> dict[str, int]:
 
 def report(results: dict[str, list[dict[str, Any]]]) -> None:
     def med(label: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[label])
+        return float(statistics.median(r[key] for r in results[label]))
 
     labels = list(results)
     first = results[labels[0]][0]
