@@ -1,9 +1,9 @@
 """Benchmark of history.db's size on the shared real corpora, against a baseline revision.
 
-Captures ../shared/corpus and ../shared/corpus-more (read in place, never copied; the roots
-of tests/corpus_home.py) into a temporary home and prints, for this tree and, with
-`--baseline REV`, for that git revision (its tree exported next to the work folder and run
-with this venv), interleaved round by round on the same machine:
+Captures ../shared/corpus and ../shared/corpus-more (read in place, never copied: Claude and
+Codex files hard-linked at their original paths, see tests/corpus_home.py) into a temporary
+home and prints, for this tree and, with `--baseline REV`, for that git revision (its tree
+exported next to the work folder and run with this venv), interleaved round by round:
 - history.db bytes / source bytes (the bytes captured from every source), log bytes / source
   bytes, and the dbstat breakdown of history.db by table and index;
 - seconds to capture, to rebuild history.db from the log (`reindex`), and to apply the same
@@ -61,7 +61,7 @@ def worker(work: Path, corpus: Path, corpus_more: Path, reps: int) -> dict[str, 
     from projections.rebuild import rebuild
 
     ch = _helper()
-    roots = ch.corpus_roots(corpus, corpus_more)
+    roots = ch.corpus_roots(corpus, corpus_more, work / "stage")
     log = EventLog(work / "log")
     t0 = time.perf_counter()
     ch.capture_all(log, roots)
@@ -98,7 +98,7 @@ def worker(work: Path, corpus: Path, corpus_more: Path, reps: int) -> dict[str, 
                 query.search(path, q, limit=50, engine=engine)
             per_rep.append((time.perf_counter() - t0) / len(ch.QUERIES) * 1000)
         latency[engine] = statistics.median(per_rep)
-    fp = ch.fingerprint(path, ch.normalizer(roots, corpus.parent))
+    fp = ch.fingerprint(path, ch.normalizer(roots, [corpus.parent, work / "stage"]))
     return {
         "source": source, "db": path.stat().st_size, "log": _allocated(work / "log"),
         "documents": docs, "dbstat": stat, "capture_s": capture_s,

@@ -2,8 +2,12 @@
 
 Used by tests/test_size.py (the before/after regression test of the history.db schema) and by
 bench/size.py (history.db and log bytes against the source bytes). The corpus files are read
-where they are, never copied: every repository folder of ../shared/corpus is a root of its
-agent, every sample home of ../shared/corpus-more is resolved with the registry's defaults.
+where they are, never copied: the Claude and Codex files of ../shared/corpus are hard-linked
+(same inode, no copy) into a staging folder at the paths their PROVENANCE gives
+(`projects/<project>/<session>.jsonl`…, which the corpus folders do not have; of the two
+growth snapshots of one rollout, the newer), every opencode folder is a root as it is, every
+sample home of ../shared/corpus-more is resolved with the registry's defaults. Only when a
+hard link is refused (another file system) is the file copied into the staging folder.
 
 `fingerprint` hashes what a user can see — every document through the `documents` view and
 the hits of a fixed query set in both engines — after replacing the root ids (a hash of the
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -24,13 +30,13 @@ from eventlog import EventLog
 from readers.capture import Capturer, Options
 from readers.roots import Root, resolve_roots, root_id
 
-AGENT_DIRS = (("claude-code", "claude"), ("codex", "codex"), ("opencode", "opencode"))
+_STAGED = {"claude-code": ("claude", ".claude/"), "codex": ("codex", ".codex/")}
 
 # Selective queries (fewer than 50 hits each on the shared corpora, so the hit set does not
 # depend on ranking): CJK substrings, single CJK characters, mixed tokens, diacritics,
 # Cyrillic, punctuation, several tokens.
 QUERIES = (
-    "function test", "npm install", "café", "cafe", "resume", "résumé", "über", "数据", "测试",
+    "npm install", "café", "cafe", "resume", "résumé", "über", "数据", "测试",
     "文件", "代码", "用户", "使用python", "игра", "ошибка", "データ", "TODO",
     "crème", "São", "e2e", "v2.0", "中文 test", "问题", "实现", "uber", "Ärger",
     "dépendance", "测", "据", "配置文件", "python3", "pytest", "docker", "TypeError",
@@ -38,19 +44,36 @@ QUERIES = (
 )
 
 
-def corpus_roots(corpus: Path, corpus_more: Path) -> list[Root]:
-    """Every capture root of both corpora (their folders as they are; nothing copied)."""
-    roots: list[Root] = []
-    for folder, agent in AGENT_DIRS:
-        base = corpus / folder
-        if base.is_dir():
-            roots += [Root(agent, p, "flag", True) for p in sorted(base.iterdir()) if p.is_dir()]
+def corpus_roots(corpus: Path, corpus_more: Path, stage: Path) -> list[Root]:
+    """Every capture root of both corpora (Claude and Codex files linked under `stage`)."""
+    roots: dict[tuple[str, str], Path] = {}
+    newest: dict[Path, tuple[int, Path]] = {}
+    prov = corpus / "PROVENANCE.json"
+    for e in json.loads(prov.read_text(encoding="utf-8")) if prov.is_file() else []:
+        top, repo = e["dest"].split("/")[:2]
+        if top not in _STAGED:
+            continue
+        agent, prefix = _STAGED[top]
+        root = roots.setdefault((agent, repo), stage / agent / repo)
+        target = root / e["path"][e["path"].index(prefix) + len(prefix):]
+        if target not in newest or newest[target][0] < e["size"]:
+            newest[target] = (e["size"], corpus / e["dest"])
+    for target, (_, src) in newest.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, target)
+        except OSError:
+            shutil.copyfile(src, target)
+    out = [Root(agent, path, "flag", True) for (agent, _), path in sorted(roots.items())]
+    if (corpus / "opencode").is_dir():
+        out += [Root("opencode", p, "flag", True)
+                for p in sorted((corpus / "opencode").iterdir()) if (p / "opencode.db").is_file()]
     if corpus_more.is_dir():
         for folder in sorted(p for p in corpus_more.iterdir() if p.is_dir()):
             for home in sorted(p for p in folder.iterdir() if p.is_dir()):
                 found = resolve_roots(flags={}, config={}, env={}, user_home=home)
-                roots += [r for r in found if r.exists]
-    return roots
+                out += [r for r in found if r.exists]
+    return out
 
 
 def capture_all(log: EventLog, roots: list[Root]) -> int:
@@ -73,17 +96,19 @@ def source_bytes(db_path: Path) -> int:
         con.close()
 
 
-def normalizer(roots: list[Root], base: Path) -> dict[str, str]:
-    """Root id -> the root's path relative to `base`, and `base` itself -> "<corpus>"
-    (project paths of agents that write into project folders are the sample's path)."""
-    from readers.parse_common import digest  # aider's session tag hashes its project folder
+def normalizer(roots: list[Root], bases: list[Path]) -> dict[str, str]:
+    """Root id -> the root's path relative to the first of `bases` holding it, and each base
+    itself -> "<base N>" (project paths of agents that write into project folders are the
+    sample's path; aider's session tag hashes its project folder)."""
+    from readers.parse_common import digest
 
-    out: dict[str, str] = {str(base): "<corpus>"}
+    out: dict[str, str] = {str(base): f"<base {i}>" for i, base in enumerate(bases)}
     for r in roots:
-        try:
-            label = r.path.relative_to(base).as_posix()
-        except ValueError:
-            label = r.path.name
+        label = r.path.name
+        for base in bases:
+            if r.path.is_relative_to(base):
+                label = r.path.relative_to(base).as_posix()
+                break
         out[root_id(r.path)] = f"R<{label}>"
         out[digest(str(r.path))[:10]] = f"P<{label}>"
     return out

@@ -37,12 +37,12 @@ GOLDEN = Path(__file__).parent / "fixtures" / "corpus_fingerprint.json"
 def corpora(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EventLog, dict[str, str]]:
     need(CORPUS.is_dir(), f"shared corpus not present at {CORPUS}")
     need(CORPUS_MORE.is_dir(), f"shared corpus-more not present at {CORPUS_MORE}")
-    roots = corpus_roots(CORPUS, CORPUS_MORE)
     tmp = tmp_path_factory.mktemp("corpora")
+    roots = corpus_roots(CORPUS, CORPUS_MORE, tmp / "stage")
     log = EventLog(tmp / "log")
     capture_all(log, roots)
     rebuild(tmp / "history.db", log)
-    return tmp / "history.db", log, normalizer(roots, CORPUS.parent)
+    return tmp / "history.db", log, normalizer(roots, [CORPUS.parent, tmp / "stage"])
 
 
 def _differences(got: dict[str, tuple[int, str]]) -> list[str]:
