@@ -3,7 +3,7 @@
 Captures ../shared/corpus and ../shared/corpus-more (read in place, never copied: Claude and
 Codex files hard-linked at their original paths, see tests/corpus_home.py) into a temporary
 home and prints, for this tree and, with `--baseline REV`, for that git revision (its tree
-exported next to the work folder and run with this venv), interleaved round by round:
+exported next to the work folder and run with this venv), interleaved round by round (the order alternating):
 - history.db bytes / source bytes (the bytes captured from every source), log bytes / source
   bytes, and the dbstat breakdown of history.db by table and index;
 - seconds to capture, to rebuild history.db from the log (`reindex`), and to apply the same
@@ -217,7 +217,8 @@ def main() -> None:
     results: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
     try:
         for i in range(rounds):
-            for j, (label, tree) in enumerate(trees.items()):
+            order = list(trees.items())
+            for j, (label, tree) in enumerate(order if i % 2 == 0 else order[::-1]):
                 results[label].append(run_tree(tree, work / f"home-{i}-{j}", args, reps))
         if args.fingerprint:
             fp = results["this tree"][0]["fingerprint"]

@@ -47,7 +47,7 @@ _VIEW_COLUMNS = (
     "r.rowid AS rowid, id, kind, agent, at, project, session, job, run, message, cursor,"
     " conversation, role, tool, subagent, subagent_name, title, archived, seq, ord,"
     " (SELECT s.source FROM doc_sources s WHERE s.id = r.source_id) AS source, sender, extra,"
-    " doc_text(body) AS text"
+    " CASE WHEN typeof(body) = 'text' THEN body ELSE doc_text(body) END AS text"
 )
 
 _DOCUMENTS = """
@@ -249,12 +249,14 @@ class Connection(sqlite3.Connection):
     alias_cache: dict[str, str]
     ord_next: list[int]
     source_ids: dict[str, int]
+    text_memo: list[Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alias_cache = {}
         self.ord_next = [0, 0]
         self.source_ids = {}
+        self.text_memo = [None, None]
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -300,7 +302,7 @@ def register_functions(con: sqlite3.Connection) -> None:
     its own functions, each remembering its last argument: one row's body is decoded and
     folded once however many tokens, triggers or columns ask for it.
     """
-    text_of = _last(unpack)
+    text_of = _last(unpack, getattr(con, "text_memo", None))
     con.create_function("doc_text", 1, text_of, deterministic=True)
     con.create_function("has_cjk", 1, lambda body: _has_cjk(text_of(body)), deterministic=True)
     con.create_function("cjk_grams", 1, lambda body: _cjk_grams(text_of(body)),
@@ -308,10 +310,13 @@ def register_functions(con: sqlite3.Connection) -> None:
     con.create_function("fold", 1, _last(_fold), deterministic=True)
 
 
-def _last(fn: Callable[[object], Any]) -> Callable[[object], Any]:
+def _last(fn: Callable[[object], Any], memo: list[Any] | None = None) -> Callable[[object], Any]:
     """`fn` remembering its last call (SQLite runs one statement step at a time per
-    connection, and a row's value is asked for again and again within a step)."""
-    memo: list[Any] = [None, None]
+    connection, and a row's value is asked for again and again within a step). `memo` is
+    [argument, result]; `projections.rows.put_row` seeds a `Connection`'s `text_memo` with
+    the body it writes, so the triggers that index it do not decompress it again."""
+    if memo is None:
+        memo = [None, None]
 
     def call(arg: object) -> Any:
         if arg is not None and type(arg) is type(memo[0]) and arg == memo[0]:

@@ -82,7 +82,10 @@ def put_row(
         text = "" if text is None else str(text)
     if len(text) > MAX_DOC_CHARS:
         text = text[:MAX_DOC_CHARS]
-    row[-1] = pack(text)
+    row[-1] = body = pack(text)
+    memo = getattr(con, "text_memo", None)
+    if memo is not None and isinstance(body, bytes):
+        memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression
     row[_SOURCE] = source_id(con, row[_SOURCE])
     if con.execute(_INSERT, row).rowcount == 1:
         return True  # a new id (the common case: one statement)
