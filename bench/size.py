@@ -3,7 +3,8 @@
 Captures ../shared/corpus and ../shared/corpus-more (read in place, never copied: Claude and
 Codex files hard-linked at their original paths, see tests/corpus_home.py) into a temporary
 home and prints, for this tree and, with `--baseline REV`, for that git revision (its tree
-exported next to the work folder and run with this venv), interleaved round by round (the order alternating):
+exported next to the work folder and run with this venv), interleaved round by round (the
+order alternating):
 - history.db bytes / source bytes (the bytes captured from every source), log bytes / source
   bytes, and the dbstat breakdown of history.db by table and index;
 - seconds to capture, to rebuild history.db from the log (`reindex`), and to apply the same
