@@ -64,6 +64,34 @@ def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
             "db_mb": (home / "history.db").stat().st_size / 1e6}
 
 
+def rebuild_modes(home: Path) -> dict[str, dict[str, float]]:
+    """The rebuild alone from the captured log, sequential and parallel (in this process;
+    CPU includes the parse process)."""
+    sys.path.insert(0, str(ROOT))
+    from eventlog import EventLog
+    from projections.rebuild import build
+
+    out: dict[str, dict[str, float]] = {}
+    log = EventLog(home / "log", readonly=True)
+    try:
+        for mode in ("sequential", "parallel"):
+            path = home / f"bench-{mode}.db"
+            path.unlink(missing_ok=True)
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
+            c0, _ = _children()
+            t0 = time.perf_counter()
+            build(path, log, parallel=mode == "parallel")
+            wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
+            c1, _ = _children()
+            own = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+            out[mode] = {"wall": wall, "cpu": own + c1 - c0, "own": own}
+            path.unlink()
+    finally:
+        log.close()
+    return out
+
+
 def install_css(venv: Path) -> Path | None:
     """claude-session-search in a venv; None (the reason printed) when it cannot be installed."""
     py = venv / "bin" / "python"
@@ -203,4 +231,11 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
     print(f"  single-thread floor (read + SHA-256 + LMDB append + parse + bare FTS5 insert):"
           f" {f['wall']:.1f} s (CPU {f['cpu']:.1f} s)")
     print(f"    agentlog / floor: {a['wall'] / f['wall']:.2f}x (goal <= 1.15)")
+    modes = rebuild_modes(work / "home")
+    for mode, r in modes.items():
+        print(f"  rebuild alone from that log, {mode}: {r['wall']:.1f} s, CPU {r['cpu']:.1f} s"
+              f" (this process {r['own']:.1f} s), CPU/wall {r['cpu'] / r['wall']:.2f}")
+    par, seq = modes["parallel"], modes["sequential"]
+    print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
+          f" (this process's CPU) {par['own'] / seq['own']:.2f}x")
     print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

@@ -158,3 +158,20 @@ def test_conversations_page_through_a_session(indexed: tuple[Path, EventLog]) ->
         if after is None:
             break
     assert len(seen) == int(conv[1]) == len(set(seen))
+
+
+def test_corpus_parallel_build_answers_as_catch_up(indexed: tuple[Path, EventLog],
+                                                   corpus: Path, tmp_path: Path) -> None:
+    """The parse-process build (projections.pipeline) over the real corpus: every table and
+    the answers to the raw-prompt queries are those of incremental catch-up."""
+    path, log = indexed
+    fresh = tmp_path / "parallel.db"
+    build(fresh, log, parallel=True)
+    a, b = db.connect(path, readonly=True), db.connect(fresh, readonly=True)
+    try:
+        assert digests(a) == digests(b)
+    finally:
+        a.close()
+        b.close()
+    for _, _, word in _raw_prompts(corpus):
+        assert query.search(path, word, None, 50) == query.search(fresh, word, None, 50)
