@@ -14,7 +14,11 @@ Promises:
   chunks are counted as `unparsed` (the source shows as pending) and `reindex` — triggered
   automatically when the parser version changes — indexes them;
 - run logs (layouts starting with "run") are indexed by `projections.runlogs`;
-- a parser that raises is counted as an unknown record type, never stops a rebuild.
+- a parser that raises is counted as an unknown record type, never stops a rebuild;
+- the pure half (assembly, parse calls) is `projections.assemble`; each capture applier is
+  a head (`chunk_head`, `whole_head`), that pure half, then its rows (`chunk_rows`,
+  `whole_rows`), so the parallel rebuild (`projections.pipeline`) runs the same SQL on
+  records parsed in another process.
 """
 
 from __future__ import annotations
