@@ -64,15 +64,20 @@ _DECODE = msgspec.msgpack.Decoder(list[ParseResult]).decode
 def load(
     con: Any, log: EventLog, stop: int, table: Mapping[str, Applier], *,
     batch: int, batch_bytes: int, release_bytes: int, part_bytes: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, follow: bool = False,
 ) -> tuple[int, str, int]:
     """Apply seq 1..`stop` into `con` (inside its open transaction) with a parse process;
-    returns (last seq, its chain hash hex, events read)."""
-    args = json.dumps([sys.path, str(log.path), stop, batch, batch_bytes, release_bytes,
-                       part_bytes or PART_BYTES])
+    returns (last seq, its chain hash hex, events read).
+
+    `follow`: the log is still being written; the parse process reads on as it grows until
+    this process's stdin (which it inherits) reaches its end, then up to the head of that
+    moment (`stop` is ignored)."""
+    args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
+                       release_bytes, part_bytes or PART_BYTES])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
-    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+                            stdin=None if follow else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, close_fds=True)
     assert proc.stdout is not None
     last_seq, last_hash, events = 0, "", 0
@@ -176,7 +181,8 @@ def apply_ops(
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
             part_bytes: int) -> None:
-    """The parse process: read, check, decode and parse seq 1..`stop`; batches to stdout."""
+    """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
+    the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
     try:
         from eventlog.records import ChainCheck
@@ -186,10 +192,16 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
         parser = Parser(part_bytes)
         check = ChainCheck()
         seq, unreleased = 1, 0
-        while seq <= stop:
-            records = log.read_raw(seq, min(batch, stop - seq + 1), max_bytes=batch_bytes)
+        follow = stop < 0
+        while follow or seq <= stop:
+            limit = batch if follow else min(batch, stop - seq + 1)
+            records = log.read_raw(seq, limit, max_bytes=batch_bytes)
             if not records:
-                break
+                if not follow:
+                    break
+                if _writer_done(0.05):  # the capture ended: read to the head it left
+                    follow, stop = False, log.head().seq
+                continue
             check.all(records)
             unreleased += sum(len(r.value) for r in records)
             seq = records[-1].seq + 1
@@ -205,6 +217,17 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
         os._exit(1)  # the building process is gone: so is the reason to go on
     except Exception as exc:
         _send(out, [("error", f"{type(exc).__name__}: {exc}")])
+
+
+def _writer_done(wait: float) -> bool:
+    """Whether stdin reached its end (waiting up to `wait` seconds for news)."""
+    import select
+
+    fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    if fd < 0:
+        return True
+    ready, _, _ = select.select([fd], [], [], wait)
+    return bool(ready) and not os.read(fd, 4096)
 
 
 class Parser:

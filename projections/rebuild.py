@@ -99,11 +99,14 @@ def build(
     progress: Progress | None = None,
     engine: str | None = None,
     parallel: bool | None = None,
+    follow: bool = False,
 ) -> BuildResult:
     """Build a complete history.db at `path` (which must not exist) from the log.
 
     `parallel` reads and parses the log in a second process (`projections.pipeline`; same
-    rows); None decides by the log's size and the number of CPUs (`use_parallel`)."""
+    rows); None decides by the log's size and the number of CPUs (`use_parallel`).
+    `follow` (parallel): the log is being written; read on until this process's stdin
+    ends, then to the head of that moment (`projections.follow`)."""
     started = time.monotonic()
     head = log.head().seq
     stop = head if upto is None else min(upto, head)
@@ -124,12 +127,12 @@ def build(
         check = ChainCheck()  # a damaged record stops the build (CorruptRecord): no swap
         if parallel is None:
             parallel = use_parallel(log, stop)
-        if parallel:  # the same loop, with reading and parsing in a second process
+        if parallel or follow:  # the same loop, with reading and parsing in a second process
             from projections import pipeline
 
             last_seq, last_hash, events = pipeline.load(
                 con, log, stop, table, batch=BATCH, batch_bytes=BATCH_BYTES,
-                release_bytes=RELEASE_BYTES, progress=progress)
+                release_bytes=RELEASE_BYTES, progress=progress, follow=follow)
             seq = stop + 1
         while seq <= stop:
             batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)
@@ -180,6 +183,7 @@ def rebuild(
     engine: str | None = None,
     lock_timeout: float = 600.0,
     parallel: bool | None = None,
+    follow: bool = False,
 ) -> BuildResult:
     """Rebuild `db_path` from seq 1 and swap it in (see the module promises).
 
@@ -194,7 +198,8 @@ def rebuild(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         try:
-            result = build(tmp, log, progress=progress, engine=engine, parallel=parallel)
+            result = build(tmp, log, progress=progress, engine=engine, parallel=parallel,
+                           follow=follow)
             swap(tmp, db_path)
             db.clear_stale(db_path)  # a known drift is gone with the old file
         except BaseException:

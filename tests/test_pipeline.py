@@ -1,4 +1,5 @@
-"""The parallel rebuild (parse process + SQL here) gives the sequential build's answers.
+"""The parallel rebuild (parse process + SQL here) gives the sequential build's answers,
+also when it follows a log still being appended to (`projections.follow`).
 
 Every table's canonical rows (the drift check's digests), the full-text shadow tables and
 search answers are compared; batches and pipe parts are made tiny so the logs below cross
@@ -22,7 +23,7 @@ import zstandard
 
 from eventlog import CorruptRecord, EventLog
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, MessageSent
-from projections import pipeline, query, rebuild
+from projections import follow, pipeline, query, rebuild
 from projections.drift import digests
 from projections.errors import ProjectionError
 from tests.conftest import ROOT
@@ -159,6 +160,14 @@ def _parse_processes(log_dir: Path) -> list[int]:
     return out
 
 
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has finished
+
+
 def test_a_killed_parse_process_fails_the_build_and_the_old_file_serves(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = _big_log(tmp_path / "log", 3000)
@@ -198,11 +207,54 @@ def test_a_killed_build_takes_its_parse_process_along(tmp_path: Path) -> None:
     assert children, "the build never started its parse process"
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL
-    while _parse_processes(tmp_path / "log") and time.monotonic() < deadline:
+    while any(map(_running, _parse_processes(tmp_path / "log"))) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _parse_processes(tmp_path / "log"), "the parse process outlived its build"
+    assert not any(map(_running, _parse_processes(tmp_path / "log"))), "outlived its build"
     assert _answers(path) == before
     log = EventLog(tmp_path / "log", readonly=True)
     rebuild.rebuild(path, log)  # cleans up the dead build's temporary file
     assert not list(tmp_path.glob("history.db.reindex-*"))
     assert _answers(path) == before
+
+
+def test_a_build_that_follows_the_appends_equals_a_rebuild(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log")
+    events = mixed_events() + _awkward()
+    append(log, events[:3])
+    path = tmp_path / "history.db"
+    builder = follow.start(path, tmp_path / "log")
+    for i in range(3, len(events), 4):  # appends go on while the builder reads
+        append(log, events[i : i + 4], prefix=f"f{i}")
+        time.sleep(0.02)
+    assert follow.finish(builder, timeout=120) == 0
+    fresh = tmp_path / "fresh.db"
+    rebuild.build(fresh, log, parallel=False)
+    assert _answers(path) == _answers(fresh)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT last_seq FROM checkpoint").fetchone()[0] == log.head().seq
+    con.close()
+
+
+def test_a_killed_appender_still_gets_its_prefix_built(tmp_path: Path) -> None:
+    """The caller of `follow.start` dies mid-way: the builder completes the file up to the
+    head the caller left (a prefix of the log), and nothing waits forever."""
+    log = _big_log(tmp_path / "log", 2000)
+    head = log.head().seq
+    log.close()
+    code = ("import sys, os, time; from pathlib import Path; from projections import follow;"
+            " b = follow.start(Path(sys.argv[1]) / 'history.db', Path(sys.argv[1]) / 'log');"
+            " print(b.pid, flush=True); time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    builder = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    deadline = time.monotonic() + 120
+    while _running(builder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(builder), "the builder never finished"
+    con = sqlite3.connect(tmp_path / "history.db")
+    assert con.execute("SELECT last_seq FROM checkpoint").fetchone()[0] == head
+    con.close()
+    assert not list(tmp_path.glob("history.db.reindex-*"))

@@ -175,3 +175,33 @@ def test_corpus_parallel_build_answers_as_catch_up(indexed: tuple[Path, EventLog
         b.close()
     for _, _, word in _raw_prompts(corpus):
         assert query.search(path, word, None, 50) == query.search(fresh, word, None, 50)
+
+
+def test_corpus_capture_with_a_following_build(tmp_path: Path, corpus: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`capture` into a home without history.db starts the follow build (cli.catchup.Follower)
+    once it has read FOLLOW_BYTES: the file it swaps in is the rebuild of the whole log."""
+    from cli import catchup
+    from cli.config import Home
+    from readers.capture import Capturer, Options
+    from tests.test_capture_corpus import _layout
+
+    monkeypatch.setattr(catchup, "FOLLOW_BYTES", 1)
+    roots, _, _ = _layout(corpus, tmp_path / "roots")
+    home = Home(tmp_path / "home")
+    follower = catchup.Follower(home)
+    stats = Capturer(home.log(), roots, Options(settle_s=0.0)).run_once(follower.tick)
+    assert follower.builder is not None, "the follow build never started"
+    follower.finish()
+    assert stats.appended > 100
+    log = home.log(readonly=True)
+    fresh = tmp_path / "fresh.db"
+    build(fresh, log, parallel=False)
+    a, b = db.connect(home.history_db, readonly=True), db.connect(fresh, readonly=True)
+    try:
+        assert digests(a) == digests(b)
+    finally:
+        a.close()
+        b.close()
+    for _, _, word in _raw_prompts(corpus)[:5]:
+        assert query.search(home.history_db, word, None, 20) == query.search(fresh, word, None, 20)
