@@ -57,6 +57,7 @@ from readers.records import ParseResult
 Op = tuple[Any, ...]
 PICKLE = pickle.HIGHEST_PROTOCOL
 PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
+last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(list[ParseResult]).decode
 
@@ -91,6 +92,8 @@ def load(
                                       f" (exit code {proc.returncode})")
             head = ops[0]
             if head[0] == "done":
+                global last_peak
+                last_peak = int(head[1])
                 break
             if head[0] == "corrupt":
                 raise CorruptRecord(head[1], head[2])
@@ -210,13 +213,25 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
                 pages.release(log.path)
                 unreleased = 0
         log.close()
-        _send(out, [("done",)])
+        _send(out, [("done", peak_rss())])
     except CorruptRecord as exc:
         _send(out, [("corrupt", exc.seq, exc.reason)])
     except (BrokenPipeError, ConnectionResetError):
         os._exit(1)  # the building process is gone: so is the reason to go on
     except Exception as exc:
         _send(out, [("error", f"{type(exc).__name__}: {exc}")])
+
+
+def peak_rss() -> int:
+    """This process's peak resident set (VmHWM) in bytes; 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _writer_done(wait: float) -> bool:
