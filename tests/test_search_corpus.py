@@ -190,7 +190,9 @@ def test_corpus_capture_with_a_following_build(tmp_path: Path, corpus: Path,
     roots, _, _ = _layout(corpus, tmp_path / "roots")
     home = Home(tmp_path / "home")
     follower = catchup.Follower(home)
-    stats = Capturer(home.log(), roots, Options(settle_s=0.0)).run_once(follower.tick)
+    # small reads: many ticks, so the progress callback (every 0.1 s) surely runs mid-way
+    stats = Capturer(home.log(), roots, Options(settle_s=0.0, read_max=16384)).run_once(
+        follower.tick)
     assert follower.builder is not None, "the follow build never started"
     follower.finish()
     assert stats.appended > 100
