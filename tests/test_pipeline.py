@@ -23,7 +23,7 @@ import zstandard
 
 from eventlog import CorruptRecord, EventLog
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, MessageSent
-from projections import follow, pipeline, query, rebuild
+from projections import db, follow, pipeline, query, rebuild
 from projections.drift import digests
 from projections.errors import ProjectionError
 from tests.conftest import ROOT
@@ -42,6 +42,7 @@ FTS_SHADOWS = ("documents_fts_data", "documents_fts_idx", "documents_fts_docsize
 
 def _answers(path: Path) -> tuple[object, ...]:
     con = sqlite3.connect(path)
+    db.register_functions(con)  # the `documents` view decodes bodies
     try:
         shadows = tuple(tuple(con.execute(f"SELECT * FROM {t} ORDER BY 1")) for t in FTS_SHADOWS)
         rowids = tuple(con.execute("SELECT rowid, id FROM documents ORDER BY rowid"))

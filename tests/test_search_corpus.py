@@ -191,9 +191,15 @@ def test_corpus_capture_with_a_following_build(tmp_path: Path, corpus: Path,
     roots, _, _ = _layout(corpus, tmp_path / "roots")
     home = Home(tmp_path / "home")
     follower = catchup.Follower(home)
-    # small reads: many ticks, so the progress callback (every 0.1 s) surely runs mid-way
-    stats = Capturer(home.log(), roots, Options(settle_s=0.0, read_max=16384)).run_once(
-        follower.tick)
+    engine = Capturer(home.log(), roots, Options(settle_s=0.0))
+    step = engine.tick
+
+    def tick() -> None:  # the progress callback runs every 0.1 s: here after every tick
+        step()
+        follower.tick(engine)
+
+    engine.tick = tick  # type: ignore[method-assign]
+    stats = engine.run_once(follower.tick)
     assert follower.builder is not None, "the follow build never started"
     follower.finish()
     assert stats.appended > 100
