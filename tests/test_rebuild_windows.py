@@ -3,7 +3,8 @@ heap trims are invisible in history.db.
 
 The same real log (broker facts, Claude and Codex chunks, CJK text) is built with the
 defaults and with the smallest windows possible (one event per read, the log's pages
-released after every read, tiny SQLite caches, no heap trim); every table's canonical rows
+released after every read, tiny SQLite caches, no heap trim), sequentially and through the
+parse process of `projections.pipeline`; every table's canonical rows
 (projections.drift.digests, which also covers the FTS terms) must be equal.
 """
 
@@ -45,13 +46,14 @@ def _digests(path: Path) -> dict[str, tuple[int, str]]:
         con.close()
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["sequential", "pipeline"])
 def test_smallest_windows_build_the_same_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool
 ) -> None:
     log = make_log(tmp_path / "log", _events())  # type: ignore[arg-type]
     try:
         wide = tmp_path / "wide.db"
-        rebuild.build(wide, log)
+        rebuild.build(wide, log, parallel=False)
         monkeypatch.setattr(rebuild, "BATCH_BYTES", 1)
         monkeypatch.setattr(rebuild, "RELEASE_BYTES", 1)
         monkeypatch.setattr(store, "RELEASE_BYTES", 1)
@@ -62,7 +64,7 @@ def test_smallest_windows_build_the_same_rows(
         monkeypatch.setattr(db, "BULK_HASHSIZE", 4096)
         monkeypatch.setattr(heap, "ENABLED", False)
         narrow = tmp_path / "narrow.db"
-        rebuild.build(narrow, log)
+        rebuild.build(narrow, log, parallel=parallel)
     finally:
         log.close()
     wide_d = _digests(wide)
