@@ -38,7 +38,7 @@ from projections.text import fold
 # 8: recipients side table; contentless CJK side index; partial run/job indexes
 # 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
 SCHEMA_VERSION = 9
-BULK_HASHSIZE = 256 * 1024 * 1024
+BULK_HASHSIZE = 32 * 1024 * 1024  # FTS5's term hash in a rebuild: bounds its peak RSS
 DEFAULT_HASHSIZE = 1024 * 1024
 
 # The columns of the `documents` view (what every reader sees): the stored row, with `source`
@@ -374,8 +374,9 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     con.executescript(_QUERY_INDEXES)
     heap.trim()
     if engine == "fts5":
-        # A large in-memory term hash while building: far fewer segments to write and merge
-        # (measured ~45 % faster than the default 1 MiB); set back for incremental writes.
+        # A larger in-memory term hash while building: far fewer segments to write and merge
+        # than the default 1 MiB; set back for incremental writes. 32 MiB, not 256: at 256
+        # the hash alone took ~160 MiB of a 1 GB home's rebuild (bench/memory.py).
         for table in ("documents_fts", "documents_cjk"):
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (BULK_HASHSIZE,))
