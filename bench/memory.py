@@ -6,7 +6,9 @@ the process itself at exit, else the highest polled value), split into anonymous
 (Python objects, SQLite's page cache and sorter, FTS5's term hash, msgspec buffers) and
 file-backed pages (shared libraries, and LMDB's read-only mapping of data.mdb, whose touched
 pages count in RSS until released: the `of which log` column), polled from /proc every
-20 ms; the whole process tree's peak (verify's checker children, any pipeline workers);
+20 ms; the whole process tree's peak (verify's checker children, the rebuild's builder and
+parse processes), as summed RSS and as summed PSS (shared pages counted once), and each
+process's own peak;
 wall time and CPU time (the child and the children it reaped). Baselines in the same run:
 `python -c pass`, the import of the modules the heavy commands load, and the sizes of the
 log and history.db. Goal (issue 13): every peak <= 200 MB.
@@ -41,6 +43,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+import urllib.parse  # noqa: E402
 import urllib.request  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -106,12 +109,39 @@ def _log_rss(pid: int) -> int:
     return total
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size: shared pages divided among the processes mapping them, so a
+    tree's sum counts each shared library page once."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _role(pid: int) -> str:
+    """A short name for a process of the tree (the agentlog command or helper module)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(a.decode(errors="replace") for a in args)
+    for key in ("pipeline import produce", "follow import run", "eventlog.verify", "lmdb"):
+        if key in text:
+            return key.split()[-1].replace("produce", "parse").replace("run", "builder")
+    return "main"
+
+
 class Watch:
     """Polls a process tree: peaks of RSS (per process and summed), anon, file, log map."""
 
     def __init__(self, pid: int, every: float = 0.02) -> None:
         self.pid, self.every = pid, every
-        self.peak = self.anon = self.file = self.log = self.tree = self.now = 0
+        self.peak = self.anon = self.file = self.log = self.tree = self.now = self.pss = 0
+        self.procs: dict[int, list[Any]] = {}  # pid -> [role, peak RSS]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -119,12 +149,16 @@ class Watch:
     def _run(self) -> None:
         n = 0
         while not self._stop.is_set():
-            total = 0
+            total = pss = 0
             for p in _tree(self.pid):
                 st = _status(p)
                 if not st:
                     continue
                 total += st.get("VmRSS", 0)
+                if n % 10 == 0:
+                    pss += _pss(p)
+                entry = self.procs.setdefault(p, [_role(p), 0])
+                entry[1] = max(entry[1], st.get("VmHWM", 0))
                 self.peak = max(self.peak, st.get("VmHWM", 0))
                 self.anon = max(self.anon, st.get("RssAnon", 0))
                 self.file = max(self.file, st.get("RssFile", 0) + st.get("RssShmem", 0))
@@ -133,6 +167,7 @@ class Watch:
                 if p == self.pid:
                     self.now = st.get("VmRSS", 0)
             self.tree = max(self.tree, total)
+            self.pss = max(self.pss, pss)
             n += 1
             self._stop.wait(self.every)
 
@@ -166,11 +201,16 @@ class Bench:
             path.unlink()
         cpu = (rusage.ru_utime + rusage.ru_stime) if rusage is not None else float("nan")
         fig = {"peak": hwm, "anon": watch.anon, "file": watch.file, "log": watch.log,
-               "tree": max(watch.tree, hwm), "wall": wall, "cpu": cpu}
+               "tree": max(watch.tree, hwm), "pss": watch.pss, "wall": wall, "cpu": cpu}
         self.rows.append((label, fig))
         print(f"  {label:<44} peak {hwm / MiB:6.0f} MiB (anon {watch.anon / MiB:5.0f}, file "
               f"{watch.file / MiB:5.0f}, of which log {watch.log / MiB:5.0f}; tree "
-              f"{fig['tree'] / MiB:5.0f})  {wall:6.1f} s wall, {cpu:6.1f} s CPU", flush=True)
+              f"{fig['tree'] / MiB:5.0f}, tree PSS {watch.pss / MiB:5.0f})  {wall:6.1f} s wall, "
+              f"{cpu:6.1f} s CPU", flush=True)
+        if len(watch.procs) > 1:
+            print("      per process: " + ", ".join(
+                f"{role} {peak / MiB:.0f}" for role, peak in
+                sorted(watch.procs.values(), key=lambda x: -x[1])[:4]), flush=True)
         return fig
 
     def run(self, label: str, args: list[str], *, agentlog: bool = True,
@@ -267,7 +307,7 @@ def live(b: Bench, label: str, args: list[str], home: Path, claude: Path, *, arr
                                          headers={"Authorization": f"Bearer {token}"})
             urllib.request.urlopen(req, timeout=60).read()
     if url:
-        pid = urllib.request.quote("/w/p", safe="")
+        pid = urllib.parse.quote("/w/p", safe="")
         req = urllib.request.Request(f"{url}/api/projects/{pid}/history/export",
                                      headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(req, timeout=600) as r:
