@@ -132,7 +132,7 @@ def _role(pid: int) -> str:
     for key in ("pipeline import produce", "follow import run", "eventlog.verify", "lmdb"):
         if key in text:
             return key.split()[-1].replace("produce", "parse").replace("run", "builder")
-    return "main"
+    return "child"
 
 
 class Watch:
@@ -157,7 +157,7 @@ class Watch:
                 total += st.get("VmRSS", 0)
                 if n % 10 == 0:
                     pss += _pss(p)
-                entry = self.procs.setdefault(p, [_role(p), 0])
+                entry = self.procs.setdefault(p, ["main" if p == self.pid else _role(p), 0])
                 entry[1] = max(entry[1], st.get("VmHWM", 0))
                 self.peak = max(self.peak, st.get("VmHWM", 0))
                 self.anon = max(self.anon, st.get("RssAnon", 0))
