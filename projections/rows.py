@@ -82,13 +82,17 @@ def put_document(
     return put_row(con, row, policy=policy, set_archived="archived" in doc)
 
 
-def stored(text: object) -> tuple[str, str | bytes]:
-    """(the text a row keeps, bounded to MAX_DOC_CHARS; its stored body)."""
+def bounded(text: object) -> str:
+    """The text a row keeps: a str of at most MAX_DOC_CHARS characters."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    if len(text) > MAX_DOC_CHARS:
-        text = text[:MAX_DOC_CHARS]
-    return text, pack(text)
+    return text[:MAX_DOC_CHARS] if len(text) > MAX_DOC_CHARS else text
+
+
+def stored(text: object) -> tuple[str, str | bytes]:
+    """(the text a row keeps, its stored body)."""
+    kept = bounded(text)
+    return kept, pack(kept)
 
 
 def put_row(
@@ -102,7 +106,7 @@ def put_row(
     if body is None:
         text, body = stored(row[-1])
     else:
-        text = row[-1]
+        text = bounded(row[-1])
     row[-1] = body
     memo = getattr(con, "text_memo", None)
     if memo is not None and isinstance(body, bytes):
