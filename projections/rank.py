@@ -293,7 +293,6 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     lists = {str(t): (float(tau), float(a)) for t, tau, a in con.execute(
         "SELECT term, tau, avgdl FROM rank_terms WHERE tau IS NOT NULL")}
     fresh = _fresh(con, wm)
-    dirty = {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
     freq: dict[tuple[str, int], int] = {}
     sizes: dict[int, int] = {}
     weights: dict[int, float] = {}
@@ -305,25 +304,25 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
         freq.update(fq)
         sizes.update(sz)
         common.update(top)
-    by_term: dict[str, list[tuple[int, int, int, float]]] = {t: [] for t in lists}
+    # Changed documents leave the lists (their new text is fresh); every bound is carried to
+    # today's avgdl; a fresh document joins a list when it beats the bound (else the bound
+    # covers it); a list grown past twice its size is cut back to its best.
+    con.execute("DELETE FROM rank_champions WHERE doc IN (SELECT doc FROM rank_dirty)")
+    con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
+                " WHERE tau IS NOT NULL", (a_now, a_now))
+    taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}
+    joins = []
     for (term, doc), f in freq.items():
-        by_term[term].append((doc, f, sizes[doc], weights[doc]))
-    for term, (tau, a_ref) in lists.items():
-        cands = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
-            "SELECT doc, f, dl, w FROM rank_champions WHERE term = ?", (term,))
-            if int(d) not in dirty and int(d) <= wm] + by_term[term]
-        cands.sort(key=lambda c: (-c[3] * tf(float(c[1]), float(c[2]), a_now), -c[0]))
-        keep = cands[:CHAMPIONS]
-        # others: the old bound carried to today's avgdl, and what was just left out
-        new_tau = tau * max(1.0, a_now / a_ref)
-        if len(cands) > CHAMPIONS:
-            c = keep[-1]
-            new_tau = max(new_tau, c[3] * tf(float(c[1]), float(c[2]), a_now))
-        con.execute("DELETE FROM rank_champions WHERE term = ?", (term,))
-        con.executemany("INSERT INTO rank_champions(term, doc, f, dl, w) VALUES (?, ?, ?, ?, ?)",
-                        [(term, *c) for c in keep])
-        con.execute("UPDATE rank_terms SET tau = ?, avgdl = ? WHERE term = ?",
-                    (new_tau, a_now, term))
+        dl, w = sizes[doc], weights[doc]
+        if w * tf(float(f), float(dl), a_now) > taus[term]:
+            joins.append((term, doc, f, dl, w))
+    con.executemany("INSERT OR REPLACE INTO rank_champions(term, doc, f, dl, w)"
+                    " VALUES (?, ?, ?, ?, ?)", joins)
+    for term in sorted({j[0] for j in joins}):
+        size = con.execute("SELECT count(*) FROM rank_champions WHERE term = ?",
+                           (term,)).fetchone()[0]
+        if size > 2 * CHAMPIONS:
+            _trim(con, term, taus[term], a_now)
     last = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
     con.execute("UPDATE rank_meta SET wm = ?, avgdl = ? WHERE id = 1", (max(wm, last), a_now))
     con.execute("DELETE FROM rank_dirty")
@@ -337,6 +336,17 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
             con.execute("INSERT INTO rank_terms(term, df) VALUES (?, ?)", (term, df))
     make_wanted(con, step)
     return True
+
+
+def _trim(con: sqlite3.Connection, term: str, tau: float, avgdl: float) -> None:
+    cands = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
+        "SELECT doc, f, dl, w FROM rank_champions WHERE term = ?", (term,))]
+    cands.sort(key=lambda c: (-c[3] * tf(float(c[1]), float(c[2]), avgdl), -c[0]))
+    last = cands[CHAMPIONS - 1]
+    tau = max(tau, last[3] * tf(float(last[1]), float(last[2]), avgdl))
+    con.executemany("DELETE FROM rank_champions WHERE term = ? AND doc = ?",
+                    [(term, c[0]) for c in cands[CHAMPIONS:]])
+    con.execute("UPDATE rank_terms SET tau = ? WHERE term = ?", (tau, term))
 
 
 # -- the query side (read-only) --------------------------------------------------------------

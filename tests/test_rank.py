@@ -214,3 +214,22 @@ def test_mirror_of_fts5_bm25_is_bit_identical(tmp_path: Path) -> None:
     for rowid, b in rows:
         assert -1.0 * (0.0 + i * rank.tf(1.0, 7.0, ntok / nrow)) == b, rowid
     con.close()
+
+
+def test_a_list_that_grows_is_cut_back_and_stays_exact(tmp_path: Path) -> None:
+    con = _home(tmp_path / "h.db")
+    _many(con, 40)
+    con.execute("BEGIN")
+    rank.build(con)
+    for i in range(12):  # better than every champion: they join, the list passes 2 x 4
+        _put(con, 500 + i, "deploy " * (2 + i % 5), "user" if i % 2 else "assistant", "s1")
+    assert rank.refresh(con)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM rank_champions WHERE term = 'deploy'"
+                       ).fetchone()[0] == rank.CHAMPIONS
+    got = rank.candidates(con, "deploy")
+    assert got is not None
+    hits = search._certified(con, got[0], got[1], Filters(), 3)
+    assert hits is not None
+    same_ranking(ids(hits), brute(con, "deploy"), 3)
+    con.close()
