@@ -138,6 +138,31 @@ def _refresh_rank(con: sqlite3.Connection) -> None:
         raise
 
 
+def make_lists(db_path: Path) -> int:
+    """Make every champion list still wanted (`agentlog reindex` after its swap: a rebuild
+    makes only the most common words' lists), one short write transaction per step so
+    capture keeps going; returns the number made."""
+    from projections import rank
+
+    made = 0
+    con = db.connect(db_path)
+    try:
+        if not rank.has_lists(con):
+            return 0
+        while con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                made += rank.make_wanted(con, rank.STEP)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+    finally:
+        con.close()
+    return made
+
+
 def _backlog_is_most(log: EventLog, last_seq: int, head_seq: int) -> bool:
     """More new events than applied ones, and (estimated from the log's size) at least
     `FAST_PATH_BYTES` of them: a rebuild (bulk load, indexes after) then beats catching up,
