@@ -54,10 +54,10 @@ CREATE TABLE rank_dirty(doc INTEGER PRIMARY KEY);
 """
 
 TRIGGERS = """
-CREATE TRIGGER rank_dirty_au AFTER UPDATE OF text, role, kind ON documents BEGIN
+CREATE TRIGGER rank_dirty_au AFTER UPDATE OF body, role, kind ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
 END;
-CREATE TRIGGER rank_dirty_ad AFTER DELETE ON documents BEGIN
+CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
 END;
 """
@@ -196,11 +196,10 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
                 (wm, ntok / nrow if nrow else 1.0))
     if not nrow:
         return 0
-    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.rank_vocab"
-                " USING fts5vocab(main, documents_fts, row)")
     con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", [
-        (str(t), int(df)) for t, df in con.execute(
-            "SELECT term, doc FROM temp.rank_vocab WHERE doc > ?", (hot,)) if listable(str(t))])
+        (str(t), int(df)) for t, df in con.execute(  # fts5vocab (projections.db)
+            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))
+        if listable(str(t))])
     return make_wanted(con, budget)
 
 
