@@ -31,10 +31,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from projections.text import fts_phrase
+
 K1 = 1.2
 B = 0.75
-HOT_DF = 20_000  # a word in more documents gets a champion list
-CHAMPIONS = 1000  # documents kept per word
+HOT_DF = 5_000  # a word in more documents gets a champion list
+CHAMPIONS = 500  # documents kept per word
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
 REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
 TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
@@ -122,9 +124,20 @@ def has_lists(con: sqlite3.Connection) -> bool:
     ).fetchone() is not None
 
 
-def listable(token: str) -> bool:
-    """Tokens FTS5 indexes as themselves lower-cased (so the list's term is `token.lower()`)."""
-    return token.isascii() and token.isalnum()
+def index_term(token: str) -> str | None:
+    """The one term FTS5 indexes `token` as (its tokenizer's own folding), None when it is
+    not exactly one term (then no list applies)."""
+    if token.isascii() and token.isalnum():
+        return token.lower()
+    con = _tokenizer()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM t")
+        con.execute("INSERT INTO t(rowid, text) VALUES (1, ?)", (token,))
+        terms = [str(r[0]) for r in con.execute("SELECT term FROM r")]
+    finally:
+        con.execute("ROLLBACK")
+    return terms[0] if len(terms) == 1 else None
 
 
 # -- the in-memory tokenizer: (f, D) of a few documents, by FTS5 itself ------------------
@@ -198,8 +211,7 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
         return 0
     con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", [
         (str(t), int(df)) for t, df in con.execute(  # fts5vocab (projections.db)
-            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))
-        if listable(str(t))])
+            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))])
     return make_wanted(con, budget)
 
 
@@ -226,12 +238,12 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> b
     """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
     (f, D) recovered exactly from the score (D from FTS5's docsize). False: no list."""
     df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
-                         ('"' + term + '"',)).fetchone()[0])
+                         (fts_phrase(term),)).fetchone()[0])
     rows = con.execute(
         f"SELECT f.rowid, bm25(documents_fts), {WEIGHT_SQL} AS w FROM documents_fts f"
         " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?"
         " ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?",
-        ('"' + term + '"', CHAMPIONS)).fetchall()
+        (fts_phrase(term), CHAMPIONS)).fetchall()
     if len(rows) < CHAMPIONS:
         return False
     i = idf(nrow, df)
@@ -327,10 +339,8 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     con.execute("DELETE FROM rank_dirty")
     known = {str(r[0]) for r in con.execute("SELECT term FROM rank_terms")}
     for term in sorted(common - known):
-        if not listable(term):
-            continue
         df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
-                             ('"' + term + '"',)).fetchone()[0])
+                             (fts_phrase(term),)).fetchone()[0])
         if df > HOT_DF:  # a word that became common since: wanted
             con.execute("INSERT INTO rank_terms(term, df) VALUES (?, ?)", (term, df))
     make_wanted(con, step)
@@ -355,16 +365,16 @@ def candidates(
 ) -> tuple[list[tuple[float, int]], float] | None:
     """Every document that can outrank the bound, best first as (v, rowid), and the bound
     (every other match of `token` has v <= bound); None when the list cannot answer."""
-    if not listable(token) or not has_lists(con):
+    term = index_term(token)
+    if term is None or not has_lists(con):
         return None
-    term = token.lower()
     row = con.execute("SELECT tau, avgdl FROM rank_terms WHERE term = ? AND tau IS NOT NULL",
                       (term,)).fetchone()
     meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
     if row is None or meta is None:
         return None
     tau, a_ref, wm = float(row[0]), float(row[1]), int(meta[0])
-    phrase = '"' + term + '"'
+    phrase = fts_phrase(term)
     dirty = [int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty WHERE doc <= ?", (wm,))]
     fresh = [int(r[0]) for r in con.execute(
         "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND rowid > ?"

@@ -233,3 +233,20 @@ def test_a_list_that_grows_is_cut_back_and_stays_exact(tmp_path: Path) -> None:
     assert hits is not None
     same_ranking(ids(hits), brute(con, "deploy"), 3)
     con.close()
+
+
+def test_a_word_with_diacritics_uses_the_list_of_its_folded_term(tmp_path: Path) -> None:
+    con = _home(tmp_path / "h.db")
+    con.execute("BEGIN")
+    for i in range(30):
+        _put(con, i, "déploy " * (1 + i % 4) + f"étape{i}", ROLES[i % 5], "s1")
+    rank.build(con)
+    con.execute("COMMIT")
+    assert rank.index_term("DÉPLOY") == "deploy"
+    assert rank.index_term("foo-bar") is None  # two terms: no list
+    got = rank.candidates(con, "DÉPLOY")
+    assert got is not None
+    hits = search._certified(con, got[0], got[1], Filters(), 2)
+    assert hits is not None
+    assert ids(hits) == ids(search.fts_search(con, ["deploy"], Filters(), 2, lists=False))
+    con.close()
