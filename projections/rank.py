@@ -36,7 +36,7 @@ from projections.text import fts_phrase
 K1 = 1.2
 B = 0.75
 HOT_DF = 5_000  # a word in more documents gets a champion list
-CHAMPIONS = 500  # documents kept per word
+CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
 REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
 TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
