@@ -164,6 +164,10 @@ def build(
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
+            from projections import rank
+
+            # champion lists of the most common words (the rest: catch-up, `refresh`)
+            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]))
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
         con.close()
