@@ -30,7 +30,8 @@ from projections.text import fold
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
 # 8: recipients side table; contentless CJK side index; partial run/job indexes
-SCHEMA_VERSION = 8
+# 9: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
+SCHEMA_VERSION = 9
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024
 
@@ -131,31 +132,46 @@ CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, content='', tokenize='unico
 # The triggers keep both FTS tables in step with `documents` on every later write. The CJK
 # side index is contentless (its grams are a function of `documents.text`, stored once): a
 # row is removed with FTS5's 'delete' command and the grams it was indexed with.
+# `fts_live(rowid)` is 1 except for rows a catch-up batch is deferring (`defer_fts`): those
+# are indexed by one INSERT … SELECT before the batch commits (`index_deferred`). Why: in an
+# explicit transaction every statement that fires a trigger opens a statement savepoint, and
+# FTS5 (SQLite 3.40) flushes its pending terms to a new segment at each savepoint, so
+# indexing row by row wrote one segment per document and merged them constantly.
 _FTS_TRIGGERS = """
-CREATE TRIGGER documents_ai AFTER INSERT ON documents BEGIN
+CREATE TRIGGER documents_ai AFTER INSERT ON documents WHEN fts_live(new.rowid) BEGIN
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
 END;
-CREATE TRIGGER documents_ad AFTER DELETE ON documents BEGIN
+CREATE TRIGGER documents_ad AFTER DELETE ON documents WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
 END;
-CREATE TRIGGER documents_au AFTER UPDATE OF text ON documents BEGIN
+CREATE TRIGGER documents_au AFTER UPDATE OF text ON documents WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
 END;
-CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents WHEN has_cjk(new.text) BEGIN
+CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents
+    WHEN has_cjk(new.text) AND fts_live(new.rowid) BEGIN
   INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.text));
 END;
-CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents WHEN has_cjk(old.text) BEGIN
+CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents
+    WHEN has_cjk(old.text) AND fts_live(old.rowid) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
     VALUES ('delete', old.rowid, cjk_grams(old.text));
 END;
-CREATE TRIGGER documents_cjk_au AFTER UPDATE OF text ON documents BEGIN
+CREATE TRIGGER documents_cjk_au AFTER UPDATE OF text ON documents WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
     SELECT 'delete', old.rowid, cjk_grams(old.text) WHERE has_cjk(old.text);
   INSERT INTO documents_cjk(rowid, grams)
     SELECT new.rowid, cjk_grams(new.text) WHERE has_cjk(new.text);
 END;
 """
+
+# The full-text rows of documents whose rowid is above a bound (a deferred batch, a bulk load)
+_FTS_FILL = (
+    "INSERT INTO documents_fts(rowid, text) SELECT rowid, text FROM documents"
+    " WHERE rowid > ? AND rowid <= ?",
+    "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(text) FROM documents"
+    " WHERE rowid > ? AND rowid <= ? AND has_cjk(text)",
+)
 
 
 class Checkpoint(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
@@ -216,11 +232,13 @@ class Connection(sqlite3.Connection):
 
     alias_cache: dict[str, str]
     ord_next: list[int]
+    fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alias_cache = {}
         self.ord_next = [0, 0]
+        self.fts_after = [-1]
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -263,6 +281,42 @@ def register_functions(con: sqlite3.Connection) -> None:
     con.create_function("has_cjk", 1, _has_cjk, deterministic=True)
     con.create_function("cjk_grams", 1, _cjk_grams, deterministic=True)
     con.create_function("fold", 1, _fold, deterministic=True)
+    after = getattr(con, "fts_after", None)
+    if after is None:  # a plain sqlite3 connection: always live
+        after = [-1]
+    con.create_function("fts_live", 1, lambda rowid: 1 if after[0] < 0 or rowid <= after[0]
+                        else 0)
+
+
+def defer_fts(con: sqlite3.Connection) -> None:
+    """Inside a write transaction: rows inserted from now on (rowid above today's largest)
+    are full-text indexed by `index_deferred`, in one statement, before the commit.
+
+    Updates and deletes of those rows skip the triggers too (the final statement indexes
+    what they hold then); older rows stay live. A connection without the `fts_after` memo
+    (not made by `connect`) is left live."""
+    after = getattr(con, "fts_after", None)
+    if after is None:
+        return
+    after[0] = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+
+
+def index_deferred(con: sqlite3.Connection) -> None:
+    """Index the rows `defer_fts` held back (same transaction), then go live again."""
+    after = getattr(con, "fts_after", None)
+    if after is None or after[0] < 0:
+        return
+    low, after[0] = after[0], -1
+    if has_fts(con):
+        for sql in _FTS_FILL:
+            con.execute(sql, (low, 1 << 62))
+
+
+def undefer_fts(con: sqlite3.Connection) -> None:
+    """After a rollback: nothing is held back any more."""
+    after = getattr(con, "fts_after", None)
+    if after is not None:
+        after[0] = -1
 
 
 def _has_cjk(text: object) -> int:
@@ -311,11 +365,13 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
         for table in ("documents_fts", "documents_cjk"):
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (BULK_HASHSIZE,))
-        con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('rebuild')")
-        con.execute(
-            "INSERT INTO documents_cjk(rowid, grams)"
-            " SELECT rowid, cjk_grams(text) FROM documents WHERE has_cjk(text)"
-        )
+        # Two halves, so each index has two segments and the 'optimize' that ends a rebuild
+        # merges them one level up: left alone on level 0, the one big segment would be
+        # merged again (rewritten whole) with the small segments of the next few catch-ups.
+        top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+        for low, high in ((0, top // 2), (top // 2, top)):
+            for sql in _FTS_FILL:
+                con.execute(sql, (low, high))
         for table in ("documents_fts", "documents_cjk"):
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (DEFAULT_HASHSIZE,))
