@@ -21,10 +21,13 @@ class CaptureConfigError(ValueError):
     """A capture root setting of config.json that is not a path or a list of paths."""
 
 
-def capture_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
-    """The capture roots from flags, config.json and the environment; agents that write into
-    project folders also get the project folders history.db already names (cwds)."""
-    from readers.roots import CONFIG_KEYS, PROJECT_ROOTS
+def capture_roots(home: Home, flags: dict[str, str | None],
+                  agents: list[str] | None = None) -> list[Any]:
+    """The capture roots from flags, config.json and the environment (of `agents` only, when
+    given: a hook knows its agent); agents that write into project folders also get the
+    project folders history.db already names (cwds)."""
+    from readers import registry
+    from readers.roots import AGENTS, CONFIG_KEYS, PROJECT_ROOTS
     from readers.roots import resolve_roots as resolve
 
     for key in (*CONFIG_KEYS.values(), PROJECT_ROOTS):  # a number would become a path "5"
@@ -37,12 +40,15 @@ def capture_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
                 f"{home.config_path}: {key} must be a path, a comma-separated string of paths "
                 f"or a list of paths; got {json.dumps(value)[:100]}"
             )
+    chosen = AGENTS if agents is None else [a for a in AGENTS if a in agents]
+    projects = any(registry.get(a).extra.get("projects") for a in chosen)
     return resolve(
         flags=flags,
         config=home.config,
         env=os.environ,
         user_home=Path(os.path.expanduser("~")),
-        project_dirs=_project_dirs(home),
+        agents=chosen,
+        project_dirs=_project_dirs(home) if projects else (),
     )
 
 

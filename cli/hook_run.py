@@ -59,7 +59,7 @@ def _run_claude(home: Home, text: str) -> None:
         raise ValueError("no transcript_path in the hook input")
     # the session is over at SessionEnd: an unterminated last line need not settle
     settle = 0.0 if data.get("hook_event_name") == "SessionEnd" else None
-    _capture(home, [Path(path)], settle)
+    _capture(home, [Path(path)], settle, "claude")
 
 
 def _run_codex(home: Home, text: str) -> None:
@@ -70,18 +70,21 @@ def _run_codex(home: Home, text: str) -> None:
     thread = data.get("thread-id") or data.get("thread_id")
     if not isinstance(thread, str):
         raise ValueError("no thread-id in the notify payload")
-    roots = capture_roots(home, {})
-    path = codex_rollout(roots, thread)
+    path = codex_rollout(capture_roots(home, {}, ["codex"]), thread)
     if path is None:
         raise ValueError(f"no Codex rollout file for thread {thread}")
-    _capture(home, [path], None, roots=roots)
+    _capture(home, [path], None, "codex")
 
 
-def _capture(home: Home, paths: list[Path], settle: float | None,
-             *, roots: list[Any] | None = None) -> None:
+def _capture(home: Home, paths: list[Path], settle: float | None, agent: str) -> None:
+    """Capture `paths` under `agent`'s roots (what a full capture would file them under:
+    they are its files), else under any root (as `capture --path` does)."""
     from cli.capture_ops import capture_named, capture_roots
+    from readers.capture_one import locate
 
-    roots = roots if roots is not None else capture_roots(home, {})
+    roots = capture_roots(home, {}, [agent])
+    if any(locate(roots, p) is None for p in paths):
+        roots = capture_roots(home, {})
     named = capture_named(home, paths, roots, settle=settle, index=True)
     if named.outside:
         raise ValueError(f"{named.outside[0]} is under no capture root "

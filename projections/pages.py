@@ -10,7 +10,6 @@ lost). Linux only; elsewhere, or on any error, it does nothing.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from pathlib import Path
@@ -37,6 +36,8 @@ def release(log_dir: Path) -> int:
         if not spans:
             return 0
         if _libc is None:
+            import ctypes  # loaded on the first release (a long read), not by every catch-up
+
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
         total = 0
