@@ -144,7 +144,7 @@ def event_floor(src: Path, n: int) -> list[float]:
     seen = threading.Event()
 
     def watch() -> None:
-        for _ in watchfiles.watch(src / "claude", watch_filter=None, debounce=300, step=50,
+        for _ in watchfiles.watch(src / "claude", watch_filter=None, debounce=300, step=20,
                                   stop_event=stop, rust_timeout=100, yield_on_timeout=False):
             got.append(time.perf_counter())
             seen.set()

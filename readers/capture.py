@@ -463,9 +463,14 @@ class Capturer:
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
         if not self._loaded:
-            quick = unchanged_files(self.log, self.roots)
-            if quick is not None:
-                self.stats.files, self.stats.missing = quick
+            few = statcache.changed_files(self.log, self.roots, statcache.FEW)
+            if few is not None:  # nothing, or only a few files, new or changed
+                files, missing, changed = few
+                if changed:  # pending: of those files (every other one is idle)
+                    from readers.capture_one import capture_few
+
+                    self.stats = capture_few(self.log, self.roots, changed, self.opt)
+                self.stats.files, self.stats.missing = files, missing
                 return self.stats
         last = time.monotonic()
         was_enabled = gc.isenabled()

@@ -11,7 +11,9 @@ Promises:
   new root (a root's id is part of every source id);
 - the per-root stat cache (the no-change fast path of a full capture) is left as it is: it
   no longer matches the file just captured, so the next full capture stats that file again
-  and finds its cursor current.
+  and finds its cursor current; except in `capture_few`, the full capture's own path for a
+  few new or changed files, which updates their entries with their cursors (under the
+  writer lock, in the same transaction).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from eventlog import EventLog
 from readers import cursor as cur
+from readers import statcache
 from readers.capture import Capturer
 from readers.capture_state import Options, Source, Stats
 from readers.discovery import Entry, classify, kind_of
@@ -43,9 +46,10 @@ class _NamedCapturer(Capturer):
     """A Capturer that knows only the sources it is told about."""
 
     def __init__(self, log: EventLog, roots: list[Root], options: Options,
-                 wanted: list[tuple[Root, str, str]]) -> None:
+                 wanted: list[tuple[Root, str, str]], *, patch_statcache: bool = False) -> None:
         super().__init__(log, roots, options)
         self._wanted = wanted
+        self._patch = patch_statcache
         self._walker = None
         self.discovery_done = True
 
@@ -79,10 +83,24 @@ class _NamedCapturer(Capturer):
                 while self.poll(sid):
                     self._maybe_flush()
                 done.append(sid)
+            if self._patch and not self._failed:
+                self._lock()  # held until the flush: the caches are read and written under it
+                self._batch.state.update(statcache.patch(self.log, self.sources.values()))
         finally:
-            self.flush()  # never the stat cache: it describes whole roots
+            self.flush()  # the stat cache only when told (see `capture_few`)
         self.finish()
         return done
+
+
+def capture_few(log: EventLog, roots: list[Root], changed: list[tuple[Root, str]],
+                options: Options) -> Stats:
+    """Capture the new or changed files a full capture found (`statcache.changed_files`:
+    every other file is as captured), and bring their stat cache entries up to date."""
+    wanted = [(root, rel, layout) for root, rel in changed
+              if (layout := classify(root.agent, rel)) is not None]
+    engine = _NamedCapturer(log, roots, options, wanted, patch_statcache=True)
+    engine.capture()
+    return engine.stats
 
 
 def locate(roots: list[Root], path: Path) -> tuple[Root, str] | None:
