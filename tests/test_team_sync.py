@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from eventlog import EventLog
+from eventlog import CorruptRecord, EventLog
 from eventlog.events import MessageSent
 from projections.pg.conn import ServerUnavailable, redact
 from projections.pg.sync import Diverged, ship_batch, sync
@@ -140,3 +140,27 @@ def test_unreachable_server_is_a_quick_redacted_error(tmp_path: Path) -> None:
         sync(log, "postgresql://w:s3cret-pw@127.0.0.1:1/db", "h1")
     assert "s3cret-pw" not in str(err.value) and "***" in str(err.value)
     assert redact("host=x password='a b' user=y") == "host=x password=*** user=y"
+
+
+def test_a_locally_damaged_record_is_named_and_never_shipped(
+        tmp_path: Path, pg_url: str) -> None:
+    """Local damage is `CorruptRecord` (the record's seq), not a server that diverged; the
+    batches before it are shipped, nothing from the damaged batch on."""
+    path = tmp_path / "log"
+    make_log(path, 40).close()
+    needle = b"message 25 about the m zebra"
+    data = bytearray((path / "data.mdb").read_bytes())
+    at = data.find(needle)
+    assert at > 0
+    while at > 0:  # every stored copy of the record (LMDB's structure untouched)
+        data[at + 3] ^= 0x20
+        at = data.find(needle, at + 1)
+    (path / "data.mdb").write_bytes(bytes(data))
+    log = EventLog(path, readonly=True)
+    bad = next(r.seq for r in log.read_raw(1, 100) if b"mesSage 25" in r.value)
+    with pytest.raises(CorruptRecord) as err:
+        sync(log, pg_url, "h1", batch=10)
+    assert err.value.seq == bad
+    shipped = [s for s, _ in server_rows(pg_url, "h1")]
+    assert shipped == list(range(1, (bad - 1) // 10 * 10 + 1))
+    assert all(s < bad for s in shipped)

@@ -12,6 +12,10 @@ Promises:
   hash before it is sent (`eventlog.chain.link`), so a gap, a local corruption or a log
   that diverged from what the server holds (a home restored from an old backup) stops the
   sync with `Diverged` instead of mixing two histories;
+- a record damaged in the local log is never shipped: every batch passes the same
+  `ChainCheck` as restore and rebuild first, so local damage stops the sync with
+  `CorruptRecord` (naming the record, `agentlog verify` lists them all) instead of being
+  mistaken for a server that diverged;
 - records go through COPY into a session temp table and one INSERT … SELECT, so row-level
   security (which COPY FROM does not support) still checks every row a writer sends.
 """
@@ -178,11 +182,13 @@ def _sync(con: Any, log: EventLog, host: str, label: str | None, batch: int, bat
         raise Diverged(
             f"host {host}: the server holds records up to {head} that the local log "
             f"(head {local.seq}) does not match; this home's log was replaced")
+    check = log.chain_check(head + 1)  # CorruptRecord: the local log is damaged
     shipped = nbytes = batches = 0
     while max_batches is None or batches < max_batches:
         records = log.read_raw(head + 1, batch, max_bytes=batch_bytes)
         if not records:
             break
+        check.all(records)
         shipped += ship_batch(con, host, records)
         nbytes += sum(len(r.value) for r in records)
         batches += 1
