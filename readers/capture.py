@@ -15,7 +15,8 @@ Promises (docs/capture.md):
 - `run_once` stops when discovery is exhausted, the backlog is empty and one complete
   sweep found nothing new; a long-running caller (cli/background.py) ticks on its own,
   starts a new complete pass with `begin_pass`, and queues the files that file events
-  name with `notice` (they are polled before the sweep reaches them).
+  name with `notice` (they are polled before the sweep reaches them); when the stat
+  caches show nothing, or only a few files, new or changed, `run_once` polls only those.
 """
 
 from __future__ import annotations
@@ -463,15 +464,10 @@ class Capturer:
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
         if not self._loaded:
-            few = statcache.changed_files(self.log, self.roots, statcache.FEW)
-            if few is not None:  # nothing, or only a few files, new or changed
-                files, missing, changed = few
-                if changed:  # pending: of those files (every other one is idle)
-                    from readers.capture_one import capture_few
+            from readers.capture_one import nothing_or_few
 
-                    self.stats = capture_few(self.log, self.roots, changed, self.opt)
-                self.stats.files, self.stats.missing = files, missing
-                return self.stats
+            if (stats := nothing_or_few(self)) is not None:
+                return stats
         last = time.monotonic()
         was_enabled = gc.isenabled()
         gc.disable()

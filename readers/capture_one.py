@@ -92,6 +92,19 @@ class _NamedCapturer(Capturer):
         return done
 
 
+def nothing_or_few(engine: Capturer) -> Stats | None:
+    """A full capture's first step (`Capturer.run_once`): its Stats when the stat caches
+    show nothing new or changed, or at most `statcache.FEW` files (captured alone, here);
+    None when the full run is needed."""
+    few = statcache.changed_files(engine.log, engine.roots, statcache.FEW)
+    if few is None:
+        return None
+    if few[2]:  # pending: of these files (every other one is idle)
+        engine.stats = capture_few(engine.log, engine.roots, few[2], engine.opt)
+    engine.stats.files, engine.stats.missing = few[0], few[1]
+    return engine.stats
+
+
 def capture_few(log: EventLog, roots: list[Root], changed: list[tuple[Root, str]],
                 options: Options) -> Stats:
     """Capture the new or changed files a full capture found (`statcache.changed_files`:
