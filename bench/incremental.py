@@ -20,7 +20,11 @@ hook run (the same transcript again: start-up, roots, one stat); for capture a n
 `watchfiles` watcher on the same root, from the write until it yields the change).
 Goal (issue 13): p95 <= 0.15 s for the hook and background paths, right after a rebuild too.
 
+`--baseline REV` also installs git revision REV and times its hook and capture on its own
+copy of the home, interleaved with ours (the same load for both), with the ratios.
+
 Usage: .venv/bin/python bench/incremental.py [--quick] [--sessions N] [--keep DIR] [--editable]
+       [--baseline REV]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,9 +55,13 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 PATHS = ("hook", "background", "capture")
 
 
+BASE: dict[Path, list[str]] = {}  # a baseline's home -> its `agentlog` (--baseline)
+
+
 def cli(home: Path, *args: str, stdin: bytes | None = None) -> tuple[float, bytes]:
+    cmd = BASE.get(home) or startup.agentlog_cmd()
     t0 = time.perf_counter()
-    proc = subprocess.run([*startup.agentlog_cmd(), "--home", str(home), *args], cwd=ROOT,
+    proc = subprocess.run([*cmd, "--home", str(home), *args], cwd=ROOT,
                           input=stdin, capture_output=True, env=ENV)
     took = time.perf_counter() - t0
     if proc.returncode != 0 or (args[0] == "hooks" and proc.stderr.strip()):
@@ -184,6 +193,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     ap.add_argument("--editable", action="store_true",
                     help="time this venv's editable install instead of a plain install")
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also time git revision REV's hook and capture, interleaved")
     args = ap.parse_args()
     n = args.sessions or (10 if args.quick else 12)
     tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="agentlog-bench-inc-")
@@ -196,24 +207,41 @@ def main() -> None:
     if not (src / "claude").is_dir():
         write_home(src, 600 if args.quick else 6000, (12 << 20) if args.quick else (250 << 20),
                    0)
-    dirs: dict[str, str | None] = {a: str(src / a) for a in ("claude", "codex", "opencode")}
-    dirs["runs"] = str(work / "no-runs")
-    # the hook and the loop read roots from config.json (an agent's hook passes no flags)
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.json").write_text(json.dumps({f"{a}_dir": d for a, d in dirs.items()}))
+    sides = [(src, home)]
+    cold = 0.0
+    if args.baseline:  # its own copy of the sources and its own home (another schema)
+        tree = startup.export_rev(args.baseline, work / "base-tree")
+        BASE[work / "home-base"] = [str(startup.install_agentlog(work / "venv-base", tree)
+                                        / "bin" / "agentlog")]
+        if not (work / "src-base").is_dir():
+            shutil.copytree(src, work / "src-base")
+        sides.append((work / "src-base", work / "home-base"))
     (work / "user").mkdir(exist_ok=True)
     ENV["HOME"] = str(work / "user")  # no real ~/.claude, ~/.codex … is ever seen
-    cold, _ = cli(home, "capture", "--json")
+    for side_src, side_home in sides:
+        dirs = {a: str(side_src / a) for a in ("claude", "codex", "opencode")}
+        dirs["runs"] = str(work / "no-runs")
+        # the hook and the loop read roots from config.json (an agent's hook passes no flags)
+        side_home.mkdir(parents=True, exist_ok=True)
+        (side_home / "config.json").write_text(
+            json.dumps({f"{a}_dir": d for a, d in dirs.items()}))
+        took, _ = cli(side_home, "capture", "--json")
+        cold = took if side_home == home else cold
     size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
     how = "editable venv" if args.editable else "plain install"
     print(f"+1 session bench: home of {size / 1e6:.0f} MB captured and indexed in {cold:.1f} s"
           f" ({how})")
     run_tag = f"{int(time.time()) % 100000}"
     times: dict[tuple[str, str], list[float]] = {}
+    base: dict[tuple[str, str], list[float]] = {}
+    reindex = 0.0
     for phase in ("after", "steady"):
         for path in PATHS:
             if phase == "after":
-                reindex, _ = cli(home, "reindex", "--json")
+                for _, side_home in sides:
+                    took, _ = cli(side_home, "reindex", "--json")
+                    if side_home == home:
+                        reindex = took
             tag = f"{path[0]}{phase[0]}{run_tag}"
             xs: list[float] = []
             if path == "background":
@@ -223,10 +251,13 @@ def main() -> None:
                 finally:
                     bg.stop()
             for i in range(n if path != "background" else 0):
-                file, word = write_session(src, tag, i)
-                xs.append(hook_run(home, file) if path == "hook"
-                          else cli(home, "capture", "--json")[0])
-                check_found(home, word)
+                for side_src, side_home in sides:  # interleaved: the same load for both
+                    file, word = write_session(side_src, tag, i)
+                    took = (hook_run(side_home, file) if path == "hook"
+                            else cli(side_home, "capture", "--json")[0])
+                    (xs if side_home == home else base.setdefault((phase, path), [])).append(
+                        took)
+                    check_found(side_home, word)
             times[(phase, path)] = xs
     floor_py = []
     for _ in range(7):
@@ -249,6 +280,13 @@ def main() -> None:
         for path in PATHS:
             report(f"{path:<10} {label}", times[(phase, path)], floors[path][0],
                    floors[path][1], goal=path != "capture")
+            if (phase, path) in base:
+                was = base[(phase, path)]
+                print(f"    {args.baseline} (same run, interleaved): p50"
+                      f" {statistics.median(was):.3f} s, p95 {pct(was, 95):.3f} s;"
+                      f" now / {args.baseline} p50"
+                      f" {statistics.median(times[(phase, path)]) / statistics.median(was):.2f}x,"
+                      f" p95 {pct(times[(phase, path)], 95) / pct(was, 95):.2f}x")
     if tmp is not None:
         tmp.cleanup()
 
