@@ -19,6 +19,8 @@ hook run (the same transcript again: start-up, roots, one stat); for capture a n
 `capture` (the stat-cache fast path); for background the bare file-event delivery (a
 `watchfiles` watcher on the same root, from the write until it yields the change).
 Goal (issue 13): p95 <= 0.15 s for the hook and background paths, right after a rebuild too.
+Whole processes also report their CPU seconds (user + sys): on a shared machine whose CPU
+is oversubscribed, wall time is mostly waiting for a core, CPU time much less so.
 
 `--baseline REV` also installs git revision REV and times its hook and capture on its own
 copy of the home, interleaved with ours (the same load for both), with the ratios.
@@ -33,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,12 +61,19 @@ PATHS = ("hook", "background", "capture")
 BASE: dict[Path, list[str]] = {}  # a baseline's home -> its `agentlog` (--baseline)
 
 
+CPU: list[float] = []  # the child CPU seconds (user + sys) of the last `cli` call
+
+
 def cli(home: Path, *args: str, stdin: bytes | None = None) -> tuple[float, bytes]:
+    """Wall seconds and stdout of one whole `agentlog` process (its CPU seconds: CPU[0])."""
     cmd = BASE.get(home) or startup.agentlog_cmd()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([*cmd, "--home", str(home), *args], cwd=ROOT,
                           input=stdin, capture_output=True, env=ENV)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
     if proc.returncode != 0 or (args[0] == "hooks" and proc.stderr.strip()):
         raise SystemExit(f"agentlog {args[:2]} failed: {proc.stderr.decode()[-2000:]}")
     return took, proc.stdout
@@ -234,6 +244,7 @@ def main() -> None:
     run_tag = f"{int(time.time()) % 100000}"
     times: dict[tuple[str, str], list[float]] = {}
     base: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str, bool], list[float]] = {}
     reindex = 0.0
     for phase in ("after", "steady"):
         for path in PATHS:
@@ -257,6 +268,7 @@ def main() -> None:
                             else cli(side_home, "capture", "--json")[0])
                     (xs if side_home == home else base.setdefault((phase, path), [])).append(
                         took)
+                    cpu.setdefault((phase, path, side_home == home), []).append(CPU[0])
                     check_found(side_home, word)
             times[(phase, path)] = xs
     floor_py = []
@@ -266,8 +278,12 @@ def main() -> None:
         floor_py.append(time.perf_counter() - t0)
     last, _ = write_session(src, f"nc{run_tag}", 0)
     cli(home, "capture", "--json")
-    nochange_hook = [hook_run(home, last) for _ in range(7)]
-    nochange_capture = [cli(home, "capture", "--json")[0] for _ in range(7)]
+    nochange_hook, nochange_capture, nc_cpu = [], [], {"hook": [], "capture": []}
+    for _ in range(7):
+        nochange_hook.append(hook_run(home, last))
+        nc_cpu["hook"].append(CPU[0])
+        nochange_capture.append(cli(home, "capture", "--json")[0])
+        nc_cpu["capture"].append(CPU[0])
     events = event_floor(src, 7)
     floors = {"hook": ("no-change hook", statistics.median(nochange_hook)),
               "capture": ("no-change capture", statistics.median(nochange_capture)),
@@ -280,8 +296,15 @@ def main() -> None:
         for path in PATHS:
             report(f"{path:<10} {label}", times[(phase, path)], floors[path][0],
                    floors[path][1], goal=path != "capture")
+            if (phase, path, True) in cpu:
+                now_cpu = statistics.median(cpu[(phase, path, True)])
+                print(f"    CPU (user + sys) p50 {now_cpu:.3f} s; / no-change"
+                      f" {now_cpu / statistics.median(nc_cpu[path]):.2f}x")
             if (phase, path) in base:
                 was = base[(phase, path)]
+                was_cpu = statistics.median(cpu[(phase, path, False)])
+                print(f"    {args.baseline} CPU p50 {was_cpu:.3f} s; now / {args.baseline}"
+                      f" CPU {now_cpu / was_cpu:.2f}x")
                 print(f"    {args.baseline} (same run, interleaved): p50"
                       f" {statistics.median(was):.3f} s, p95 {pct(was, 95):.3f} s;"
                       f" now / {args.baseline} p50"

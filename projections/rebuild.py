@@ -22,8 +22,8 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from eventlog import EventLog
 from eventlog.records import ChainCheck
@@ -38,8 +38,7 @@ LOAD_CACHE_KIB = 64 * 1024  # SQLite page cache while loading rows
 INDEX_CACHE_KIB = 32 * 1024  # ... and while building the indexes after the load
 
 
-@dataclass(frozen=True, slots=True)
-class BuildResult:
+class BuildResult(NamedTuple):  # not a dataclass: start-up time of the catch-up path
     path: Path
     last_seq: int
     events: int

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from eventlog import EventLog
@@ -32,14 +31,15 @@ from readers.discovery import Entry, classify, kind_of
 from readers.roots import Root, source_id
 
 
-@dataclass
 class Named:
-    """The outcome of `capture_paths`."""
+    """The outcome of `capture_paths` (a plain class: `dataclasses` costs the hook start-up)."""
 
-    stats: Stats
-    sources: list[str] = field(default_factory=list)  # source ids captured (or up to date)
-    outside: list[str] = field(default_factory=list)  # paths under no capture root
-    ignored: list[str] = field(default_factory=list)  # under a root, but not agent history
+    def __init__(self, stats: Stats, sources: list[str] | None = None,
+                 outside: list[str] | None = None, ignored: list[str] | None = None) -> None:
+        self.stats = stats
+        self.sources = sources if sources is not None else []  # captured (or up to date)
+        self.outside = outside if outside is not None else []  # paths under no capture root
+        self.ignored = ignored if ignored is not None else []  # under a root, not history
 
 
 class _NamedCapturer(Capturer):
