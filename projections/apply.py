@@ -160,12 +160,12 @@ def _run(con: sqlite3.Connection, st: StoredEvent) -> None:
     # Run metadata connects CLI transcripts and run log chunks to their job.
     if ev.session:
         con.execute(
-            "UPDATE documents SET job = ?"
+            "UPDATE document_rows SET job = ?"
             " WHERE session = ? AND job IS NULL AND kind = 'transcript'",
             (ev.job, ev.session),
         )
     con.execute(
-        "UPDATE documents SET job = ?, session = coalesce(session, ?), at = ?"
+        "UPDATE document_rows SET job = ?, session = coalesce(session, ?), at = ?"
         " WHERE run = ? AND kind = 'run' AND role = 'log'",
         (ev.job, ev.session, ev.started_at, base),
     )
@@ -183,7 +183,7 @@ def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:
     # rows do not depend on whether the alias or the message was recorded first.
     family = _sender_agent(con, ev.alias, {})
     con.execute(
-        "UPDATE documents SET agent = ? WHERE sender = ? AND agent != ?"
+        "UPDATE document_rows SET agent = ? WHERE sender = ? AND agent != ?"
         " AND (extra IS NULL OR json_type(extra, '$.agent') IS NOT 'text')",
         (family, ev.alias, family),
     )

@@ -99,7 +99,7 @@ def _session_archived(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, SessionArchived)
     con.execute(
-        "UPDATE documents SET archived = 1 WHERE project = ? AND session = ?"
+        "UPDATE document_rows SET archived = 1 WHERE project = ? AND session = ?"
         " AND kind = 'transcript' AND at <= ? AND archived = 0",
         (ev.project, ev.session, ev.newest_at),
     )

@@ -8,7 +8,11 @@ Promises:
   FTS5 table, else "plain" (ordinary tables only; the plain engine answers queries);
 - the live file uses a rollback journal (not WAL), so `rebuild` can swap in a new file with
   `os.replace` while other processes keep reading the old inode; SQLite refuses writes on a
-  moved file (SQLITE_READONLY_DBMOVED), which `catchup` handles by reopening.
+  moved file (SQLITE_READONLY_DBMOVED), which `catchup` handles by reopening;
+- documents are written to the `document_rows` table (only through `projections.rows`,
+  plus in-place updates of metadata columns) and read through the `documents` view, whose
+  `text` is the stored body decoded (`doc_text`, projections/body.py); the text is stored
+  once: both FTS5 indexes are contentless, fed by triggers from the body.
 Columns other modules depend on (documents.*, aliases.*) are only ever added to.
 """
 
@@ -19,24 +23,36 @@ import importlib.util
 import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
 from projections import cjk
+from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
 # 8: recipients side table; contentless CJK side index; partial run/job indexes
-# 9: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
-SCHEMA_VERSION = 9
+# 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
+# 10: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
+SCHEMA_VERSION = 10
 BULK_HASHSIZE = 256 * 1024 * 1024
 DEFAULT_HASHSIZE = 1024 * 1024
 
+# The columns of the `documents` view (what every reader sees): the stored row, with `source`
+# and `text` decoded. `documents_indexed_by` gives the same rows through a forced index.
+_VIEW_COLUMNS = (
+    "r.rowid AS rowid, id, kind, agent, at, project, session, job, run, message, cursor,"
+    " conversation, role, tool, subagent, subagent_name, title, archived, seq, ord,"
+    " (SELECT s.source FROM doc_sources s WHERE s.id = r.source_id) AS source, sender, extra,"
+    " CASE WHEN typeof(body) = 'text' THEN body ELSE doc_text(body) END AS text"
+)
+
 _DOCUMENTS = """
-CREATE TABLE documents(
+CREATE TABLE document_rows(
   rowid INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   kind TEXT NOT NULL,
@@ -47,15 +63,18 @@ CREATE TABLE documents(
   archived INTEGER NOT NULL DEFAULT 0,
   seq INTEGER,
   ord INTEGER,
-  source TEXT,
+  source_id INTEGER,  -- doc_sources.id: a source id is ~100 bytes, shared by many rows
   sender TEXT,
   extra TEXT,
-  text TEXT NOT NULL  -- last: reading the other columns never walks a long text's pages
+  body NOT NULL  -- the text, stored once (projections/body.py); last: other columns never
+                 -- walk a long body's pages
 );
-CREATE INDEX documents_session ON documents(session);
-CREATE INDEX documents_run ON documents(run) WHERE run IS NOT NULL;
-CREATE INDEX documents_subagent ON documents(subagent) WHERE subagent IS NOT NULL;
-CREATE INDEX documents_sender ON documents(sender) WHERE sender IS NOT NULL;
+CREATE VIEW documents AS SELECT {view} FROM document_rows r;
+CREATE TABLE doc_sources(id INTEGER PRIMARY KEY, source TEXT NOT NULL UNIQUE);
+CREATE INDEX documents_session ON document_rows(session);
+CREATE INDEX documents_run ON document_rows(run) WHERE run IS NOT NULL;
+CREATE INDEX documents_subagent ON document_rows(subagent) WHERE subagent IS NOT NULL;
+CREATE INDEX documents_sender ON document_rows(sender) WHERE sender IS NOT NULL;
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)
@@ -65,7 +84,7 @@ CREATE TABLE recipients(  -- who a message was addressed to (`--session bob` fin
   alias TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(alias, doc)
 ) WITHOUT ROWID;
 CREATE INDEX recipients_doc ON recipients(doc);
-CREATE TRIGGER documents_recipients_ad AFTER DELETE ON documents BEGIN
+CREATE TRIGGER documents_recipients_ad AFTER DELETE ON document_rows BEGIN
   DELETE FROM recipients WHERE doc = old.rowid;
 END;
 CREATE TABLE sessions(
@@ -111,66 +130,80 @@ CREATE TABLE checkpoint(
   last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL,
   schema_version INTEGER NOT NULL, parser_version TEXT NOT NULL, engine TEXT NOT NULL
 );
-"""
+""".replace("{view}", _VIEW_COLUMNS)
+
+
+def documents_indexed_by(index: str) -> str:
+    """A FROM-clause term with the `documents` view's rows, read through `index` (a view
+    takes no INDEXED BY; SQLite flattens this subquery and keeps the forced index)."""
+    if not index.isidentifier():
+        raise ValueError(f"not an index name: {index!r}")
+    return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
 
 # Indexes only queries need: a rebuild creates them after the bulk load (faster, sorted).
 _QUERY_INDEXES = """
-CREATE INDEX documents_at ON documents(at);
-CREATE INDEX documents_conv ON documents(conversation, at, ord);
-CREATE INDEX documents_project ON documents(project);
-CREATE INDEX documents_job ON documents(job) WHERE job IS NOT NULL;
+CREATE INDEX documents_at ON document_rows(at);
+CREATE INDEX documents_conv ON document_rows(conversation, at, ord);
+CREATE INDEX documents_project ON document_rows(project);
+CREATE INDEX documents_job ON document_rows(job) WHERE job IS NOT NULL;
 """
 
+# Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
+# The triggers keep them in step with every later write; a row is removed with FTS5's
+# 'delete' command and the values it was indexed with (the function of its old body).
+# `*_terms` (fts5vocab, no storage): per term, documents and occurrences — what the drift
+# check compares, since 'integrity-check' cannot compare a contentless index with its text.
 _FTS_TABLES = """
 CREATE VIRTUAL TABLE documents_fts USING fts5(
-  text, content='documents', content_rowid='rowid',
-  tokenize='unicode61 remove_diacritics 2'
+  text, content='', tokenize='unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, content='', tokenize='unicode61');
+CREATE VIRTUAL TABLE documents_fts_terms USING fts5vocab(documents_fts, row);
+CREATE VIRTUAL TABLE documents_cjk_terms USING fts5vocab(documents_cjk, row);
 """
 
-# The triggers keep both FTS tables in step with `documents` on every later write. The CJK
-# side index is contentless (its grams are a function of `documents.text`, stored once): a
-# row is removed with FTS5's 'delete' command and the grams it was indexed with.
 # `fts_live(rowid)` is 1 except for rows a catch-up batch is deferring (`defer_fts`): those
 # are indexed by one INSERT … SELECT before the batch commits (`index_deferred`). Why: in an
 # explicit transaction every statement that fires a trigger opens a statement savepoint, and
 # FTS5 (SQLite 3.40) flushes its pending terms to a new segment at each savepoint, so
 # indexing row by row wrote one segment per document and merged them constantly.
 _FTS_TRIGGERS = """
-CREATE TRIGGER documents_ai AFTER INSERT ON documents WHEN fts_live(new.rowid) BEGIN
-  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
+CREATE TRIGGER documents_ai AFTER INSERT ON document_rows WHEN fts_live(new.rowid) BEGIN
+  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, doc_text(new.body));
 END;
-CREATE TRIGGER documents_ad AFTER DELETE ON documents WHEN fts_live(old.rowid) BEGIN
-  INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+CREATE TRIGGER documents_ad AFTER DELETE ON document_rows WHEN fts_live(old.rowid) BEGIN
+  INSERT INTO documents_fts(documents_fts, rowid, text)
+    VALUES ('delete', old.rowid, doc_text(old.body));
 END;
-CREATE TRIGGER documents_au AFTER UPDATE OF text ON documents WHEN fts_live(old.rowid) BEGIN
-  INSERT INTO documents_fts(documents_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, new.text);
+CREATE TRIGGER documents_au AFTER UPDATE OF body ON document_rows WHEN fts_live(old.rowid) BEGIN
+  INSERT INTO documents_fts(documents_fts, rowid, text)
+    VALUES ('delete', old.rowid, doc_text(old.body));
+  INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, doc_text(new.body));
 END;
-CREATE TRIGGER documents_cjk_ai AFTER INSERT ON documents
-    WHEN has_cjk(new.text) AND fts_live(new.rowid) BEGIN
-  INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.text));
+CREATE TRIGGER documents_cjk_ai AFTER INSERT ON document_rows
+    WHEN fts_live(new.rowid) AND has_cjk(new.body) BEGIN
+  INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.body));
 END;
-CREATE TRIGGER documents_cjk_ad AFTER DELETE ON documents
-    WHEN has_cjk(old.text) AND fts_live(old.rowid) BEGIN
+CREATE TRIGGER documents_cjk_ad AFTER DELETE ON document_rows
+    WHEN fts_live(old.rowid) AND has_cjk(old.body) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
-    VALUES ('delete', old.rowid, cjk_grams(old.text));
+    VALUES ('delete', old.rowid, cjk_grams(old.body));
 END;
-CREATE TRIGGER documents_cjk_au AFTER UPDATE OF text ON documents WHEN fts_live(old.rowid) BEGIN
+CREATE TRIGGER documents_cjk_au AFTER UPDATE OF body ON document_rows
+    WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
-    SELECT 'delete', old.rowid, cjk_grams(old.text) WHERE has_cjk(old.text);
+    SELECT 'delete', old.rowid, cjk_grams(old.body) WHERE has_cjk(old.body);
   INSERT INTO documents_cjk(rowid, grams)
-    SELECT new.rowid, cjk_grams(new.text) WHERE has_cjk(new.text);
+    SELECT new.rowid, cjk_grams(new.body) WHERE has_cjk(new.body);
 END;
 """
 
 # The full-text rows of documents whose rowid is above a bound (a deferred batch, a bulk load)
 _FTS_FILL = (
-    "INSERT INTO documents_fts(rowid, text) SELECT rowid, text FROM documents"
+    "INSERT INTO documents_fts(rowid, text) SELECT rowid, doc_text(body) FROM document_rows"
     " WHERE rowid > ? AND rowid <= ?",
-    "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(text) FROM documents"
-    " WHERE rowid > ? AND rowid <= ? AND has_cjk(text)",
+    "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body) FROM document_rows"
+    " WHERE rowid > ? AND rowid <= ? AND has_cjk(body)",
 )
 
 
@@ -232,12 +265,16 @@ class Connection(sqlite3.Connection):
 
     alias_cache: dict[str, str]
     ord_next: list[int]
+    source_ids: dict[str, int]
+    text_memo: list[Any]
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alias_cache = {}
         self.ord_next = [0, 0]
+        self.source_ids = {}
+        self.text_memo = [None, None]
         self.fts_after = [-1]
 
 
@@ -277,10 +314,20 @@ _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def register_functions(con: sqlite3.Connection) -> None:
-    """SQL functions the triggers (CJK side index) and the plain engine call."""
-    con.create_function("has_cjk", 1, _has_cjk, deterministic=True)
-    con.create_function("cjk_grams", 1, _cjk_grams, deterministic=True)
-    con.create_function("fold", 1, _fold, deterministic=True)
+    """SQL functions the `documents` view, the triggers and the plain engine call.
+
+    `doc_text(body)` is the only decoder of a stored body (projections/body.py); `has_cjk`
+    and `cjk_grams` take a body too (the CJK side index's triggers). Each connection gets
+    its own functions, each remembering its last argument: one row's body is decoded and
+    folded once however many tokens, triggers or columns ask for it. `fts_live(rowid)` says
+    whether the full-text triggers index that row now (see `defer_fts`).
+    """
+    text_of = _last(unpack, getattr(con, "text_memo", None))
+    con.create_function("doc_text", 1, text_of, deterministic=True)
+    con.create_function("has_cjk", 1, lambda body: _has_cjk(text_of(body)), deterministic=True)
+    con.create_function("cjk_grams", 1, lambda body: _cjk_grams(text_of(body)),
+                        deterministic=True)
+    con.create_function("fold", 1, _last(_fold), deterministic=True)
     after = getattr(con, "fts_after", None)
     if after is None:  # a plain sqlite3 connection: always live
         after = [-1]
@@ -298,7 +345,8 @@ def defer_fts(con: sqlite3.Connection) -> None:
     after = getattr(con, "fts_after", None)
     if after is None:
         return
-    after[0] = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+    after[0] = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows"
+                               ).fetchone()[0])
 
 
 def index_deferred(con: sqlite3.Connection) -> None:
@@ -319,12 +367,30 @@ def undefer_fts(con: sqlite3.Connection) -> None:
         after[0] = -1
 
 
-def _has_cjk(text: object) -> int:
-    return 1 if isinstance(text, str) and not text.isascii() and cjk.has_cjk(text) else 0
+def _last(fn: Callable[[object], Any], memo: list[Any] | None = None) -> Callable[[object], Any]:
+    """`fn` remembering its last call (SQLite runs one statement step at a time per
+    connection, and a row's value is asked for again and again within a step). `memo` is
+    [argument, result]; `projections.rows.put_row` seeds a `Connection`'s `text_memo` with
+    the body it writes, so the triggers that index it do not decompress it again."""
+    if memo is None:
+        memo = [None, None]
+
+    def call(arg: object) -> Any:
+        if arg is not None and type(arg) is type(memo[0]) and arg == memo[0]:
+            return memo[1]
+        out = fn(arg)
+        memo[0], memo[1] = arg, out
+        return out
+
+    return call
 
 
-def _cjk_grams(text: object) -> str:
-    return cjk.grams_text(text) if isinstance(text, str) else ""
+def _has_cjk(text: str) -> int:
+    return 1 if text and not text.isascii() and cjk.has_cjk(text) else 0
+
+
+def _cjk_grams(text: str) -> str:
+    return cjk.grams_text(text) if text else ""
 
 
 def _fold(text: object) -> str:
@@ -368,7 +434,8 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
         # Two halves, so each index has two segments and the 'optimize' that ends a rebuild
         # merges them one level up: left alone on level 0, the one big segment would be
         # merged again (rewritten whole) with the small segments of the next few catch-ups.
-        top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+        top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows"
+                              ).fetchone()[0])
         for low, high in ((0, top // 2), (top // 2, top)):
             for sql in _FTS_FILL:
                 con.execute(sql, (low, high))

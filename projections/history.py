@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlog.store import EventLog
-from projections.db import has_fts
+from projections.db import documents_indexed_by, has_fts
 from projections.envelope import format_ts
 from projections.errors import ProjectionBusy, QueryError
 from projections.text import first_match, fold, folded_with_map, fts_phrase, query_tokens
@@ -230,11 +230,11 @@ def history_page(
 
 
 def _hidden_sessions(con: sqlite3.Connection, where: list[str], params: list[Any],
-                     hint: str = "") -> int:
+                     source: str = "documents") -> int:
     """Archived sessions with a turn matching `where` (what include_archived would add),
     among the newest SEARCH_CAP + 1 matching archived turns (the same for every plan)."""
     row = con.execute(
-        f"SELECT count(DISTINCT session) FROM (SELECT d.session FROM documents d{hint}"
+        f"SELECT count(DISTINCT session) FROM (SELECT d.session FROM {source} d"
         f" WHERE {' AND '.join([*where, 'd.archived = 1'])}"
         " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?)",
         [*params, SEARCH_CAP + 1],
@@ -319,12 +319,12 @@ def search(
     if role is not None:
         where.append("d.role = ?")
         params.append(role)
-    hint = " INDEXED BY documents_at" if dense else ""
-    hidden = 0 if include_archived else _hidden_sessions(con, where, params, hint)
+    source = documents_indexed_by("documents_at") if dense else "documents"
+    hidden = 0 if include_archived else _hidden_sessions(con, where, params, source)
     if not include_archived:
         where.append("d.archived = 0")
     rows = con.execute(
-        f"SELECT {_COLS} FROM documents d{hint} WHERE {' AND '.join(where)}"
+        f"SELECT {_COLS} FROM {source} d WHERE {' AND '.join(where)}"
         " ORDER BY d.at DESC, d.ord DESC, d.rowid DESC LIMIT ?",
         [*params, SEARCH_CAP + 1],
     ).fetchall()

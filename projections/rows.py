@@ -5,7 +5,8 @@ Below every applier (`projections.apply` for broker events, `projections.transcr
 imports them, so every import arrow runs one way. The query side imports only the
 constants (`RUN_CHUNK_ORD`), so the search path never loads the apply machinery.
 Promises: `put_document`/`put_row` write one row by `id` with the policies documented
-below; `text` is bounded to `MAX_DOC_CHARS`.
+below (into `document_rows`; readers use the `documents` view); `text` is bounded to
+`MAX_DOC_CHARS` and stored as `body` by `projections.body.pack`, in this one place.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from projections.body import pack
 from readers import registry
 
 if TYPE_CHECKING:
@@ -32,15 +34,17 @@ _COLUMNS = (
     "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
     "seq", "ord", "source", "sender", "extra", "text",
 )
+# `source` is stored as `source_id` (doc_sources), `text` as `body` (projections/body.py)
+_STORED = tuple({"source": "source_id", "text": "body"}.get(c, c) for c in _COLUMNS)
 _INSERT = (
     "INSERT OR IGNORE INTO "
-    f"documents({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+    f"document_rows({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))})"
 )
 _KEEP_ON_UPDATE = ("id", "ord", "archived")
 _UPDATE_IDX = [i for i, c in enumerate(_COLUMNS) if c not in _KEEP_ON_UPDATE]
 _UPDATE = (
-    "UPDATE documents SET "
-    f"{', '.join(_COLUMNS[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
+    "UPDATE document_rows SET "
+    f"{', '.join(_STORED[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
 )
 _SOURCE = _COLUMNS.index("source")
 _ARCHIVED = _COLUMNS.index("archived")
@@ -75,20 +79,46 @@ def put_row(
     """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path)."""
     text = row[-1]
     if not isinstance(text, str):
-        row[-1] = text = "" if text is None else str(text)
+        text = "" if text is None else str(text)
     if len(text) > MAX_DOC_CHARS:
-        row[-1] = text[:MAX_DOC_CHARS]
+        text = text[:MAX_DOC_CHARS]
+    row[-1] = body = pack(text)
+    memo = getattr(con, "text_memo", None)
+    if memo is not None and isinstance(body, bytes):
+        memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression
+    row[_SOURCE] = source_id(con, row[_SOURCE])
     if con.execute(_INSERT, row).rowcount == 1:
         return True  # a new id (the common case: one statement)
-    existing = con.execute("SELECT rowid, source FROM documents WHERE id = ?",
+    existing = con.execute("SELECT rowid, source_id FROM document_rows WHERE id = ?",
                            (row[0],)).fetchone()
     if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
         return False
     con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
     if set_archived:
-        con.execute("UPDATE documents SET archived = ? WHERE rowid = ?",
+        con.execute("UPDATE document_rows SET archived = ? WHERE rowid = ?",
                     (row[_ARCHIVED], existing[0]))
     return True
+
+
+def source_id(con: sqlite3.Connection, source: object) -> int | None:
+    """The `doc_sources` id of a source id string (added on first use; None for None).
+
+    Memoised on a `projections.db.Connection`: an id is only ever added inside a write
+    transaction, and every writer closes its connection when a transaction rolls back.
+    """
+    if source is None:
+        return None
+    name = str(source)
+    memo: dict[str, int] | None = getattr(con, "source_ids", None)
+    if memo is not None:
+        known = memo.get(name)
+        if known is not None:
+            return known
+    con.execute("INSERT OR IGNORE INTO doc_sources(source) VALUES (?)", (name,))
+    sid = int(con.execute("SELECT id FROM doc_sources WHERE source = ?", (name,)).fetchone()[0])
+    if memo is not None:
+        memo[name] = sid
+    return sid
 
 
 def run_basename(run: str) -> str:

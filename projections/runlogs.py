@@ -46,7 +46,7 @@ def index_metadata(
         started, run_agent = con.execute(
             "SELECT started_at, agent FROM runs WHERE run = ?", (run,)).fetchone()
         con.execute(
-            "UPDATE documents SET job = coalesce(job, ?), session = coalesce(session, ?),"
+            "UPDATE document_rows SET job = coalesce(job, ?), session = coalesce(session, ?),"
             " at = ?, agent = CASE WHEN agent = 'other' THEN coalesce(?, agent) ELSE agent END"
             " WHERE run = ? AND kind = 'run' AND role = 'log'",
             (rec.job, rec.session, started, run_agent or None, run),

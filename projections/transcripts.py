@@ -362,7 +362,7 @@ def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
         (agent, session, sub.subagent, sub.name),
     )
     con.execute(
-        "UPDATE documents SET subagent_name = ? WHERE subagent = ? AND agent = ?"
+        "UPDATE document_rows SET subagent_name = ? WHERE subagent = ? AND agent = ?"
         " AND coalesce(session, '') = ?",
         (sub.name, sub.subagent, agent, session),
     )

@@ -85,7 +85,10 @@ def test_txt_and_jsonl_of_one_session_are_one_session(tmp_path: Path) -> None:
     assert hits[0]["project"] == "/Users/kim/orchard"
     import sqlite3
 
+    from projections import db
+
     con = sqlite3.connect(cap.db)
+    db.register_functions(con)  # the `documents` view decodes text with `doc_text`
     try:
         rows = con.execute("SELECT DISTINCT session FROM documents WHERE agent = 'cursor'")
         assert [r[0] for r in rows] == [sid]

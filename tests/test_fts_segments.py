@@ -22,6 +22,7 @@ from eventlog.store import EventLog
 from projections import db
 from projections.catchup import catch_up
 from projections.rebuild import rebuild
+from projections.rows import put_document
 
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
@@ -106,8 +107,8 @@ def test_rows_changed_inside_a_deferred_batch_are_indexed_as_committed(tmp_path:
     db.create_schema(con, engine="fts5")
 
     def put(i: int, text: str) -> None:
-        con.execute("INSERT INTO documents(id, kind, agent, at, text)"
-                    " VALUES (?, 'message', 'claude', 0, ?)", (f"d{i}", text))
+        put_document(con, {"id": f"d{i}", "kind": "message", "agent": "claude", "at": 0,
+                           "text": text})
 
     con.execute("BEGIN")
     put(1, "alpha beta")
@@ -117,9 +118,9 @@ def test_rows_changed_inside_a_deferred_batch_are_indexed_as_committed(tmp_path:
     db.defer_fts(con)
     put(3, "delta")
     put(4, "epsilon 中文字符")
-    con.execute("UPDATE documents SET text = 'zeta 日本語' WHERE id = 'd3'")  # deferred row
-    con.execute("UPDATE documents SET text = 'eta' WHERE id = 'd1'")  # an older, live row
-    con.execute("DELETE FROM documents WHERE id = 'd4'")
+    put(3, "zeta 日本語")  # a deferred row changed again
+    put(1, "eta")  # an older, live row
+    con.execute("DELETE FROM document_rows WHERE id = 'd4'")
     put(5, "theta")
     db.index_deferred(con)
     con.execute("COMMIT")
@@ -135,5 +136,8 @@ def test_rows_changed_inside_a_deferred_batch_are_indexed_as_committed(tmp_path:
         "theta": ["d5"], "gamma": ["d2"]}
     assert match("documents_cjk", '"日本"') == ["d3"]
     assert match("documents_cjk", '"中文"') == []
-    con.execute("INSERT INTO documents_fts(documents_fts, rank) VALUES ('integrity-check', 1)")
+    # the index holds exactly the terms of the rows as committed (what the drift check reads)
+    terms = dict(con.execute("SELECT term, doc FROM documents_fts_terms").fetchall())
+    assert terms == {"eta": 1, "gamma": 1, "漢字テスト": 1, "zeta": 1, "日本語": 1, "theta": 1}
+    con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('integrity-check')")
     con.close()

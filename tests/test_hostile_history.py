@@ -106,7 +106,7 @@ def test_known_drift_is_flagged_until_reindex(built: Path, tmp_path: Path) -> No
 
     home = _copy(built, tmp_path)
     con = db.connect(home / "history.db")  # with the SQL functions its triggers call
-    con.execute("DELETE FROM documents WHERE id = (SELECT min(id) FROM documents)")
+    con.execute("DELETE FROM document_rows WHERE id = (SELECT min(id) FROM documents)")
     con.close()
     out = run_cli(home, "verify")
     assert out.returncode == 1 and b"DRIFT" in out.stdout

@@ -243,7 +243,10 @@ def _tree(root: Path) -> dict[str, str]:
 def _documents(db: Path) -> list[tuple[object, ...]]:
     import sqlite3
 
+    from projections import db as hdb
+
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    hdb.register_functions(con)  # the `documents` view decodes text with `doc_text`
     try:
         return con.execute("SELECT id, text FROM documents ORDER BY id").fetchall()
     finally:

@@ -46,6 +46,7 @@ def _rows(path: Path) -> dict[str, tuple[int, str]]:
 
 def _docs(path: Path) -> dict[str, tuple[object, ...]]:
     con = sqlite3.connect(path)
+    db.register_functions(con)  # the `documents` view decodes text with `doc_text`
     try:
         rows = con.execute("SELECT id, kind, agent, at, role, session, text FROM documents")
         return {r[0]: r[1:] for r in rows}
@@ -438,7 +439,7 @@ c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("PRAGMA cache_size = 10")  # spill changed pages into the file before commit
 c.execute("BEGIN IMMEDIATE")
 c.execute("UPDATE aliases SET agent = agent")
-c.execute("UPDATE documents SET title = hex(randomblob(2000))")
+c.execute("UPDATE document_rows SET title = hex(randomblob(2000))")
 print("dirty", flush=True)
 time.sleep(60)
 """

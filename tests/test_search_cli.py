@@ -97,7 +97,7 @@ def test_verify_names_the_cure_for_a_drifted_history_db(filled: Path) -> None:
     _json(run_cli(filled, "reindex", "--json"))
     con = sqlite3.connect(filled / "history.db")
     with con:
-        con.execute("UPDATE documents SET at = at + 1 WHERE id = 'message:m1'")
+        con.execute("UPDATE document_rows SET at = at + 1 WHERE id = 'message:m1'")
     con.close()
     out = run_cli(filled, "verify")
     assert out.returncode == 1 and "DRIFT" in out.stdout.decode()

@@ -41,6 +41,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EventLog]:
 
 def _sample(path: Path, sql: str) -> list[tuple[str, ...]]:
     con = sqlite3.connect(path)
+    db.register_functions(con)  # the `documents` view decodes text with `doc_text`
     try:
         return [tuple(r) for r in con.execute(sql)]
     finally:

@@ -109,17 +109,17 @@ def test_contentless_cjk_index_follows_updates_and_deletes(tmp_path: Path) -> No
     con = db.connect(tmp_path / "h.db")
     db.create_schema(con, engine="fts5")
     row = {"id": "x:1", "kind": "message", "agent": "other", "at": 1}
-    con.execute("INSERT INTO documents(id, kind, agent, at, text) VALUES (?,?,?,?,?)",
+    con.execute("INSERT INTO document_rows(id, kind, agent, at, body) VALUES (?,?,?,?,?)",
                 (row["id"], row["kind"], row["agent"], row["at"], "我们使用中文搜索"))
     rid = int(con.execute("SELECT rowid FROM documents WHERE id = 'x:1'").fetchone()[0])
     assert _cjk_rows(con, '"中文"') == {rid}
-    con.execute("UPDATE documents SET text = '日本語のテキスト' WHERE rowid = ?", (rid,))
+    con.execute("UPDATE document_rows SET body = '日本語のテキスト' WHERE rowid = ?", (rid,))
     assert _cjk_rows(con, '"中文"') == set() and _cjk_rows(con, '"日本"') == {rid}
-    con.execute("UPDATE documents SET text = 'no cjk any more' WHERE rowid = ?", (rid,))
+    con.execute("UPDATE document_rows SET body = 'no cjk any more' WHERE rowid = ?", (rid,))
     assert _cjk_rows(con, '"日本"') == set()
-    con.execute("UPDATE documents SET text = '搜索引擎' WHERE rowid = ?", (rid,))
+    con.execute("UPDATE document_rows SET body = '搜索引擎' WHERE rowid = ?", (rid,))
     assert _cjk_rows(con, '"搜索"') == {rid}
-    con.execute("DELETE FROM documents WHERE rowid = ?", (rid,))
+    con.execute("DELETE FROM document_rows WHERE rowid = ?", (rid,))
     assert _cjk_rows(con, '"搜索"') == set()
     con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('integrity-check')")
     # contentless: the grams are not stored a second time

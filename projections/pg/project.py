@@ -49,12 +49,12 @@ _TOKEN = re.compile(r"[^\W_]+")
 _DIRTY = """
 CREATE TABLE IF NOT EXISTS pg_dirty(tbl TEXT NOT NULL, key TEXT NOT NULL,
   PRIMARY KEY (tbl, key)) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS pgd_doc_i AFTER INSERT ON documents BEGIN
+CREATE TRIGGER IF NOT EXISTS pgd_doc_i AFTER INSERT ON document_rows BEGIN
   INSERT OR IGNORE INTO pg_dirty VALUES ('d', new.id); END;
-CREATE TRIGGER IF NOT EXISTS pgd_doc_u AFTER UPDATE ON documents BEGIN
+CREATE TRIGGER IF NOT EXISTS pgd_doc_u AFTER UPDATE ON document_rows BEGIN
   INSERT OR IGNORE INTO pg_dirty VALUES ('d', old.id);
   INSERT OR IGNORE INTO pg_dirty VALUES ('d', new.id); END;
-CREATE TRIGGER IF NOT EXISTS pgd_doc_d AFTER DELETE ON documents BEGIN
+CREATE TRIGGER IF NOT EXISTS pgd_doc_d AFTER DELETE ON document_rows BEGIN
   INSERT OR IGNORE INTO pg_dirty VALUES ('d', old.id); END;
 CREATE TRIGGER IF NOT EXISTS pgd_al_i AFTER INSERT ON aliases BEGIN
   INSERT OR IGNORE INTO pg_dirty VALUES ('a', new.alias || char(31) || new.session); END;

@@ -1,0 +1,66 @@
+"""How a document's text is stored in history.db: the one encoder and the one decoder.
+
+`document_rows.body` holds the text once: as TEXT when compression would not make it
+smaller (short texts), else as a BLOB holding a zstd frame of its UTF-8 bytes. Nothing else
+reads `body`: readers see the text through the `documents` view, whose `text` column is
+`doc_text(body)` (registered on every connection by `projections.db`), and the triggers feed
+the full-text indexes through the same function.
+
+Promises: `unpack(pack(t)) == t` for every str SQLite can store; `pack` is deterministic for
+a given text; zstandard is imported only when a BLOB is met or written (the search path of
+a history without long texts never loads it).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+# Bytes of UTF-8 below which a text stays as it is: compressing shorter texts saves ~1 % of the
+# file on the shared corpora, but costs a decompression per row in every scan (bench/size.py).
+MIN_PACK = 256
+LEVEL = 3  # zstd: ~145 MB/s on transcript text, 36 % of its size (bench/size.py)
+
+_local = threading.local()  # zstd contexts are not thread-safe: one per thread
+
+
+def _compressor() -> Any:
+    comp = getattr(_local, "comp", None)
+    if comp is None:
+        import zstandard
+
+        comp = _local.comp = zstandard.ZstdCompressor(level=LEVEL)
+    return comp
+
+
+def _decompressor() -> Any:
+    dec = getattr(_local, "dec", None)
+    if dec is None:
+        import zstandard
+
+        dec = _local.dec = zstandard.ZstdDecompressor()
+    return dec
+
+
+def pack(text: str) -> str | bytes:
+    """The stored form of `text`: itself, or its zstd frame when that is smaller."""
+    if len(text) * 4 < MIN_PACK:  # cheap test first: at most 4 UTF-8 bytes a character
+        return text
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: stored as SQLite stores it, unpacked
+        return text
+    if len(raw) < MIN_PACK:
+        return text
+    packed: bytes = _compressor().compress(raw)
+    return packed if len(packed) < len(raw) else text
+
+
+def unpack(body: object) -> str:
+    """The text of a stored `body` ("" for NULL, which `document_rows` never holds)."""
+    if isinstance(body, str):
+        return body
+    if isinstance(body, bytes):
+        data: bytes = _decompressor().decompress(body)
+        return data.decode("utf-8")
+    return "" if body is None else str(body)
