@@ -9,12 +9,12 @@ Prints:
 - the ratio to `rg --hidden` over the same text as files, when rg is installed;
 - history.db size against the size of the indexed text;
 - `agentlog search --json` whole-process p50, next to `python -c pass` as the floor;
-- with `--capture quick|gb` instead: `agentlog capture` from an empty home until the first
-  search answers, on a synthetic home of all three agents (bench/capture.py writes it), with
-  and without indexing inside capture.
+- with `--capture quick|gb` instead: empty -> searchable on a synthetic home of all three
+  agents (bench/capture.py writes it) next to claude-session-search `--reindex` and the
+  single-thread floor, with CPU / wall (see bench/cold.py).
 
 Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR]
-       .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR]
+       .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR] [--reps N]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from eventlog.events import MessageSent  # noqa: E402
@@ -145,13 +146,18 @@ def main() -> None:
     ap.add_argument("--capture", choices=("quick", "gb"), default=None,
                     help="only time `capture` from empty until searchable on a synthetic home"
                          " of all three agents (quick: ~30 MB; gb: ~1 GB)")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="with --capture: interleaved repetitions of each column (best kept)")
     ap.add_argument("--src", type=Path, default=None,
                     help="with --capture: use (or write once and keep) the synthetic home here")
     args = ap.parse_args()
     if args.capture:
+        import cold
+
         work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-capture-"))
+        work.mkdir(parents=True, exist_ok=True)
         try:
-            capture_until_searchable(work, args.capture == "gb", args.src)
+            cold.run(work, args.capture == "gb", args.src, args.reps)
         finally:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
@@ -248,45 +254,6 @@ def run(work: Path, n: int, nq: int) -> None:
     print(f"agentlog search --json whole process p50 {whole:.0f} ms (goal <= 50 ms); floors:"
           f" python -c pass {floor:.0f} ms, agentlog --help {cli_floor:.0f} ms")
     log.close()
-
-
-def _cli(args: list[str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"agentlog {args[2:4]} failed: {proc.stderr[-2000:]}")
-    return time.perf_counter() - t0, proc.stdout
-
-
-def capture_until_searchable(work: Path, gb: bool, src: Path | None) -> None:
-    """`agentlog capture` (which indexes) into an empty home, then the first search; also
-    the same split as `capture --no-index` + the first search's catch-up (the baseline)."""
-    import json
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    from capture import all_files, write_home  # the capture bench's synthetic home
-
-    src = src or work / "src"
-    roots = {a: src / a for a in ("claude", "codex", "opencode")}
-    if not all(r.is_dir() for r in roots.values()):
-        t0 = time.perf_counter()
-        write_home(src, 6000, (800 << 20) if gb else (12 << 20), 200 if gb else 20)
-        print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
-    mb = sum(p.stat().st_size for p in all_files(roots)) / 1e6
-    print(f"capture until searchable: synthetic home of {mb:.0f} MB (claude, codex, opencode)")
-    flags = [f"--{a}-dir={r}" for a, r in roots.items()] + [f"--runs-dir={work / 'no-runs'}"]
-    probe = "refactor parser"
-    for label, extra in (("capture --no-index, then search", ["--no-index"]),
-                         ("capture (indexing), then search", [])):
-        home = work / ("home-" + ("noindex" if extra else "index"))
-        shutil.rmtree(home, ignore_errors=True)
-        cap_s, out = _cli(["--home", str(home), "capture", "--json", *extra, *flags])
-        search_s, found = _cli(["--home", str(home), "search", probe, "--json"])
-        hits = len(json.loads(found)["hits"])
-        print(f"  {label}: capture {cap_s:.1f} s + first search {search_s:.1f} s ="
-              f" {cap_s + search_s:.1f} s until searchable (goal <= 25 s at 1 GB; {hits} hits,"
-              f" {json.loads(out)['appended']:,} events)")
 
 
 if __name__ == "__main__":

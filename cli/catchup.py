@@ -10,7 +10,7 @@ a query answers from the file as it is, saying so.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.config import Home
@@ -131,3 +131,38 @@ def search_engine(home: Home) -> str | None:
     if isinstance(cfg, dict) and isinstance(cfg.get("engine"), str) and cfg["engine"]:
         return str(cfg["engine"])
     return None
+
+
+FOLLOW_BYTES = 64 << 20  # a first capture this large rebuilds history.db beside itself
+
+
+class Follower:
+    """history.db rebuilt beside a large first capture (`projections.follow`), so capture,
+    parse and the SQL build share the cores instead of taking turns: started once the
+    capture has read `FOLLOW_BYTES` into a home without history.db; `finish` waits for the
+    swap (the catch-up after the capture then has nothing left to do)."""
+
+    def __init__(self, home: Home) -> None:
+        import os
+
+        self.home = home
+        self.builder: Any = None
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        self.off = cpus < 2 or home.history_db.exists()
+
+    def tick(self, engine: Any) -> None:
+        if self.off or engine.stats.bytes < FOLLOW_BYTES:
+            return
+        self.off = True
+        if self.home.history_db.exists() or not self.home.has_log():
+            return
+        from projections import follow
+
+        self.builder = follow.start(self.home.history_db, self.home.log_dir)
+
+    def finish(self) -> None:
+        if self.builder is not None:
+            from projections import follow
+
+            follow.finish(self.builder)
+            self.builder = None

@@ -36,6 +36,8 @@ BATCH_BYTES = 16 << 20  # stored event bytes per read (decoded one event at a ti
 RELEASE_BYTES = 32 << 20  # after reading this much of the log, drop its mapped pages
 LOAD_CACHE_KIB = 64 * 1024  # SQLite page cache while loading rows
 INDEX_CACHE_KIB = 32 * 1024  # ... and while building the indexes after the load
+PAGE_SIZE = 16384
+PARALLEL_BYTES = 32 << 20  # from this size of log on, a build parses in a second process
 
 
 class BuildResult(NamedTuple):  # not a dataclass: start-up time of the catch-up path
@@ -96,13 +98,23 @@ def build(
     upto: int | None = None,
     progress: Progress | None = None,
     engine: str | None = None,
+    parallel: bool | None = None,
+    follow: bool = False,
 ) -> BuildResult:
-    """Build a complete history.db at `path` (which must not exist) from the log."""
+    """Build a complete history.db at `path` (which must not exist) from the log.
+
+    `parallel` reads and parses the log in a second process (`projections.pipeline`; same
+    rows); None decides by the log's size and the number of CPUs (`use_parallel`).
+    `follow` (parallel): the log is being written; read on until this process's stdin
+    ends, then to the head of that moment (`projections.follow`)."""
     started = time.monotonic()
     head = log.head().seq
     stop = head if upto is None else min(upto, head)
     con = db.connect(path)
     try:
+        # 16 KiB pages (before anything is written): measured on a 445k-document load,
+        # 21 % less insert CPU than 4 KiB and an 11 % smaller file (fewer overflow pages)
+        con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute(f"PRAGMA cache_size = {-LOAD_CACHE_KIB}")
@@ -116,6 +128,15 @@ def build(
         last_seq, last_hash, events, unreleased = 0, "", 0, 0
         seq = 1
         check = ChainCheck()  # a damaged record stops the build (CorruptRecord): no swap
+        if parallel is None:
+            parallel = use_parallel(log, stop)
+        if parallel or follow:  # the same loop, with reading and parsing in a second process
+            from projections import pipeline
+
+            last_seq, last_hash, events = pipeline.load(
+                con, log, stop, table, batch=BATCH, batch_bytes=BATCH_BYTES,
+                release_bytes=RELEASE_BYTES, progress=progress, follow=follow)
+            seq = stop + 1
         while seq <= stop:
             batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)
             if not batch:
@@ -151,6 +172,12 @@ def build(
     return BuildResult(path, last_seq, events, docs, time.monotonic() - started, chosen)
 
 
+def use_parallel(log: EventLog, stop: int) -> bool:
+    """A second process pays for itself: at least `PARALLEL_BYTES` of log and two CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return stop > 0 and (cpus or 1) >= 2 and log.size_bytes() >= PARALLEL_BYTES
+
+
 def rebuild(
     db_path: Path,
     log: EventLog,
@@ -158,6 +185,8 @@ def rebuild(
     progress: Progress | None = None,
     engine: str | None = None,
     lock_timeout: float = 600.0,
+    parallel: bool | None = None,
+    follow: bool = False,
 ) -> BuildResult:
     """Rebuild `db_path` from seq 1 and swap it in (see the module promises).
 
@@ -172,7 +201,8 @@ def rebuild(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         try:
-            result = build(tmp, log, progress=progress, engine=engine)
+            result = build(tmp, log, progress=progress, engine=engine, parallel=parallel,
+                           follow=follow)
             swap(tmp, db_path)
             db.clear_stale(db_path)  # a known drift is gone with the old file
         except BaseException:

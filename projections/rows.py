@@ -52,8 +52,18 @@ _ARCHIVED = _COLUMNS.index("archived")
 
 def agent_family(name: object) -> str:
     """A registered agent name (readers/registry.py) or "other", from an agent or client
-    name ("claude-code" -> "claude")."""
+    name ("claude-code" -> "claude"); memoized (asked once per record of a rebuild)."""
+    if isinstance(name, str):
+        fam = _FAMILIES.get(name)
+        if fam is None:
+            fam = registry.family(name)
+            if len(_FAMILIES) < 1024:
+                _FAMILIES[name] = fam
+        return fam
     return registry.family(name)
+
+
+_FAMILIES: dict[str, str] = {}
 
 
 def put_document(

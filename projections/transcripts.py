@@ -14,7 +14,11 @@ Promises:
   chunks are counted as `unparsed` (the source shows as pending) and `reindex` — triggered
   automatically when the parser version changes — indexes them;
 - run logs (layouts starting with "run") are indexed by `projections.runlogs`;
-- a parser that raises is counted as an unknown record type, never stops a rebuild.
+- a parser that raises is counted as an unknown record type, never stops a rebuild;
+- the pure half (assembly, parse calls) is `projections.assemble`; each capture applier is
+  a head (`chunk_head`, `whole_head`), that pure half, then its rows (`chunk_rows`,
+  `whole_rows`), so the parallel rebuild (`projections.pipeline`) runs the same SQL on
+  records parsed in another process.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.records import StoredEvent
-from projections import runlogs
+from projections import assemble, runlogs
 from projections.db import parser_module
 from projections.rows import (
     ORD_SPAN,
@@ -43,32 +47,12 @@ from projections.rows import (
     run_basename,
 )
 from readers.records import (
-    MAX_LINE,
     ParseResult,
     Record,
     SessionTitle,
     SourceInfo,
     SubagentNamed,
 )
-
-_zstd: Any = None
-
-
-def _decompress(data: bytes, codec: str, size: int | None) -> bytes:
-    global _zstd
-    if not codec:
-        return data
-    if codec != "zstd":
-        raise ValueError(f"unknown codec {codec!r}")
-    if _zstd is None:
-        import zstandard
-
-        _zstd = zstandard.ZstdDecompressor()
-    if size is None:
-        out: bytes = _zstd.decompressobj().decompress(data)
-        return out
-    out = _zstd.decompress(data, max_output_size=max(size, 1))
-    return out
 
 
 def _source_row(con: sqlite3.Connection, source: str) -> tuple[SourceInfo, sqlite3.Row | Any]:
@@ -79,15 +63,13 @@ def _source_row(con: sqlite3.Connection, source: str) -> tuple[SourceInfo, sqlit
     ).fetchone()
     if row is None:
         # A chunk of a source never announced: infer what we can from its id.
-        parts = source.split(":", 2)
-        agent = parts[0] if len(parts) == 3 else "other"
-        path = parts[2] if len(parts) == 3 else source
+        guess = assemble.unannounced(source)
         con.execute(
             "INSERT INTO sources(source, agent, root, path, layout, seen_at, files)"
             " VALUES (?,?,?,?,?,0,1)",
-            (source, agent, "", path, ""),
+            (source, guess.agent, "", guess.path, ""),
         )
-        row = (agent, "", path, "", 0, 0, b"", 0)
+        row = (guess.agent, "", guess.path, "", 0, 0, b"", 0)
     info = SourceInfo(source=source, agent=row[0], root=row[1], path=row[2], layout=row[3])
     return info, row
 
@@ -124,13 +106,10 @@ def _touch(con: sqlite3.Connection, source: str, at: int, nbytes: int, counter: 
 
 def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
-    _ord_counter(con)[:] = [st.seq, 0]
     assert isinstance(ev, ChunkCaptured)
-    info, row = _source_row(con, ev.source)
-    at = ev.at or st.at
-    _touch(con, ev.source, at, ev.size, "chunks")
+    info, row = chunk_head(con, st)
     try:
-        data = _decompress(ev.data, ev.codec, ev.size)
+        data = assemble.decompress(ev.data, ev.codec, ev.size)
     except Exception as exc:  # a bad chunk is counted, never fatal
         _count_unknown(con, ev.source, {f"chunk-undecodable:{type(exc).__name__}": 1})
         return
@@ -139,94 +118,52 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
         runlogs.index_chunk(con, st, info, ev, data)
         return
     parser = parser_module()
-    generation, next_offset = int(row[4]), int(row[5])
-    partial, skipping = bytes(row[6]), int(row[7])
-    if ev.generation < generation:
-        con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (ev.source,))
+    cur = assemble.Cursor(int(row[4]), int(row[5]), bytes(row[6]), int(row[7]))
+    s = assemble.step(cur, ev.generation, ev.offset, data)
+    if s is None or s.old:
+        chunk_rows(con, st, info, s, 0, [])
         return
-    if ev.generation > generation:
-        generation, next_offset, partial, skipping = ev.generation, 0, b"", 0
-    offset = ev.offset
-    if offset + len(data) <= next_offset and not (offset == next_offset and not data):
-        return  # already assembled (an overlapping or repeated chunk)
-    if offset < next_offset:
-        data = data[next_offset - offset :]
-        offset = next_offset
-    elif offset > next_offset:
-        con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (ev.source,))
-        if partial or skipping:
-            skipping = 1  # the rest of the interrupted line is unknown: drop it
-        partial = b""
-    lines, partial, skipping, oversized = _assemble(partial, skipping, offset, data)
-    state_scope, state = _load_state(con, parser, info)
-    records = unknown_total = 0
+    scope, state = _load_state(con, parser, info)
+    nlines, results = assemble.parse_lines(parser, info, state, s.lines, s.cursor.generation)
+    _save_state(con, scope, state)
+    chunk_rows(con, st, info, s, nlines, results)
+
+
+def chunk_head(con: sqlite3.Connection, st: StoredEvent) -> tuple[SourceInfo, Any]:
+    """What every chunk does first: its `ord`s restart, its source row (created when the
+    source was never announced) and its capture counters."""
+    ev = st.event
+    assert isinstance(ev, ChunkCaptured)
+    _ord_counter(con)[:] = [st.seq, 0]
+    info, row = _source_row(con, ev.source)
+    _touch(con, ev.source, ev.at or st.at, ev.size, "chunks")
+    return info, row
+
+
+def chunk_rows(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, s: assemble.Step | None,
+    nlines: int, results: list[ParseResult],
+) -> None:
+    """The rows of one assembled chunk (`s`, from `assemble.step`) and its parsed lines."""
+    if s is None:
+        return  # already assembled
+    if s.gap:
+        con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (info.source,))
+    if s.old:
+        return
+    records = 0
     unknown: dict[str, int] = {}
-    nlines = 0
-    for start, line in lines:
-        if not line.strip():
-            continue
-        nlines += 1
-        res = _call(parser.parse_line, info, state, line, start, generation)
+    for res in results:
         records += _apply_result(con, st, info, res, unknown)
-    unknown_total = sum(unknown.values())
-    _save_state(con, state_scope, state)
+    cur = s.cursor
     con.execute(
         "UPDATE sources SET generation = ?, next_offset = ?, partial = ?, skipping = ?,"
         " lines = lines + ?, records = records + ?, oversized = oversized + ?,"
         " unknown = unknown + ? WHERE source = ?",
-        (generation, offset + len(data), partial, skipping, nlines, records, oversized,
-         unknown_total, ev.source),
+        (cur.generation, cur.next_offset, cur.partial, cur.skipping, nlines, records,
+         s.oversized, sum(unknown.values()), info.source),
     )
-    _count_unknown(con, ev.source, unknown, add_total=False)
-
-
-def _assemble(
-    partial: bytes, skipping: int, offset: int, data: bytes
-) -> tuple[list[tuple[int, bytes]], bytes, int, int]:
-    """Complete lines of `partial + data`: (lines with their start offsets, new partial,
-    skipping flag, oversized lines counted here)."""
-    lines: list[tuple[int, bytes]] = []
-    oversized = 0
-    pos = 0
-    line_start = offset - len(partial)
-    while True:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            break
-        piece = data[pos:nl]
-        if skipping:
-            skipping = 0  # the oversized line ends here (already counted)
-        elif len(partial) + len(piece) > MAX_LINE:
-            oversized += 1
-        else:
-            lines.append((line_start, partial + piece))
-        partial = b""
-        pos = nl + 1
-        line_start = offset + pos
-    tail = data[pos:]
-    if skipping:
-        partial = b""
-    elif len(partial) + len(tail) > MAX_LINE:
-        oversized += 1
-        skipping = 1
-        partial = b""
-    else:
-        partial = partial + tail
-    return lines, partial, skipping, oversized
-
-
-def _call(fn: Any, *args: Any) -> ParseResult:
-    try:
-        res = fn(*args)
-    except Exception as exc:  # the contract says parsers never raise; count if one does
-        bad = ParseResult()
-        bad.count_unknown(f"parser-error:{type(exc).__name__}")
-        return bad
-    if not isinstance(res, ParseResult):
-        bad = ParseResult()
-        bad.count_unknown("parser-error:bad-result")
-        return bad
-    return res
+    _count_unknown(con, info.source, unknown, add_total=False)
 
 
 class _StateCache:
@@ -266,10 +203,7 @@ def end_batch(con: sqlite3.Connection) -> None:
 def _load_state(
     con: sqlite3.Connection, parser: ModuleType, info: SourceInfo
 ) -> tuple[str, dict[str, Any]]:
-    try:
-        scope = str(parser.state_scope(info))
-    except Exception:
-        scope = info.source
+    scope = assemble.state_scope(parser, info)
     cache = getattr(con, "parser_states", None)
     if isinstance(cache, _StateCache) and scope in cache.states:
         return scope, cache.states[scope]
@@ -290,7 +224,10 @@ def _save_state(con: sqlite3.Connection, scope: str, state: dict[str, Any]) -> N
 
 
 def _write_state(con: sqlite3.Connection, scope: str, state: dict[str, Any]) -> None:
-    text = json.dumps(state, ensure_ascii=False, default=str)
+    write_state_text(con, scope, assemble.state_text(state))
+
+
+def write_state_text(con: sqlite3.Connection, scope: str, text: str) -> None:
     con.execute(
         "INSERT INTO parser_state(scope, state) VALUES (?, ?)"
         " ON CONFLICT(scope) DO UPDATE SET state = excluded.state",
@@ -444,8 +381,8 @@ def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, FileSnapshotted)
     _apply_whole(
         con, st, ev.source, ev.at or st.at, ev.size, "snapshots", "snapshot",
-        lambda: _decompress(ev.data, ev.codec, ev.size),
-        lambda parser, info, state, data: _call(parser.parse_snapshot, info, state, data),
+        lambda: assemble.decompress(ev.data, ev.codec, ev.size),
+        lambda parser, info, state, data: assemble.call(parser.parse_snapshot, info, state, data),
     )
 
 
@@ -454,8 +391,8 @@ def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, RowSnapshotted)
     _apply_whole(
         con, st, ev.source, ev.at or st.at, len(ev.data), "rows", "row",
-        lambda: _decompress(ev.data, ev.codec, None),
-        lambda parser, info, state, data: _call(
+        lambda: assemble.decompress(ev.data, ev.codec, None),
+        lambda parser, info, state, data: assemble.call(
             parser.parse_row, info, state, ev.table, ev.row_id, data),
     )
 
@@ -472,9 +409,7 @@ def _apply_whole(
     parse: Callable[[ModuleType, SourceInfo, dict[str, Any], bytes], ParseResult],
 ) -> None:
     """A whole-content event (file snapshot, database row) -> records of its source."""
-    _ord_counter(con)[:] = [st.seq, 0]
-    info, _ = _source_row(con, source)
-    _touch(con, source, at, nbytes, counter)
+    info = whole_head(con, st, source, at, nbytes, counter)
     try:
         data = payload()
     except Exception as exc:
@@ -482,11 +417,28 @@ def _apply_whole(
         return
     parser = parser_module()
     scope, state = _load_state(con, parser, info)
-    unknown: dict[str, int] = {}
-    n = _apply_result(con, st, info, parse(parser, info, state, data), unknown)
+    res = parse(parser, info, state, data)
     _save_state(con, scope, state)
-    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, source))
-    _count_unknown(con, source, unknown)
+    whole_rows(con, st, info, res)
+
+
+def whole_head(
+    con: sqlite3.Connection, st: StoredEvent, source: str, at: int, nbytes: int, counter: str
+) -> SourceInfo:
+    """What every whole-content event does first (see `chunk_head`)."""
+    _ord_counter(con)[:] = [st.seq, 0]
+    info, _ = _source_row(con, source)
+    _touch(con, source, at, nbytes, counter)
+    return info
+
+
+def whole_rows(con: sqlite3.Connection, st: StoredEvent, info: SourceInfo,
+               res: ParseResult) -> None:
+    """The rows of one parsed whole-content event."""
+    unknown: dict[str, int] = {}
+    n = _apply_result(con, st, info, res, unknown)
+    con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, info.source))
+    _count_unknown(con, info.source, unknown)
 
 
 APPLIERS: dict[str, Applier] = {

@@ -111,7 +111,7 @@ def test_transcripts_assembled_across_chunks_and_generations(tmp_path: Path) -> 
 
 def test_oversized_lines_are_counted_not_indexed(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("projections.transcripts.MAX_LINE", 200)
+    monkeypatch.setattr("projections.assemble.MAX_LINE", 200)
     log = EventLog(tmp_path / "log")
     big = claude_line("big", "user", "x" * 500)
     data = claude_line("a", "user", "before giraffe") + big + claude_line("b", "user", "after")

@@ -30,10 +30,12 @@ from pathlib import Path
 from eventlog import EventLog
 from projections.catchup import catch_up
 from projections.rebuild import rebuild
+import projections.catchup as c, projections.pipeline as p, projections.rebuild as r
 log = EventLog(Path(sys.argv[1]), readonly=True)
 mode = sys.argv[3]
-if len(sys.argv) > 4:  # the test's own check that it can fail: no byte bound, no release
-    import projections.catchup as c, projections.rebuild as r
+if sys.argv[4] == "sequential":
+    r.PARALLEL_BYTES = 1 << 60
+if len(sys.argv) > 5:  # the test's own check that it can fail: no byte bound, no release
     c.BATCH_BYTES = r.BATCH_BYTES = c.RELEASE_BYTES = r.RELEASE_BYTES = 1 << 40
 if mode == "catch-up":
     catch_up(Path(sys.argv[2]), log)
@@ -41,7 +43,7 @@ elif mode == "rebuild":
     rebuild(Path(sys.argv[2]), log)
 log.close()
 hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]
-print(int(hwm.split()[1]) * 1024)
+print(int(hwm.split()[1]) * 1024, p.last_peak)  # this process, its parse process (if any)
 """
 
 
@@ -58,11 +60,13 @@ def _big_chunks() -> list[Event]:
     return out
 
 
-def _peak(log_dir: Path, db_path: Path, mode: str) -> int:  # bytes
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(log_dir), str(db_path), mode],
+def _peak(log_dir: Path, db_path: Path, mode: str, how: str = "sequential") -> tuple[int, int]:
+    """Peak RSS bytes of a process doing `mode`, and of its parse process (0: none)."""
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(log_dir), str(db_path), mode, how],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return int(proc.stdout.strip().splitlines()[-1])
+    own, child = proc.stdout.strip().splitlines()[-1].split()
+    return int(own), int(child)
 
 
 @pytest.fixture(scope="module")
@@ -77,20 +81,24 @@ def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("mode", ["catch-up", "rebuild"])
+@pytest.mark.parametrize(("mode", "how"), [("catch-up", "sequential"), ("rebuild", "sequential"),
+                                          ("rebuild", "parallel")])
 def test_peak_rss_of_catch_up_over_large_chunks_is_bounded(
-    big_log: Path, tmp_path: Path, mode: str
+    big_log: Path, tmp_path: Path, mode: str, how: str
 ) -> None:
     db_path = tmp_path / "history.db"
     if mode == "catch-up":  # an existing history.db at seq 1: the rest is caught up
         log = EventLog(big_log, readonly=True)
         build(db_path, log, upto=1)
         log.close()
-    base = _peak(big_log, tmp_path / "unused.db", "none")
-    peak = _peak(big_log, db_path, mode)
+    base, _ = _peak(big_log, tmp_path / "unused.db", "none")
+    peak, parse = _peak(big_log, db_path, mode, how)
     grown = peak - base
     # one batch of stored bytes, one decoded chunk and its lines, SQLite's page cache
     assert grown < 4 * BATCH_BYTES + (32 << 20), (mode, grown >> 20, base >> 20)
+    if how == "parallel":  # the parse process holds one batch and one part on the pipe
+        assert parse, "the rebuild did not run its parse process"
+        assert parse - base < 4 * BATCH_BYTES + (32 << 20), (parse >> 20, base >> 20)
     log = EventLog(big_log, readonly=True)
     assert not catch_up(db_path, log).events  # the child caught up to the head
     log.close()
@@ -103,12 +111,12 @@ def test_the_bound_is_what_keeps_it_low(big_log: Path, tmp_path: Path) -> None:
     log = EventLog(big_log, readonly=True)
     build(db_path, log, upto=1)
     log.close()
-    base = _peak(big_log, tmp_path / "unused.db", "none")
+    base, _ = _peak(big_log, tmp_path / "unused.db", "none")
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(big_log), str(db_path),
-                           "catch-up", "unbounded"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                           "catch-up", "sequential", "unbounded"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert int(proc.stdout.split()[-1]) - base > 4 * BATCH_BYTES + (32 << 20)
+    assert int(proc.stdout.split()[-2]) - base > 4 * BATCH_BYTES + (32 << 20)
 
 
 def test_read_raw_stops_at_its_byte_budget(big_log: Path) -> None:

@@ -159,3 +159,58 @@ def test_conversations_page_through_a_session(indexed: tuple[Path, EventLog]) ->
         if after is None:
             break
     assert len(seen) == int(conv[1]) == len(set(seen))
+
+
+def test_corpus_parallel_build_answers_as_catch_up(indexed: tuple[Path, EventLog],
+                                                   corpus: Path, tmp_path: Path) -> None:
+    """The parse-process build (projections.pipeline) over the real corpus: every table and
+    the answers to the raw-prompt queries are those of incremental catch-up."""
+    path, log = indexed
+    fresh = tmp_path / "parallel.db"
+    build(fresh, log, parallel=True)
+    a, b = db.connect(path, readonly=True), db.connect(fresh, readonly=True)
+    try:
+        assert digests(a) == digests(b)
+    finally:
+        a.close()
+        b.close()
+    for _, _, word in _raw_prompts(corpus):
+        assert query.search(path, word, None, 50) == query.search(fresh, word, None, 50)
+
+
+def test_corpus_capture_with_a_following_build(tmp_path: Path, corpus: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`capture` into a home without history.db starts the follow build (cli.catchup.Follower)
+    once it has read FOLLOW_BYTES: the file it swaps in is the rebuild of the whole log."""
+    from cli import catchup
+    from cli.config import Home
+    from readers.capture import Capturer, Options
+    from tests.test_capture_corpus import _layout
+
+    monkeypatch.setattr(catchup, "FOLLOW_BYTES", 1)
+    roots, _, _ = _layout(corpus, tmp_path / "roots")
+    home = Home(tmp_path / "home")
+    follower = catchup.Follower(home)
+    engine = Capturer(home.log(), roots, Options(settle_s=0.0))
+    step = engine.tick
+
+    def tick() -> None:  # the progress callback runs every 0.1 s: here after every tick
+        step()
+        follower.tick(engine)
+
+    engine.tick = tick  # type: ignore[method-assign]
+    stats = engine.run_once(follower.tick)
+    assert follower.builder is not None, "the follow build never started"
+    follower.finish()
+    assert stats.appended > 100
+    log = home.log(readonly=True)
+    fresh = tmp_path / "fresh.db"
+    build(fresh, log, parallel=False)
+    a, b = db.connect(home.history_db, readonly=True), db.connect(fresh, readonly=True)
+    try:
+        assert digests(a) == digests(b)
+    finally:
+        a.close()
+        b.close()
+    for _, _, word in _raw_prompts(corpus)[:5]:
+        assert query.search(home.history_db, word, None, 20) == query.search(fresh, word, None, 20)

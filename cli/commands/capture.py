@@ -90,8 +90,16 @@ def capture(
             warn_once(home)
             stats = _watch(home, index, settle, roots=roots, announce=not as_json)
         else:
+            from cli.catchup import Follower
+
             engine = Capturer(home.log(), roots, Options(settle_s=settle))
-            stats = _once(engine, show_progress=not as_json and sys.stderr.isatty())
+            follower = Follower(home) if index else None
+            try:
+                stats = _once(engine, show_progress=not as_json and sys.stderr.isatty(),
+                              follower=follower)
+            finally:
+                if follower is not None:
+                    follower.finish()  # history.db swapped in (or rebuilt below instead)
     except EventLogError as exc:
         raise click.ClickException(str(exc)) from exc
     out = stats.to_dict()
@@ -150,9 +158,9 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
         raise SystemExit(1)
 
 
-def _once(engine: Any, *, show_progress: bool) -> Any:
+def _once(engine: Any, *, show_progress: bool, follower: Any = None) -> Any:
     if not show_progress:
-        return engine.run_once()
+        return engine.run_once(follower.tick if follower is not None else None)
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(
@@ -167,6 +175,8 @@ def _once(engine: Any, *, show_progress: bool) -> Any:
             done = min(total - len(e.ready) if e.discovery_done else e._sweep_pos, total)
             bar.update(task, total=max(total, 1), completed=done,
                        description=f"{done}/{total} files", mb=human_bytes(e.stats.bytes))
+            if follower is not None:
+                follower.tick(e)
 
         return engine.run_once(tick)
 

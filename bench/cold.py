@@ -1,0 +1,241 @@
+"""Empty -> searchable on a synthetic three-agent home, with its baselines in the same run.
+
+Columns (whole processes, interleaved when `--reps` > 1; the best of each is compared):
+- agentlog: `agentlog capture` (which indexes) into an empty home, then the first
+  `agentlog search --json`; wall time, CPU time of the process tree (user + system of every
+  child waited for, so a pipeline's worker counts) and CPU / wall (goal >= 1.6: both cores
+  busy), and the tree's peak RSS;
+- claude-session-search `--reindex` of the same home's Claude files (installed from PyPI into a
+  temporary venv; skipped, saying so, when it cannot be installed) -- it indexes only the
+  Claude files, agentlog all three agents (goal: agentlog <= 1.0x);
+- the single-thread floor, in this process: read every file, SHA-256 it, append it to an
+  LMDB environment, parse it with agentlog's own parsers and insert the texts into a bare
+  FTS5 table (then 'optimize') -- what any design has to do once (goal: agentlog <= 1.15x).
+
+Usage: .venv/bin/python bench/search.py --capture quick|gb [--src DIR] [--keep DIR] [--reps N]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENTS = ("claude", "codex", "opencode")
+PROBE = "refactor parser"
+
+
+def _children() -> tuple[float, int]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def _run(cmd: list[str], env: dict[str, str], what: str) -> tuple[float, float, str]:
+    """(wall s, CPU s of the process tree, stdout) of one process run to its end."""
+    cpu0, _ = _children()
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    cpu1, _ = _children()
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} failed: {proc.stderr[-2000:]}")
+    return wall, cpu1 - cpu0, proc.stdout
+
+
+def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
+                    extra: list[str]) -> dict[str, Any]:
+    home = work / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    flags = [f"--{a}-dir={r}" for a, r in roots.items()] + [f"--runs-dir={work / 'no-runs'}"]
+    cli = [sys.executable, "-m", "cli.main", "--home", str(home)]
+    cap_s, cap_cpu, out = _run([*cli, "capture", "--json", *extra, *flags], env, "capture")
+    s_s, s_cpu, found = _run([*cli, "search", PROBE, "--json"], env, "search")
+    return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
+            "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
+            "db_mb": (home / "history.db").stat().st_size / 1e6}
+
+
+def rebuild_modes(home: Path) -> dict[str, dict[str, float]]:
+    """The rebuild alone from the captured log, sequential and parallel (in this process;
+    CPU includes the parse process)."""
+    sys.path.insert(0, str(ROOT))
+    from eventlog import EventLog
+    from projections.rebuild import build
+
+    out: dict[str, dict[str, float]] = {}
+    log = EventLog(home / "log", readonly=True)
+    try:
+        for mode in ("sequential", "parallel"):
+            path = home / f"bench-{mode}.db"
+            path.unlink(missing_ok=True)
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
+            c0, _ = _children()
+            t0 = time.perf_counter()
+            build(path, log, parallel=mode == "parallel")
+            wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
+            c1, _ = _children()
+            own = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+            out[mode] = {"wall": wall, "cpu": own + c1 - c0, "own": own}
+            path.unlink()
+    finally:
+        log.close()
+    return out
+
+
+def install_css(venv: Path) -> Path | None:
+    """claude-session-search in a venv; None (the reason printed) when it cannot be installed."""
+    py = venv / "bin" / "python"
+    if py.exists():
+        return py
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "claude-session-search"],
+                       check=True, capture_output=True, timeout=600)
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"  claude-session-search could not be installed ({exc}): its column is skipped")
+        return None
+    return py
+
+
+def css_column(work: Path, py: Path, claude: Path) -> dict[str, Any]:
+    fake = work / "css-home"
+    shutil.rmtree(fake, ignore_errors=True)
+    (fake / ".claude").mkdir(parents=True)
+    (fake / ".claude" / "projects").symlink_to(claude / "projects")
+    env = {**os.environ, "HOME": str(fake)}
+    wall, cpu, _ = _run([str(py), "-m", "cc_search", "--reindex"], env, "cc_search --reindex")
+    return {"wall": wall, "cpu": cpu}
+
+
+def floor_column(work: Path, roots: dict[str, Path]) -> dict[str, Any]:
+    """Read + SHA-256 + LMDB append + parse + bare FTS5 insert, one thread, this process."""
+    import lmdb
+
+    from readers import discovery, parse
+    from readers.records import SourceInfo
+
+    env_dir = work / "floor-lmdb"
+    shutil.rmtree(env_dir, ignore_errors=True)
+    db_path = work / "floor.db"
+    db_path.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    env = lmdb.open(str(env_dir), map_size=8 << 30, sync=True, metasync=True)
+    con = sqlite3.connect(db_path, isolation_level=None)
+    con.execute("PRAGMA journal_mode = OFF")
+    con.execute("PRAGMA synchronous = OFF")
+    con.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
+    con.execute("BEGIN")
+    seq, pending, txn_bytes = 0, [], 0
+    texts: list[str] = []
+    for agent, root in roots.items():
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            layout = discovery.classify(agent, rel) if p.is_file() else None
+            if layout is None:
+                continue
+            data = p.read_bytes()
+            hashlib.sha256(data).digest()
+            seq += 1
+            pending.append((seq.to_bytes(8, "big"), data))
+            txn_bytes += len(data)
+            if txn_bytes >= 16 << 20:
+                _put(env, pending)
+                pending, txn_bytes = [], 0
+            info = SourceInfo(source=f"{agent}:x:{rel}", agent=agent, root=str(root), path=rel,
+                              layout=layout)
+            state: dict[str, Any] = {}
+            if discovery.kind_of(layout) == "snapshot":
+                results = [parse.parse_snapshot(info, state, data)]
+            else:
+                results = []
+                pos = 0
+                for line in data.split(b"\n"):
+                    if line.strip():
+                        results.append(parse.parse_line(info, state, line, pos, 0))
+                    pos += len(line) + 1
+            texts.extend(r.text for res in results for r in res.records)
+            if len(texts) >= 5000:
+                con.executemany("INSERT INTO t(text) VALUES (?)", ((t,) for t in texts))
+                texts = []
+    _put(env, pending)
+    con.executemany("INSERT INTO t(text) VALUES (?)", ((t,) for t in texts))
+    con.execute("COMMIT")
+    con.execute("INSERT INTO t(t) VALUES ('optimize')")
+    con.close()
+    env.close()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    shutil.rmtree(env_dir, ignore_errors=True)
+    db_path.unlink(missing_ok=True)
+    return {"wall": wall, "cpu": cpu}
+
+
+def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
+    with env.begin(write=True) as txn:
+        for k, v in items:
+            if not txn.put(k, v, append=True):
+                raise SystemExit("LMDB append refused")
+
+
+def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from capture import all_files, write_home  # the capture bench's synthetic home
+
+    src = src or work / "src"
+    roots = {a: src / a for a in AGENTS}
+    if not all(r.is_dir() for r in roots.values()):
+        t0 = time.perf_counter()
+        write_home(src, 6000, (800 << 20) if gb else (12 << 20), 200 if gb else 20)
+        print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
+    sizes = {a: sum(p.stat().st_size for p in all_files({a: r})) / 1e6 for a, r in roots.items()}
+    user = work / "user"  # the other registered agents' default roots live under HOME
+    user.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
+    env["HOME"] = str(user)
+    print(f"empty -> searchable: synthetic home of {sum(sizes.values()):.0f} MB ("
+          + ", ".join(f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"), {reps} rep(s),"
+          f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    css_py = install_css(work / "css-venv")
+    cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": []}
+    for _ in range(reps):
+        cols["agentlog"].append(agentlog_column(work, roots, env, []))
+        if css_py is not None:
+            cols["css"].append(css_column(work, css_py, roots["claude"]))
+        cols["floor"].append(floor_column(work, roots))
+    best = {k: min(v, key=lambda r: r["wall"]) for k, v in cols.items() if v}
+    a = best["agentlog"]
+    print(f"  agentlog capture + first search: {a['wall']:.1f} s (capture {a['capture']:.1f} s,"
+          f" search {a['search']:.1f} s), CPU {a['cpu']:.1f} s, CPU/wall"
+          f" {a['cpu'] / a['wall']:.2f} (goal >= 1.6); {a['events']:,} events,"
+          f" {a['hits']} hits, history.db {a['db_mb']:.0f} MB")
+    if "css" in best:
+        c = best["css"]
+        print(f"  claude-session-search --reindex (Claude files only, {sizes['claude']:.0f} MB):"
+              f" {c['wall']:.1f} s, CPU/wall {c['cpu'] / c['wall']:.2f}")
+        print(f"    agentlog / claude-session-search: {a['wall'] / c['wall']:.2f}x (goal <= 1.0)")
+    else:
+        print("  claude-session-search: skipped (not installed)")
+    f = best["floor"]
+    print(f"  single-thread floor (read + SHA-256 + LMDB append + parse + bare FTS5 insert):"
+          f" {f['wall']:.1f} s (CPU {f['cpu']:.1f} s)")
+    print(f"    agentlog / floor: {a['wall'] / f['wall']:.2f}x (goal <= 1.15)")
+    modes = rebuild_modes(work / "home")
+    for mode, r in modes.items():
+        print(f"  rebuild alone from that log, {mode}: {r['wall']:.1f} s, CPU {r['cpu']:.1f} s"
+              f" (this process {r['own']:.1f} s), CPU/wall {r['cpu'] / r['wall']:.2f}")
+    par, seq = modes["parallel"], modes["sequential"]
+    print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
+          f" (this process's CPU) {par['own'] / seq['own']:.2f}x")
+    print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

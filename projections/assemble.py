@@ -1,0 +1,167 @@
+"""Lines of captured chunks, and their parse: the pure half of `projections.transcripts`.
+
+Promises:
+- nothing here touches SQLite: `step` takes a source's assembly cursor (generation,
+  next offset, unfinished tail, skipping flag) and one chunk, and returns what the chunk
+  adds (complete lines with their start offsets) and the new cursor; `parse_lines` runs the
+  parser over those lines with the caller's state. The sequential applier
+  (`transcripts._chunk`) and the parallel build's parse process (`projections.pipeline`)
+  both call these, so the two produce the same records from the same events;
+- a line longer than `readers.records.MAX_LINE` is never buffered whole nor parsed: it is
+  counted (`Step.oversized`) and the rest of it skipped;
+- a parser that raises or returns something else is counted as an unknown record type.
+"""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from readers.records import MAX_LINE, ParseResult, SourceInfo
+
+_zstd: Any = None
+
+
+class Cursor(NamedTuple):
+    """The assembly state of one source (the `sources` columns of the same names)."""
+
+    generation: int
+    next_offset: int
+    partial: bytes
+    skipping: int
+
+
+class Step(NamedTuple):
+    """What one chunk does to its source. `old`: a chunk of an older generation (a gap,
+    nothing else); otherwise `gap` says bytes were missing before it, `lines` are the
+    complete lines, `cursor` is the new assembly state."""
+
+    old: bool
+    gap: bool
+    lines: list[tuple[int, bytes]]
+    cursor: Cursor
+    oversized: int
+
+
+def step(cur: Cursor, generation: int, offset: int, data: bytes) -> Step | None:
+    """Apply one chunk (`data` at `offset` of `generation`) to `cur`; None when the chunk
+    adds nothing (already assembled: an overlapping or repeated chunk)."""
+    gen, next_offset, partial, skipping = cur
+    if generation < gen:
+        return Step(True, True, [], cur, 0)
+    if generation > gen:
+        gen, next_offset, partial, skipping = generation, 0, b"", 0
+    if offset + len(data) <= next_offset and not (offset == next_offset and not data):
+        return None
+    gap = False
+    if offset < next_offset:
+        data = data[next_offset - offset :]
+        offset = next_offset
+    elif offset > next_offset:
+        gap = True
+        if partial or skipping:
+            skipping = 1  # the rest of the interrupted line is unknown: drop it
+        partial = b""
+    lines, partial, skipping, oversized = assemble(partial, skipping, offset, data)
+    return Step(False, gap, lines, Cursor(gen, offset + len(data), partial, skipping), oversized)
+
+
+def assemble(
+    partial: bytes, skipping: int, offset: int, data: bytes
+) -> tuple[list[tuple[int, bytes]], bytes, int, int]:
+    """Complete lines of `partial + data`: (lines with their start offsets, new partial,
+    skipping flag, oversized lines counted here)."""
+    lines: list[tuple[int, bytes]] = []
+    oversized = 0
+    pos = 0
+    line_start = offset - len(partial)
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        piece = data[pos:nl]
+        if skipping:
+            skipping = 0  # the oversized line ends here (already counted)
+        elif len(partial) + len(piece) > MAX_LINE:
+            oversized += 1
+        else:
+            lines.append((line_start, partial + piece))
+        partial = b""
+        pos = nl + 1
+        line_start = offset + pos
+    tail = data[pos:]
+    if skipping:
+        partial = b""
+    elif len(partial) + len(tail) > MAX_LINE:
+        oversized += 1
+        skipping = 1
+        partial = b""
+    else:
+        partial = partial + tail
+    return lines, partial, skipping, oversized
+
+
+def parse_lines(
+    parser: ModuleType, info: SourceInfo, state: dict[str, Any],
+    lines: list[tuple[int, bytes]], generation: int,
+) -> tuple[int, list[ParseResult]]:
+    """(non-blank lines, one result per non-blank line) of `lines`, in order."""
+    results: list[ParseResult] = []
+    for start, line in lines:
+        if not line.strip():
+            continue
+        results.append(call(parser.parse_line, info, state, line, start, generation))
+    return len(results), results
+
+
+def decompress(data: bytes, codec: str, size: int | None) -> bytes:
+    """A captured payload's bytes (`codec` "" or "zstd"; `size` bounds the output)."""
+    global _zstd
+    if not codec:
+        return data
+    if codec != "zstd":
+        raise ValueError(f"unknown codec {codec!r}")
+    if _zstd is None:
+        import zstandard
+
+        _zstd = zstandard.ZstdDecompressor()
+    if size is None:
+        out: bytes = _zstd.decompressobj().decompress(data)
+        return out
+    out = _zstd.decompress(data, max_output_size=max(size, 1))
+    return out
+
+
+def state_text(state: dict[str, Any]) -> str:
+    """A parser state as `parser_state` stores it (and as the parallel build hands it on)."""
+    return json.dumps(state, ensure_ascii=False, default=str)
+
+
+def unannounced(source: str) -> SourceInfo:
+    """What a source id tells of a source never announced by `SourceSeen`."""
+    parts = source.split(":", 2)
+    agent = parts[0] if len(parts) == 3 else "other"
+    path = parts[2] if len(parts) == 3 else source
+    return SourceInfo(source=source, agent=agent, root="", path=path, layout="")
+
+
+def state_scope(parser: ModuleType, info: SourceInfo) -> str:
+    try:
+        return str(parser.state_scope(info))
+    except Exception:
+        return info.source
+
+
+def call(fn: Any, *args: Any) -> ParseResult:
+    try:
+        res = fn(*args)
+    except Exception as exc:  # the contract says parsers never raise; count if one does
+        bad = ParseResult()
+        bad.count_unknown(f"parser-error:{type(exc).__name__}")
+        return bad
+    if not isinstance(res, ParseResult):
+        bad = ParseResult()
+        bad.count_unknown("parser-error:bad-result")
+        return bad
+    return res

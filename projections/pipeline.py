@@ -1,0 +1,372 @@
+"""The parallel load of a rebuild: the log is read and parsed in a second process.
+
+`load(con, log, stop, table)` is what `projections.rebuild.build` runs instead of its
+sequential loop on a log large enough to pay for a second process. The work splits where
+the appliers split (`projections.assemble` is the pure half, `projections.transcripts` the
+SQL half):
+
+- the parse process (a fresh interpreter: nothing of the caller's threads or handles)
+  reads the log in exactly the sequential build's batches, checks every record against
+  its chain hash, decodes it, decompresses and assembles captured chunks and runs the
+  parsers, holding each source's assembly cursor and the parser states itself; it sends
+  per batch a list of operations: parsed chunks and whole-content events (their bytes
+  dropped), the parser states the batch changed (as the JSON text `parser_state` stores)
+  and, for every other event, the stored record itself;
+- this process applies the operations in seq order inside the build's one transaction
+  (the SQL half of the same appliers), so the rows, their rowids and the checkpoint are the
+  ones the sequential build writes; the full-text index is built after the load as before.
+
+Promises:
+- the same rows as the sequential build (tests compare every table and search answers):
+  the parse process starts from an empty file, so the assembly cursors and parser states it
+  keeps are the ones the sequential build would read back from its own rows, and it hands
+  parser states on through the same JSON round trip at the same batch boundaries;
+- bounded memory: a log batch (at most `BATCH_BYTES` of stored events) goes over the pipe
+  in parts of about `PART_BYTES` of payload, the records msgpack-encoded; one part is in
+  flight (a send blocks until the previous part was taken);
+- the parse process writes nothing but its stdout; it only reads the log (read-only);
+- a damaged record raises `CorruptRecord` here (the build stops, nothing is swapped in); a
+  parse process that dies raises `ProjectionError`; when this process dies (even kill -9)
+  the parse process's next send fails (EPIPE) and it exits.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from eventlog import EventLog
+from eventlog.errors import CorruptRecord
+from eventlog.records import RawRecord, StoredEvent, decode_record
+from projections import assemble, transcripts
+from projections.apply import apply_event
+from projections.errors import ProjectionError
+from projections.rows import Applier
+from readers.records import ParseResult
+
+Op = tuple[Any, ...]
+PICKLE = pickle.HIGHEST_PROTOCOL
+PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
+last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
+_ENCODE = msgspec.msgpack.Encoder().encode
+_DECODE = msgspec.msgpack.Decoder(list[ParseResult]).decode
+
+
+def load(
+    con: Any, log: EventLog, stop: int, table: Mapping[str, Applier], *,
+    batch: int, batch_bytes: int, release_bytes: int, part_bytes: int | None = None,
+    progress: Callable[[int, int], None] | None = None, follow: bool = False,
+) -> tuple[int, str, int]:
+    """Apply seq 1..`stop` into `con` (inside its open transaction) with a parse process;
+    returns (last seq, its chain hash hex, events read).
+
+    `follow`: the log is still being written; the parse process reads on as it grows until
+    this process's stdin (which it inherits) reaches its end, then up to the head of that
+    moment (`stop` is ignored)."""
+    args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
+                       release_bytes, part_bytes or PART_BYTES])
+    # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
+    # given this process's import path; frames on its stdout, its stderr is ours.
+    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+                            stdin=None if follow else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, close_fds=True)
+    assert proc.stdout is not None
+    last_seq, last_hash, events = 0, "", 0
+    open_batch = False
+    try:
+        while True:
+            ops = _recv(proc.stdout)
+            if ops is None:
+                proc.wait(5)
+                raise ProjectionError("the parse process of the rebuild ended early"
+                                      f" (exit code {proc.returncode})")
+            head = ops[0]
+            if head[0] == "done":
+                global last_peak
+                last_peak = int(head[1])
+                break
+            if head[0] == "corrupt":
+                raise CorruptRecord(head[1], head[2])
+            if head[0] == "error":
+                raise ProjectionError(f"the parse process of the rebuild failed: {head[1]}")
+            if not open_batch:
+                transcripts.begin_batch(con)
+                open_batch = True
+            end = apply_ops(con, ops, table)
+            if end is not None:  # the log batch is complete: as `apply_records` ends one
+                transcripts.flush_batch(con)
+                transcripts.end_batch(con)
+                open_batch = False
+                last_seq, last_hash, n = end
+                events += n
+                if progress is not None:
+                    progress(last_seq, stop)
+    finally:
+        if open_batch:
+            transcripts.end_batch(con)
+        proc.stdout.close()  # a parse process still sending gets EPIPE and exits
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return last_seq, last_hash, events
+
+
+_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
+         " from projections.pipeline import produce; produce(*a[1:])")
+_LEN = struct.Struct(">Q")
+
+
+def _recv(stream: IO[bytes]) -> list[Op] | None:
+    head = stream.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (size,) = _LEN.unpack(head)
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    ops: list[Op] = pickle.loads(body)
+    return ops
+
+
+def _send(stream: IO[bytes], ops: list[Op]) -> None:
+    body = pickle.dumps(ops, PICKLE)
+    stream.write(_LEN.pack(len(body)))
+    stream.write(body)
+    stream.flush()
+
+
+def apply_ops(
+    con: Any, ops: list[Op], table: Mapping[str, Applier]
+) -> tuple[int, str, int] | None:
+    """Operations of one part of a log batch, in order (the other half of
+    `projections.apply.apply_records`); (last seq, hash, events) when the part ends the
+    batch."""
+    end: tuple[int, str, int] | None = None
+    gc.freeze()
+    try:
+        ops.reverse()
+        while ops:
+            op = ops.pop()
+            kind = op[0]
+            if kind == "chunk":
+                st, step, nlines, results = op[1:]
+                info, _ = transcripts.chunk_head(con, st)
+                transcripts.chunk_rows(con, st, info, step, nlines, _DECODE(results))
+            elif kind == "whole":
+                st, counter, nbytes, res = op[1:]
+                ev = st.event
+                info = transcripts.whole_head(con, st, ev.source, ev.at or st.at, nbytes,
+                                              counter)
+                transcripts.whole_rows(con, st, info, _DECODE(res)[0])
+            elif kind == "raw":
+                apply_event(con, decode_record(RawRecord(op[1], op[2])), table)
+            elif kind == "states":
+                for scope, text in op[1]:
+                    transcripts.write_state_text(con, scope, text)
+            elif kind == "end":
+                end = (int(op[1]), str(op[2]), int(op[3]))
+    finally:
+        gc.unfreeze()
+    return end
+
+
+def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
+            part_bytes: int) -> None:
+    """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
+    the log until stdin ends, then to its head); batches to stdout."""
+    out = sys.stdout.buffer
+    try:
+        from eventlog.records import ChainCheck
+        from projections import pages
+
+        log = EventLog(Path(log_dir), readonly=True)
+        parser = Parser(part_bytes)
+        check = ChainCheck()
+        seq, unreleased = 1, 0
+        follow = stop < 0
+        while follow or seq <= stop:
+            limit = batch if follow else min(batch, stop - seq + 1)
+            records = log.read_raw(seq, limit, max_bytes=batch_bytes)
+            if not records:
+                if not follow:
+                    break
+                if _writer_done(0.05):  # the capture ended: read to the head it left
+                    follow, stop = False, log.head().seq
+                continue
+            check.all(records)
+            unreleased += sum(len(r.value) for r in records)
+            seq = records[-1].seq + 1
+            parser.batch(records, lambda ops: _send(out, ops))
+            if unreleased >= release_bytes:
+                pages.release(log.path)
+                unreleased = 0
+        log.close()
+        _send(out, [("done", peak_rss())])
+    except CorruptRecord as exc:
+        _send(out, [("corrupt", exc.seq, exc.reason)])
+    except (BrokenPipeError, ConnectionResetError):
+        os._exit(1)  # the building process is gone: so is the reason to go on
+    except Exception as exc:
+        _send(out, [("error", f"{type(exc).__name__}: {exc}")])
+
+
+def peak_rss() -> int:
+    """This process's peak resident set (VmHWM) in bytes; 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _writer_done(wait: float) -> bool:
+    """Whether stdin reached its end (waiting up to `wait` seconds for news)."""
+    import select
+
+    fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    if fd < 0:
+        return True
+    ready, _, _ = select.select([fd], [], [], wait)
+    return bool(ready) and not os.read(fd, 4096)
+
+
+class Parser:
+    """The parse half of the capture appliers over a log read from seq 1: each source's
+    assembly cursor and the parser states, as the sequential build would read them back."""
+
+    def __init__(self, part_bytes: int = PART_BYTES) -> None:
+        from projections.db import parser_module
+
+        self.part_bytes = part_bytes
+        self.parser = parser_module()
+        self.sources: dict[str, list[Any]] = {}  # source -> [SourceInfo, Cursor]
+        self.texts: dict[str, str] = {}  # scope -> state JSON as of the last batch
+        self.states: dict[str, dict[str, Any]] = {}  # scope -> state, this batch
+        self.dirty: set[str] = set()
+        self.part = 0  # bytes of payload in the part being assembled
+
+    def batch(self, records: list[RawRecord], send: Callable[[list[Op]], None]) -> None:
+        """Send one log batch as operations, in parts of about `PART_BYTES`; its last part
+        ends with the parser states it changed and its "end" (last seq and hash)."""
+        ops: list[Op] = []
+        st: StoredEvent | None = None
+        self.part = 0
+        for raw in records:
+            st = decode_record(raw)
+            ops.append(self.prepare(st, raw))
+            if self.part >= self.part_bytes:
+                send(ops)
+                ops = []
+                self.part = 0
+        if self.dirty:
+            items = []
+            for scope in sorted(self.dirty):
+                text = assemble.state_text(self.states[scope])
+                self.texts[scope] = text
+                items.append((scope, text))
+            ops.append(("states", items))
+        self.states.clear()
+        self.dirty.clear()
+        assert st is not None
+        ops.append(("end", st.seq, st.hash.hex(), len(records)))
+        send(ops)
+
+    def _source(self, source: str) -> list[Any]:
+        entry = self.sources.get(source)
+        if entry is None:
+            entry = self.sources[source] = [assemble.unannounced(source), _START]
+        return entry
+
+    def _state(self, info: Any) -> dict[str, Any]:
+        scope = assemble.state_scope(self.parser, info)
+        state = self.states.get(scope)
+        if state is None:
+            text = self.texts.get(scope)
+            state = self.states[scope] = json.loads(text) if text is not None else {}
+        self.dirty.add(scope)
+        return state
+
+    def prepare(self, st: StoredEvent, raw: RawRecord) -> Op:
+        """One event as an operation (and its effect on the cursors and states)."""
+        from eventlog.events import (
+            ChunkCaptured,
+            FileSnapshotted,
+            RowSnapshotted,
+            SourceRewound,
+            SourceSeen,
+        )
+        from projections.runlogs import is_run_log
+        from readers.records import SourceInfo
+
+        ev = st.event
+        self.part += len(raw.value)
+        plain: Op = ("raw", raw.seq, raw.value)
+        if isinstance(ev, ChunkCaptured):
+            entry = self._source(ev.source)
+            info = entry[0]
+            if is_run_log(info):
+                return plain
+            try:
+                data = assemble.decompress(ev.data, ev.codec, ev.size)
+            except Exception:
+                return plain  # counted by the applier, which fails the same way
+            self.part += len(data)
+            s = assemble.step(entry[1], ev.generation, ev.offset, data)
+            if s is None or s.old:
+                return ("chunk", _shell(st), s, 0, _ENCODE([]))
+            state = self._state(info)
+            nlines, results = assemble.parse_lines(self.parser, info, state, s.lines,
+                                                   s.cursor.generation)
+            entry[1] = s.cursor
+            return ("chunk", _shell(st), s._replace(lines=[]), nlines, _ENCODE(results))
+        if isinstance(ev, (FileSnapshotted, RowSnapshotted)):
+            info = self._source(ev.source)[0]
+            size = ev.size if isinstance(ev, FileSnapshotted) else None
+            try:
+                data = assemble.decompress(ev.data, ev.codec, size)
+            except Exception:
+                return plain
+            self.part += len(data)
+            state = self._state(info)
+            if isinstance(ev, FileSnapshotted):
+                res = assemble.call(self.parser.parse_snapshot, info, state, data)
+                return ("whole", _shell(st), "snapshots", ev.size, _ENCODE([res]))
+            res = assemble.call(self.parser.parse_row, info, state, ev.table, ev.row_id, data)
+            return ("whole", _shell(st), "rows", len(ev.data), _ENCODE([res]))
+        if isinstance(ev, SourceSeen):
+            seen = SourceInfo(source=ev.source, agent=ev.agent, root=ev.root, path=ev.path,
+                              layout=ev.layout)
+            known = self.sources.get(ev.source)
+            if known is None:
+                self.sources[ev.source] = [seen, _START]
+            else:
+                known[0] = seen
+        elif isinstance(ev, SourceRewound):
+            self._source(ev.source)[1] = assemble.Cursor(ev.generation, 0, b"", 0)
+        return plain
+
+
+_START = assemble.Cursor(0, 0, b"", 0)
+
+
+def _shell(st: StoredEvent) -> StoredEvent:
+    """`st` without its payload bytes (the appliers' SQL half never reads them)."""
+    import msgspec
+
+    return StoredEvent(seq=st.seq, at=st.at, key=b"", hash=b"", size=st.size,
+                       event=msgspec.structs.replace(st.event, data=b""))
