@@ -52,6 +52,7 @@ from projections import assemble, transcripts
 from projections.apply import apply_event
 from projections.errors import ProjectionError
 from projections.rows import Applier
+from projections.transcripts import record_bodies
 from readers.records import ParseResult
 
 Op = tuple[Any, ...]
@@ -60,6 +61,8 @@ PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds bot
 last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(list[ParseResult]).decode
+_BODIES = msgspec.msgpack.Decoder().decode  # untyped: str stays str, bin becomes bytes
+_NONE = _ENCODE([])
 
 
 def load(
@@ -161,15 +164,16 @@ def apply_ops(
             op = ops.pop()
             kind = op[0]
             if kind == "chunk":
-                st, step, nlines, results = op[1:]
+                st, step, nlines, results, bodies = op[1:]
                 info, _ = transcripts.chunk_head(con, st)
-                transcripts.chunk_rows(con, st, info, step, nlines, _DECODE(results))
+                transcripts.chunk_rows(con, st, info, step, nlines, _DECODE(results),
+                                       _BODIES(bodies))
             elif kind == "whole":
-                st, counter, nbytes, res = op[1:]
+                st, counter, nbytes, res, bodies = op[1:]
                 ev = st.event
                 info = transcripts.whole_head(con, st, ev.source, ev.at or st.at, nbytes,
                                               counter)
-                transcripts.whole_rows(con, st, info, _DECODE(res)[0])
+                transcripts.whole_rows(con, st, info, _DECODE(res)[0], _BODIES(bodies)[0])
             elif kind == "raw":
                 apply_event(con, decode_record(RawRecord(op[1], op[2])), table)
             elif kind == "states":
@@ -328,12 +332,13 @@ class Parser:
             self.part += len(data)
             s = assemble.step(entry[1], ev.generation, ev.offset, data)
             if s is None or s.old:
-                return ("chunk", _shell(st), s, 0, _ENCODE([]))
+                return ("chunk", _shell(st), s, 0, _NONE, _NONE)
             state = self._state(info)
             nlines, results = assemble.parse_lines(self.parser, info, state, s.lines,
                                                    s.cursor.generation)
             entry[1] = s.cursor
-            return ("chunk", _shell(st), s._replace(lines=[]), nlines, _ENCODE(results))
+            return ("chunk", _shell(st), s._replace(lines=[]), nlines, _ENCODE(results),
+                    _ENCODE(record_bodies(results)))
         if isinstance(ev, (FileSnapshotted, RowSnapshotted)):
             info = self._source(ev.source)[0]
             size = ev.size if isinstance(ev, FileSnapshotted) else None
@@ -345,9 +350,11 @@ class Parser:
             state = self._state(info)
             if isinstance(ev, FileSnapshotted):
                 res = assemble.call(self.parser.parse_snapshot, info, state, data)
-                return ("whole", _shell(st), "snapshots", ev.size, _ENCODE([res]))
+                return ("whole", _shell(st), "snapshots", ev.size, _ENCODE([res]),
+                        _ENCODE(record_bodies([res])))
             res = assemble.call(self.parser.parse_row, info, state, ev.table, ev.row_id, data)
-            return ("whole", _shell(st), "rows", len(ev.data), _ENCODE([res]))
+            return ("whole", _shell(st), "rows", len(ev.data), _ENCODE([res]),
+                    _ENCODE(record_bodies([res])))
         if isinstance(ev, SourceSeen):
             seen = SourceInfo(source=ev.source, agent=ev.agent, root=ev.root, path=ev.path,
                               layout=ev.layout)

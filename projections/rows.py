@@ -82,17 +82,32 @@ def put_document(
     return put_row(con, row, policy=policy, set_archived="archived" in doc)
 
 
-def put_row(
-    con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
-    set_archived: bool = False,
-) -> bool:
-    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path)."""
-    text = row[-1]
+def bounded(text: object) -> str:
+    """The text a row keeps: a str of at most MAX_DOC_CHARS characters."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    if len(text) > MAX_DOC_CHARS:
-        text = text[:MAX_DOC_CHARS]
-    row[-1] = body = pack(text)
+    return text[:MAX_DOC_CHARS] if len(text) > MAX_DOC_CHARS else text
+
+
+def stored(text: object) -> tuple[str, str | bytes]:
+    """(the text a row keeps, its stored body)."""
+    kept = bounded(text)
+    return kept, pack(kept)
+
+
+def put_row(
+    con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
+    set_archived: bool = False, body: str | bytes | None = None,
+) -> bool:
+    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path).
+
+    `body`: `stored(row's text)[1]`, when the caller has it already (the parallel rebuild's
+    parse process packs the bodies)."""
+    if body is None:
+        text, body = stored(row[-1])
+    else:
+        text = bounded(row[-1])
+    row[-1] = body
     memo = getattr(con, "text_memo", None)
     if memo is not None and isinstance(body, bytes):
         memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression

@@ -45,6 +45,7 @@ from projections.rows import (
     agent_family,
     put_row,
     run_basename,
+    stored,
 )
 from readers.records import (
     ParseResult,
@@ -143,6 +144,7 @@ def chunk_head(con: sqlite3.Connection, st: StoredEvent) -> tuple[SourceInfo, An
 def chunk_rows(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, s: assemble.Step | None,
     nlines: int, results: list[ParseResult],
+    bodies: list[list[str | bytes | None]] | None = None,
 ) -> None:
     """The rows of one assembled chunk (`s`, from `assemble.step`) and its parsed lines."""
     if s is None:
@@ -153,8 +155,9 @@ def chunk_rows(
         return
     records = 0
     unknown: dict[str, int] = {}
-    for res in results:
-        records += _apply_result(con, st, info, res, unknown)
+    for i, res in enumerate(results):
+        records += _apply_result(con, st, info, res, unknown,
+                                 bodies[i] if bodies is not None else None)
     cur = s.cursor
     con.execute(
         "UPDATE sources SET generation = ?, next_offset = ?, partial = ?, skipping = ?,"
@@ -251,7 +254,7 @@ def _count_unknown(
 
 def _apply_result(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, res: ParseResult,
-    unknown: dict[str, int],
+    unknown: dict[str, int], bodies: list[str | bytes | None] | None = None,
 ) -> int:
     for kind, n in res.unknown.items():
         unknown[kind] = unknown.get(kind, 0) + n
@@ -260,8 +263,8 @@ def _apply_result(
     for sub in res.subagents:
         _subagent(con, sub)
     counter = _ord_counter(con)
-    for rec in res.records:
-        _record(con, st, info, rec, counter[1])
+    for i, rec in enumerate(res.records):
+        _record(con, st, info, rec, counter[1], bodies[i] if bodies is not None else None)
         counter[1] += 1
     return len(res.records)
 
@@ -313,16 +316,15 @@ def conversation_of(agent: str, session: str | None, subagent: str | None, sourc
 
 
 def _record(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int,
+    body: str | bytes | None = None,
 ) -> None:
     if rec.run:
         forget_lookups(con)
         runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
         return
     agent = agent_family(rec.agent)
-    text = rec.text
-    if rec.tool_input and rec.tool_input not in text:
-        text = f"{text}\n{rec.tool_input}"
+    text = record_text(rec)
     job = rec.job
     title = rec.title
     subagent_name = rec.subagent_name
@@ -350,7 +352,22 @@ def _record(
         None, rec.cursor, conversation_of(agent, rec.session, rec.subagent, info.source),
         rec.role, rec.tool, rec.subagent, subagent_name, title, 0, st.seq,
         st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), info.source, None, None, text,
-    ], policy="same_source")
+    ], policy="same_source", body=body)
+
+
+def record_text(rec: Record) -> str:
+    """The text of a transcript record's document (its tool input appended when new)."""
+    text = rec.text
+    if rec.tool_input and rec.tool_input not in text:
+        text = f"{text}\n{rec.tool_input}"
+    return text
+
+
+def record_bodies(results: list[ParseResult]) -> list[list[str | bytes | None]]:
+    """The stored bodies of every transcript record of `results` (None for run metadata,
+    which `projections.runlogs` stores): what `_record` would pack, packed elsewhere."""
+    return [[None if rec.run else stored(record_text(rec))[1] for rec in res.records]
+            for res in results]
 
 
 def _lookup(con: sqlite3.Connection, memo: object, key: tuple[str, ...], sql: str,
@@ -433,10 +450,10 @@ def whole_head(
 
 
 def whole_rows(con: sqlite3.Connection, st: StoredEvent, info: SourceInfo,
-               res: ParseResult) -> None:
+               res: ParseResult, bodies: list[str | bytes | None] | None = None) -> None:
     """The rows of one parsed whole-content event."""
     unknown: dict[str, int] = {}
-    n = _apply_result(con, st, info, res, unknown)
+    n = _apply_result(con, st, info, res, unknown, bodies)
     con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, info.source))
     _count_unknown(con, info.source, unknown)
 

@@ -44,11 +44,21 @@ _BUILTIN = ("claude", "codex", "opencode", "runs")
 
 
 def _reader(layout: str, fn: str) -> Any:
-    """The parse function `fn` of the agent owning `layout`, or None."""
+    """The parse function `fn` of the agent owning `layout`, or None (memoized: the
+    registry is fixed for the life of the process, and this runs once per line)."""
+    key = (layout, fn)
+    if key in _READERS:
+        return _READERS[key]
     agent = registry.agent_of_layout(layout)
-    if agent is None or layout not in agent.layouts:
-        return None
-    return getattr(registry.reader(agent.name), fn, None)
+    found = None
+    if agent is not None and layout in agent.layouts:
+        found = getattr(registry.reader(agent.name), fn, None)
+    if len(_READERS) < 4096:
+        _READERS[key] = found
+    return found
+
+
+_READERS: dict[tuple[str, str], Any] = {}
 
 
 def state_scope(source: SourceInfo) -> str:
