@@ -127,13 +127,15 @@ def _tighten(path: Path) -> int:
 def load_config(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
-    import click
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
+        import click  # only to say what is wrong: the fast paths run without click
+
         raise click.ClickException(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
+        import click
+
         raise click.ClickException(f"{path}: expected a JSON object")
     return data
 

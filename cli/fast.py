@@ -1,4 +1,4 @@
-"""`agentlog [--home DIR] search ... --json` without click (start-up time is the product).
+"""`agentlog [--home DIR] search ... --json` and `hooks run` without click (start-up time).
 
 Importing click costs more than the whole search (bench/startup.py measures it). This module
 parses exactly the shapes the click command `cli.commands.search.search` accepts for a JSON
@@ -10,6 +10,10 @@ rejects, human output, any failure such as a damaged history.db) returns False b
 output on stdout, and `cli.main.main` hands the arguments to click, which parses and
 reports as usual (one line, never a traceback; see `cli.group`). No click, no event types, no apply
 machinery are imported on this path while history.db is current.
+
+`hooks run claude|codex` (what an agent starts at every session end or turn) runs
+`cli.hook_run` the same way, with the arguments click would pass it (`parse_hook`; a test
+holds the two equal); anything with an option before `--` goes to click.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ SEARCH_VALUES = ("project", "session", "job", "agent", "kind", "since", "until",
 SEARCH_FLAGS = ("include-archived", "exclude-archived", "json")  # the last archive flag wins
 
 
-def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[str]] | None:
-    """(home option, value options, flags, query words) of a JSON search, else None."""
+def _command(args: list[str], command: str) -> tuple[str | None, list[str]] | None:
+    """(home option, the arguments after `command`) when only `--home` comes before it."""
     home: str | None = None
     i = 0
-    while i < len(args) and args[i] != "search":
+    while i < len(args) and args[i] != command:
         arg = args[i]
         if arg == "--home" and i + 1 < len(args):
             home, i = args[i + 1], i + 2
@@ -39,10 +43,18 @@ def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[s
             return None
     if i >= len(args):
         return None
+    return home, args[i + 1:]
+
+
+def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[str]] | None:
+    """(home option, value options, flags, query words) of a JSON search, else None."""
+    found = _command(args, "search")
+    if found is None:
+        return None
+    home, rest = found
     values: dict[str, str] = {}
     flags: set[str] = set()
     words: list[str] = []
-    rest = args[i + 1:]
     j = 0
     while j < len(rest):
         arg = rest[j]
@@ -72,6 +84,41 @@ def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[s
     if "json" not in flags or not words:
         return None
     return home, values, flags, words
+
+
+def parse_hook(args: list[str]) -> tuple[str | None, str, list[str]] | None:
+    """(home option, client, its arguments) of `hooks run CLIENT …` as click parses them
+    (`--` dropped once), else None: an option before `--` (`--help` …) goes to click."""
+    found = _command(args, "hooks")
+    if found is None:
+        return None
+    home, rest = found
+    if len(rest) < 2 or rest[0] != "run" or rest[1] not in ("claude", "codex"):
+        return None
+    extra = rest[2:]
+    cut = extra.index("--") if "--" in extra else len(extra)
+    if any(a.startswith("-") for a in extra[:cut]):
+        return None
+    return home, rest[1], extra[:cut] + extra[cut + 1:]
+
+
+def hooks_run(args: list[str]) -> bool:
+    """Run an agent's hook without click (`cli.hook_run`); False when click must do it."""
+    parsed = parse_hook(args)
+    if parsed is None:
+        return False
+    home_opt, client, extra = parsed
+    from cli.config import resolve_home
+
+    try:
+        home = resolve_home(home_opt)
+    except Exception:
+        return False
+    home.command = "agentlog hooks"
+    from cli.hook_run import run
+
+    run(home, client, extra)
+    return True
 
 
 def search_json(args: list[str]) -> bool:

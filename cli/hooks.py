@@ -13,18 +13,22 @@ the extension point is used, never silently.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.config import Home
-from eventlog import EventLog
+if TYPE_CHECKING:
+    from cli.config import Home
+    from eventlog import EventLog
 
 
 def after_append(home: Home) -> None:
-    from cli import team_sync
     from cli.catchup import after_append as catch_up
 
     catch_up(home)
-    team_sync.after_append(home)
+    team = home.config.get("team")
+    if isinstance(team, dict) and team.get("postgres"):  # the syncer (and click) load only then
+        from cli import team_sync
+
+        team_sync.after_append(home)
 
 
 def audit_sections(home: Home, log: EventLog) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -67,6 +66,8 @@ class WriterLock:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
         with contextlib.suppress(OSError):
+            import socket  # only a writer names its host (searches import this module)
+
             note = f"{os.getpid()} {socket.gethostname()} {self.command}".encode()[:200]
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, note, 0)

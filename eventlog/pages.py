@@ -15,7 +15,6 @@ than a few MB of the log resident either.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import sys
 import threading
@@ -44,6 +43,8 @@ def release(log_dir: Path) -> int:
         if not spans:
             return 0
         if _libc is None:
+            import ctypes  # loaded on the first release (a long read), not by every catch-up
+
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
         total = 0

@@ -15,7 +15,7 @@ stored link.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import msgspec
 
@@ -24,8 +24,9 @@ from eventlog.errors import CorruptRecord
 from eventlog.events import Event, UnknownEvent
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
+# Named tuples, not dataclasses: `dataclasses` (and building its classes) costs the hook
+# and search start-up several milliseconds. Immutable and compared by value, as before.
+class Head(NamedTuple):
     seq: int
     hash: bytes
 
@@ -34,16 +35,14 @@ class Head:
         return self.hash.hex()
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     appended: int
     duplicates: int
     head: int
     seqs: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
+class StoredEvent(NamedTuple):
     seq: int
     at: int
     key: bytes
@@ -52,8 +51,7 @@ class StoredEvent:
     event: Event | UnknownEvent
 
 
-@dataclass(frozen=True, slots=True)
-class RawRecord:
+class RawRecord(NamedTuple):
     seq: int
     value: bytes
 
@@ -77,17 +75,24 @@ DAMAGE_HINT = ("the log is damaged: `agentlog verify` names every bad record; re
                "log from a backup (`agentlog backup` writes them to <home>/backups/)")
 
 
-@dataclass(slots=True)
 class ChainCheck:
     """Checks records in seq order against the chain (see the module docstring).
 
     `prev` is the chain hash of record `next_seq - 1` (`chain.GENESIS` before seq 1). With
     `damaged` set to a list, a bad record is appended to it instead of raising."""
 
-    prev: bytes = chain.GENESIS
-    next_seq: int = 1
-    damaged: list[int] | None = None
-    _unknown_prev: bool = field(default=False, repr=False)
+    __slots__ = ("_unknown_prev", "damaged", "next_seq", "prev")
+
+    def __init__(self, prev: bytes = chain.GENESIS, next_seq: int = 1,
+                 damaged: list[int] | None = None) -> None:
+        self.prev = prev
+        self.next_seq = next_seq
+        self.damaged = damaged
+        self._unknown_prev = False
+
+    def __repr__(self) -> str:
+        return (f"ChainCheck(prev={self.prev!r}, next_seq={self.next_seq!r}, "
+                f"damaged={self.damaged!r})")
 
     def ok(self, raw: RawRecord) -> bool:
         """True when `raw` is the next record and matches its chain hash."""

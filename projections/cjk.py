@@ -30,7 +30,8 @@ def _run_re() -> re.Pattern[str]:
 
 
 def has_cjk(text: str) -> bool:
-    return _run_re().search(text) is not None
+    # ASCII first: the class's compiled pattern costs milliseconds, most queries never need it
+    return not text.isascii() and _run_re().search(text) is not None
 
 
 def runs(text: str) -> list[str]:

@@ -38,7 +38,8 @@ from projections.text import fold
 # 5: a session imported into a second project is its own conversation
 # 8: recipients side table; contentless CJK side index; partial run/job indexes
 # 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
-SCHEMA_VERSION = 9
+# 10: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
+SCHEMA_VERSION = 10
 BULK_HASHSIZE = 32 * 1024 * 1024  # FTS5's term hash in a rebuild: bounds its peak RSS
 DEFAULT_HASHSIZE = 1024 * 1024
 
@@ -162,33 +163,49 @@ CREATE VIRTUAL TABLE documents_fts_terms USING fts5vocab(documents_fts, row);
 CREATE VIRTUAL TABLE documents_cjk_terms USING fts5vocab(documents_cjk, row);
 """
 
+# `fts_live(rowid)` is 1 except for rows a catch-up batch is deferring (`defer_fts`): those
+# are indexed by one INSERT … SELECT before the batch commits (`index_deferred`). Why: in an
+# explicit transaction every statement that fires a trigger opens a statement savepoint, and
+# FTS5 (SQLite 3.40) flushes its pending terms to a new segment at each savepoint, so
+# indexing row by row wrote one segment per document and merged them constantly.
 _FTS_TRIGGERS = """
-CREATE TRIGGER documents_ai AFTER INSERT ON document_rows BEGIN
+CREATE TRIGGER documents_ai AFTER INSERT ON document_rows WHEN fts_live(new.rowid) BEGIN
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, doc_text(new.body));
 END;
-CREATE TRIGGER documents_ad AFTER DELETE ON document_rows BEGIN
+CREATE TRIGGER documents_ad AFTER DELETE ON document_rows WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_fts(documents_fts, rowid, text)
     VALUES ('delete', old.rowid, doc_text(old.body));
 END;
-CREATE TRIGGER documents_au AFTER UPDATE OF body ON document_rows BEGIN
+CREATE TRIGGER documents_au AFTER UPDATE OF body ON document_rows WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_fts(documents_fts, rowid, text)
     VALUES ('delete', old.rowid, doc_text(old.body));
   INSERT INTO documents_fts(rowid, text) VALUES (new.rowid, doc_text(new.body));
 END;
-CREATE TRIGGER documents_cjk_ai AFTER INSERT ON document_rows WHEN has_cjk(new.body) BEGIN
+CREATE TRIGGER documents_cjk_ai AFTER INSERT ON document_rows
+    WHEN fts_live(new.rowid) AND has_cjk(new.body) BEGIN
   INSERT INTO documents_cjk(rowid, grams) VALUES (new.rowid, cjk_grams(new.body));
 END;
-CREATE TRIGGER documents_cjk_ad AFTER DELETE ON document_rows WHEN has_cjk(old.body) BEGIN
+CREATE TRIGGER documents_cjk_ad AFTER DELETE ON document_rows
+    WHEN fts_live(old.rowid) AND has_cjk(old.body) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
     VALUES ('delete', old.rowid, cjk_grams(old.body));
 END;
-CREATE TRIGGER documents_cjk_au AFTER UPDATE OF body ON document_rows BEGIN
+CREATE TRIGGER documents_cjk_au AFTER UPDATE OF body ON document_rows
+    WHEN fts_live(old.rowid) BEGIN
   INSERT INTO documents_cjk(documents_cjk, rowid, grams)
     SELECT 'delete', old.rowid, cjk_grams(old.body) WHERE has_cjk(old.body);
   INSERT INTO documents_cjk(rowid, grams)
     SELECT new.rowid, cjk_grams(new.body) WHERE has_cjk(new.body);
 END;
 """
+
+# The full-text rows of documents with rowids in a range (a deferred catch-up batch)
+_FTS_FILL = (
+    "INSERT INTO documents_fts(rowid, text) SELECT rowid, doc_text(body) FROM document_rows"
+    " WHERE rowid > ? AND rowid <= ?",
+    "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body) FROM document_rows"
+    " WHERE rowid > ? AND rowid <= ? AND has_cjk(body)",
+)
 
 
 class Checkpoint(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
@@ -251,6 +268,7 @@ class Connection(sqlite3.Connection):
     ord_next: list[int]
     source_ids: dict[str, int]
     text_memo: list[Any]
+    fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -258,6 +276,7 @@ class Connection(sqlite3.Connection):
         self.ord_next = [0, 0]
         self.source_ids = {}
         self.text_memo = [None, None]
+        self.fts_after = [-1]
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -301,7 +320,8 @@ def register_functions(con: sqlite3.Connection) -> None:
     `doc_text(body)` is the only decoder of a stored body (projections/body.py); `has_cjk`
     and `cjk_grams` take a body too (the CJK side index's triggers). Each connection gets
     its own functions, each remembering its last argument: one row's body is decoded and
-    folded once however many tokens, triggers or columns ask for it.
+    folded once however many tokens, triggers or columns ask for it. `fts_live(rowid)` says
+    whether the full-text triggers index that row now (see `defer_fts`).
     """
     text_of = _last(unpack, getattr(con, "text_memo", None))
     con.create_function("doc_text", 1, text_of, deterministic=True)
@@ -309,6 +329,43 @@ def register_functions(con: sqlite3.Connection) -> None:
     con.create_function("cjk_grams", 1, lambda body: _cjk_grams(text_of(body)),
                         deterministic=True)
     con.create_function("fold", 1, _last(_fold), deterministic=True)
+    after = getattr(con, "fts_after", None)
+    if after is None:  # a plain sqlite3 connection: always live
+        after = [-1]
+    con.create_function("fts_live", 1, lambda rowid: 1 if after[0] < 0 or rowid <= after[0]
+                        else 0)
+
+
+def defer_fts(con: sqlite3.Connection) -> None:
+    """Inside a write transaction: rows inserted from now on (rowid above today's largest)
+    are full-text indexed by `index_deferred`, in one statement, before the commit.
+
+    Updates and deletes of those rows skip the triggers too (the final statement indexes
+    what they hold then); older rows stay live. A connection without the `fts_after` memo
+    (not made by `connect`) is left live."""
+    after = getattr(con, "fts_after", None)
+    if after is None:
+        return
+    after[0] = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows"
+                               ).fetchone()[0])
+
+
+def index_deferred(con: sqlite3.Connection) -> None:
+    """Index the rows `defer_fts` held back (same transaction), then go live again."""
+    after = getattr(con, "fts_after", None)
+    if after is None or after[0] < 0:
+        return
+    low, after[0] = after[0], -1
+    if has_fts(con):
+        for sql in _FTS_FILL:
+            con.execute(sql, (low, 1 << 62))
+
+
+def undefer_fts(con: sqlite3.Connection) -> None:
+    """After a rollback: nothing is held back any more."""
+    after = getattr(con, "fts_after", None)
+    if after is not None:
+        after[0] = -1
 
 
 def _last(fn: Callable[[object], Any], memo: list[Any] | None = None) -> Callable[[object], Any]:
@@ -395,8 +452,13 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
 def _fill_full_text(con: sqlite3.Connection) -> None:
     """Both full-text indexes from the stored bodies, each decoded once: the main index's
     INSERT … SELECT notes which rows hold CJK text (`bulk_text`), and only those are read
-    again for the side index (one statement each: FTS5 builds far faster from one INSERT …
-    SELECT than from many small inserts)."""
+    again for the side index (few statements: FTS5 builds far faster from one INSERT …
+    SELECT than from many small inserts).
+
+    At least two statements each (two halves of the rows; the CJK rows in two chunks or
+    more), so each index has two segments or more and the 'optimize' that ends a rebuild
+    merges them one level up: left alone on level 0, one big segment would be merged again
+    (rewritten whole) with the small segments of the next few catch-ups."""
     cjk_rows = array("q")  # 8 bytes a row, not a Python int each (a CJK-heavy home)
 
     def bulk_text(rowid: int, body: object) -> str:
@@ -406,11 +468,14 @@ def _fill_full_text(con: sqlite3.Connection) -> None:
         return text
 
     con.create_function("bulk_text", 2, bulk_text)
-    con.execute("INSERT INTO documents_fts(rowid, text)"
-                " SELECT rowid, bulk_text(rowid, body) FROM document_rows")
+    top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows").fetchone()[0])
+    for low, high in ((0, top // 2), (top // 2, top)):
+        con.execute("INSERT INTO documents_fts(rowid, text) SELECT rowid, bulk_text(rowid, body)"
+                    " FROM document_rows WHERE rowid > ? AND rowid <= ?", (low, high))
     heap.trim()  # the main index's term hash
-    for i in range(0, len(cjk_rows), 500):
-        chunk = cjk_rows[i : i + 500]
+    step = min(500, max(1, (len(cjk_rows) + 1) // 2))
+    for i in range(0, len(cjk_rows), step):
+        chunk = cjk_rows[i : i + step]
         con.execute("INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body)"
                     f" FROM document_rows WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
     con.create_function("bulk_text", 2, None)

@@ -22,8 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -61,8 +60,7 @@ class _Head(msgspec.Struct):
     turnCount: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(NamedTuple):  # not a dataclass: start-up time of the catch-up path
     project: str
     exported_at: str | None
     turns: list[dict[str, Any]]

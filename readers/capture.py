@@ -15,7 +15,8 @@ Promises (docs/capture.md):
 - `run_once` stops when discovery is exhausted, the backlog is empty and one complete
   sweep found nothing new; a long-running caller (cli/background.py) ticks on its own,
   starts a new complete pass with `begin_pass`, and queues the files that file events
-  name with `notice` (they are polled before the sweep reaches them).
+  name with `notice` (they are polled before the sweep reaches them); when the stat
+  caches show nothing, or only a few files, new or changed, `run_once` polls only those.
 """
 
 from __future__ import annotations
@@ -463,10 +464,10 @@ class Capturer:
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
         if not self._loaded:
-            quick = unchanged_files(self.log, self.roots)
-            if quick is not None:
-                self.stats.files, self.stats.missing = quick
-                return self.stats
+            from readers.capture_one import nothing_or_few
+
+            if (stats := nothing_or_few(self)) is not None:
+                return stats
         last = time.monotonic()
         was_enabled = gc.isenabled()
         gc.disable()

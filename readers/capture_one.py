@@ -11,41 +11,45 @@ Promises:
   new root (a root's id is part of every source id);
 - the per-root stat cache (the no-change fast path of a full capture) is left as it is: it
   no longer matches the file just captured, so the next full capture stats that file again
-  and finds its cursor current.
+  and finds its cursor current; except in `capture_few`, the full capture's own path for a
+  few new or changed files, which updates their entries with their cursors (under the
+  writer lock, in the same transaction).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from eventlog import EventLog
 from readers import cursor as cur
+from readers import statcache
 from readers.capture import Capturer
 from readers.capture_state import Options, Source, Stats
 from readers.discovery import Entry, classify, kind_of
 from readers.roots import Root, source_id
 
 
-@dataclass
 class Named:
-    """The outcome of `capture_paths`."""
+    """The outcome of `capture_paths` (a plain class: `dataclasses` costs the hook start-up)."""
 
-    stats: Stats
-    sources: list[str] = field(default_factory=list)  # source ids captured (or up to date)
-    outside: list[str] = field(default_factory=list)  # paths under no capture root
-    ignored: list[str] = field(default_factory=list)  # under a root, but not agent history
+    def __init__(self, stats: Stats, sources: list[str] | None = None,
+                 outside: list[str] | None = None, ignored: list[str] | None = None) -> None:
+        self.stats = stats
+        self.sources = sources if sources is not None else []  # captured (or up to date)
+        self.outside = outside if outside is not None else []  # paths under no capture root
+        self.ignored = ignored if ignored is not None else []  # under a root, not history
 
 
 class _NamedCapturer(Capturer):
     """A Capturer that knows only the sources it is told about."""
 
     def __init__(self, log: EventLog, roots: list[Root], options: Options,
-                 wanted: list[tuple[Root, str, str]]) -> None:
+                 wanted: list[tuple[Root, str, str]], *, patch_statcache: bool = False) -> None:
         super().__init__(log, roots, options)
         self._wanted = wanted
+        self._patch = patch_statcache
         self._walker = None
         self.discovery_done = True
 
@@ -79,10 +83,37 @@ class _NamedCapturer(Capturer):
                 while self.poll(sid):
                     self._maybe_flush()
                 done.append(sid)
+            if self._patch and not self._failed:
+                self._lock()  # held until the flush: the caches are read and written under it
+                self._batch.state.update(statcache.patch(self.log, self.sources.values()))
         finally:
-            self.flush()  # never the stat cache: it describes whole roots
+            self.flush()  # the stat cache only when told (see `capture_few`)
         self.finish()
         return done
+
+
+def nothing_or_few(engine: Capturer) -> Stats | None:
+    """A full capture's first step (`Capturer.run_once`): its Stats when the stat caches
+    show nothing new or changed, or at most `statcache.FEW` files (captured alone, here);
+    None when the full run is needed."""
+    few = statcache.changed_files(engine.log, engine.roots, statcache.FEW)
+    if few is None:
+        return None
+    if few[2]:  # pending: of these files (every other one is idle)
+        engine.stats = capture_few(engine.log, engine.roots, few[2], engine.opt)
+    engine.stats.files, engine.stats.missing = few[0], few[1]
+    return engine.stats
+
+
+def capture_few(log: EventLog, roots: list[Root], changed: list[tuple[Root, str]],
+                options: Options) -> Stats:
+    """Capture the new or changed files a full capture found (`statcache.changed_files`:
+    every other file is as captured), and bring their stat cache entries up to date."""
+    wanted = [(root, rel, layout) for root, rel in changed
+              if (layout := classify(root.agent, rel)) is not None]
+    engine = _NamedCapturer(log, roots, options, wanted, patch_statcache=True)
+    engine.capture()
+    return engine.stats
 
 
 def locate(roots: list[Root], path: Path) -> tuple[Root, str] | None:

@@ -12,7 +12,6 @@ docs/parsers.md.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from readers import registry
@@ -25,7 +24,12 @@ from readers.records import (
 
 PARSER_VERSION = 1
 
-log = logging.getLogger(__name__)
+
+def _debug(msg: str, *args: object) -> None:
+    """A parser bug at debug level (logging loads only then: the hook path never needs it)."""
+    import logging
+
+    logging.getLogger(__name__).debug(msg, *args, exc_info=True)
 
 
 _SHARED_STEM = {
@@ -102,7 +106,7 @@ def parse_line(
         if fn is not None:
             return _tidy(fn(source, state, line, offset, generation))
     except Exception:  # a parser bug must cost one line, not a rebuild
-        log.debug("parser error in %s at %d:%d", source.source, generation, offset, exc_info=True)
+        _debug("parser error in %s at %d:%d", source.source, generation, offset)
         return _error(layout)
     return _wrong_layout(layout, "line")
 
@@ -114,7 +118,7 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
         if fn is not None and registry.mode_of(layout) == registry.SNAPSHOT:
             return _tidy(fn(source, state, data))
     except Exception:
-        log.debug("parser error in snapshot of %s", source.source, exc_info=True)
+        _debug("parser error in snapshot of %s", source.source)
         return _error(layout)
     return _wrong_layout(layout, "snapshot")
 
@@ -128,7 +132,7 @@ def parse_row(
         if fn is not None:
             return _tidy(fn(source, state, table, row_id, data))
     except Exception:
-        log.debug("parser error in row %s/%s of %s", table, row_id, source.source, exc_info=True)
+        _debug("parser error in row %s/%s of %s", table, row_id, source.source)
         return _error(layout)
     return _wrong_layout(layout, "row")
 

@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from types import MappingProxyType, ModuleType
+from typing import Any, NamedTuple
 
 APPEND, SNAPSHOT, ROWS = "append", "snapshot", "rows"
 OTHER = "other"  # the agent value of records no registered agent claims
 
 
-@dataclass(frozen=True, slots=True)
-class Table:
+class Table(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
     """One SQLite table captured in ROWS mode: keyset-paged on (`updated`, `key`)."""
 
     name: str
@@ -46,8 +44,7 @@ class Table:
     lookback: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Agent:
+class Agent(NamedTuple):  # immutable, compared by value, like the frozen dataclass it was
     """One agent. Roots: `--<name>-dir` flag, else config `<name>_dir`, else the first set
     environment variable of `env` (joined with its suffix), else `defaults` (relative to the
     user's home, "~/.config/…" follows XDG_CONFIG_HOME; an `optional_defaults` folder is used
@@ -64,7 +61,7 @@ class Agent:
     resume: tuple[str, ...] | None = None  # argv template; "{session}" is replaced
     docs: str = ""  # docs/parsers.md anchor
     search: bool = True
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def flag(self) -> str:

@@ -5,7 +5,10 @@ Promises:
   its cursor was idle at, `NEVER` when it still has work pending, `GONE` when its file was
   missing; it is written in the same transaction as the last cursors of a run;
 - `unchanged_files` answers "is everything exactly as captured?" by listing the roots and
-  stat-ing their files only: no file is opened and no cursor is loaded.
+  stat-ing their files only: no file is opened and no cursor is loaded;
+- `changed_files` answers the same walk with the few files (at most `FEW`) that are new or
+  changed, when nothing vanished: a capture then polls only those (`patch` brings their
+  cache entries up to date in the same transaction as their cursors).
 """
 
 from __future__ import annotations
@@ -20,23 +23,50 @@ from readers.capture_state import Source, is_idle
 from readers.discovery import classify, files
 from readers.roots import Root
 
+FEW = 32  # new or changed files a capture takes on their own (`changed_files`)
+
 
 def build(roots: list[Root], sources: Iterable[Source]) -> dict[bytes, bytes]:
     """The encoded stat cache of every root, by state key."""
     # one cache per (agent, root): two agents may scan the same folder (Aider, Crush: the home)
     caches: dict[str, cur.StatCache] = {_scope(r): {} for r in roots}
     for src in sources:
-        c = src.cursor
-        if c.missing:
-            stat = cur.GONE
-        elif is_idle(c, src):
-            stat = (c.size, c.mtime_ns, c.ino)
-        else:
-            stat = cur.NEVER
         cache = caches.get(_scope(src.root))
         if cache is not None:
-            cache[src.rel] = stat
+            cache[src.rel] = entry(src)
     return {cur.statcache_key(rid): cur.encode_statcache(v) for rid, v in caches.items()}
+
+
+def entry(src: Source) -> tuple[int, int, int]:
+    """What the stat cache holds for `src`: its idle stat triple, `GONE` or `NEVER`."""
+    c = src.cursor
+    if c.missing:
+        return cur.GONE
+    if is_idle(c, src):
+        return (c.size, c.mtime_ns, c.ino)
+    return cur.NEVER
+
+
+def patch(log: EventLog, sources: Iterable[Source]) -> dict[bytes, bytes]:
+    """The encoded stat caches of `sources`' roots with their entries brought up to date
+    (only caches that exist and change): what a capture of a few files commits with its
+    last cursors, so the next no-change check does not look at them again."""
+    by_scope: dict[str, list[Source]] = {}
+    for src in sources:
+        by_scope.setdefault(_scope(src.root), []).append(src)
+    out: dict[bytes, bytes] = {}
+    for scope, srcs in by_scope.items():
+        key = cur.statcache_key(scope)
+        raw = log.get_state(key)
+        if raw is None:
+            continue  # no cache yet: the next full capture writes it
+        cache = cur.decode_statcache(raw)
+        for src in srcs:
+            cache[src.rel] = entry(src)
+        new = cur.encode_statcache(cache)
+        if new != raw:
+            out[key] = new
+    return out
 
 
 def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
@@ -50,8 +80,23 @@ def unchanged_files(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
         return None
 
 
-def _unchanged(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
+def changed_files(log: EventLog, roots: list[Root], limit: int = FEW
+                  ) -> tuple[int, int, list[tuple[Root, str]]] | None:
+    """(files, missing files, the new or changed files) when at most `limit` files are new
+    or differ from the last capture's metadata and none has vanished; else None.
+
+    Every file not named has exactly the metadata its cursor was idle at, so capturing
+    only the named ones does what a full run would (`readers.capture.Capturer.run_once`)."""
+    try:
+        return _changed(log, roots, limit)
+    except OSError:  # an unreadable folder: the full walk reports it
+        return None
+
+
+def _changed(log: EventLog, roots: list[Root], limit: int
+             ) -> tuple[int, int, list[tuple[Root, str]]] | None:
     total = gone = 0
+    changed: list[tuple[Root, str]] = []
     for root in roots:
         if not root.exists:
             continue
@@ -60,27 +105,36 @@ def _unchanged(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
             return None
         cache = cur.decode_statcache(raw)
         missing = sum(1 for v in cache.values() if v == cur.GONE)
-        seen = 0
-        for rel, entry in files(root.agent, str(root.path), known=cache):
+        seen = new = 0
+        for rel, found in files(root.agent, str(root.path), known=cache):
             want = cache.get(rel)
             if want is None:
-                return None  # a new file
-            try:
-                if _is_db(root.agent, rel):
-                    got = cf.db_signature(entry.path)
-                else:
-                    st = entry.stat()
-                    got = (st.st_size, st.st_mtime_ns, st.st_ino)
-            except OSError:
+                new += 1  # a new file
+                changed.append((root, rel))
+            else:
+                seen += 1
+                try:
+                    if _is_db(root.agent, rel):
+                        got = cf.db_signature(found.path)
+                    else:
+                        st = found.stat()
+                        got = (st.st_size, st.st_mtime_ns, st.st_ino)
+                except OSError:
+                    return None
+                if got != want:
+                    changed.append((root, rel))
+            if len(changed) > limit:
                 return None
-            if got != want:
-                return None
-            seen += 1
         if seen + missing != len(cache):
-            return None
-        total += seen
+            return None  # a file vanished (or came back): the full run records it
+        total += seen + new
         gone += missing
-    return total, gone
+    return total, gone, changed
+
+
+def _unchanged(log: EventLog, roots: list[Root]) -> tuple[int, int] | None:
+    found = _changed(log, roots, 0)
+    return None if found is None or found[2] else (found[0], found[1])
 
 
 def _is_db(agent: str, rel: str) -> bool:

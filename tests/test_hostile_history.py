@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
@@ -39,8 +40,15 @@ def _copy(built: Path, tmp_path: Path) -> Path:
 
 
 def _damage_header(home: Path) -> None:
-    """Byte 20 (reserved bytes per page): the file opens, the full-text table fails."""
+    """The file opens, the full-text table fails: FTS5's structure record is garbage, and
+    byte 20 (reserved bytes per page) is off. (The header byte alone fails a query only
+    when the pages it reads hold cells in their last bytes: a small index written in one
+    segment per catch-up batch may not.)"""
     p = home / "history.db"
+    con = sqlite3.connect(p)
+    con.execute("UPDATE documents_fts_data SET block = x'0102030405' WHERE id = 10")
+    con.commit()
+    con.close()
     b = bytearray(p.read_bytes())
     b[20] = (b[20] + 7) % 256
     p.write_bytes(bytes(b))

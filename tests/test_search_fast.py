@@ -90,3 +90,20 @@ def test_a_bad_value_is_reported_by_click(filled: Path) -> None:
     assert buf.getvalue() == ""
     out = run_cli(filled, "search", "--json", "café", "--limit", "0")
     assert out.returncode == 2 and b"--limit" in out.stderr and not out.stdout
+
+
+def test_links_quote_like_urllib() -> None:
+    from urllib.parse import quote
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from projections.query import q
+
+    @given(st.text(st.characters(blacklist_categories=("Cs",))))
+    def same(text: str) -> None:
+        assert q(text) == quote(text, safe="")
+
+    same()
+    for value in ("", "a b/c?d#e&f=g", "café", "中文", "~._-", "%41", 42, "\x00\n"):
+        assert q(value) == quote(str(value), safe="")

@@ -1,14 +1,13 @@
 """`agentlog capture` and `agentlog restore`: thin front ends of readers.capture/restore.
 
-This is the only place the capture roots are read from flags, `config.json` and the
-environment; the library gets them as values. The capture path imports rich only when
+The capture roots are read from flags, `config.json` and the environment in
+`cli.capture_ops` (click-free: the hooks run without click); the library gets them as
+values. The capture path imports rich only when
 drawing a progress bar on a terminal.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,37 +22,13 @@ _ROOT_FLAGS = _agent_names()  # one --<agent>-dir flag per registered agent
 
 
 def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
-    """The capture roots from flags, config.json and the environment; agents that write into
-    project folders also get the project folders history.db already names (cwds)."""
-    from readers.roots import CONFIG_KEYS, PROJECT_ROOTS
-    from readers.roots import resolve_roots as resolve
+    """`cli.capture_ops.capture_roots`, a bad config value as click's one-line error."""
+    from cli.capture_ops import CaptureConfigError, capture_roots
 
-    for key in (*CONFIG_KEYS.values(), PROJECT_ROOTS):  # a number would become a path "5"
-        value = home.config.get(key)
-        if value is not None and not (
-            isinstance(value, str)
-            or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-        ):
-            raise click.ClickException(
-                f"{home.config_path}: {key} must be a path, a comma-separated string of paths "
-                f"or a list of paths; got {json.dumps(value)[:100]}"
-            )
-    return resolve(
-        flags=flags,
-        config=home.config,
-        env=os.environ,
-        user_home=Path(os.path.expanduser("~")),
-        project_dirs=_project_dirs(home),
-    )
-
-
-def _project_dirs(home: Home) -> list[str]:
-    """Project folders named by captured sessions (none before the first index)."""
-    if not home.history_db.exists():
-        return []
-    from projections.query import project_dirs
-
-    return project_dirs(home.history_db)
+    try:
+        return capture_roots(home, flags)
+    except CaptureConfigError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _root_options(f: Any) -> Any:

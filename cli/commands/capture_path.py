@@ -1,7 +1,7 @@
 """`agentlog capture --path FILE…` and the hooks: capture named files only, then index.
 
-Thin: `readers.capture_one.capture_paths` does the work; this opens the log, maps
-engine errors to click errors and brings history.db up to date when something was added.
+Thin: `cli.capture_ops.capture_named` does the work (open the log, capture, bring
+history.db up to date when something was added); this maps the log's errors to click's.
 """
 
 from __future__ import annotations
@@ -17,20 +17,13 @@ from cli.config import Home
 def capture_named(home: Home, paths: list[Path], roots: list[Any], *,
                   settle: float | None, index: bool) -> Any:
     """Capture `paths` into the home's log; the `readers.capture_one.Named` outcome."""
+    from cli.capture_ops import capture_named as capture
     from eventlog import EventLogError
-    from readers.capture_one import capture_paths
-    from readers.capture_state import Options
 
-    options = Options() if settle is None else Options(settle_s=settle)
     try:
-        named = capture_paths(home.log(), roots, paths, options)
+        return capture(home, paths, roots, settle=settle, index=index)
     except EventLogError as exc:
         raise click.ClickException(str(exc)) from exc
-    if named.stats.appended and index:
-        from cli import hooks
-
-        hooks.after_append(home)
-    return named
 
 
 def summary(named: Any) -> dict[str, Any]:

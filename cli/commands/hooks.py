@@ -1,24 +1,21 @@
 """`agentlog hooks install|uninstall|status|run`: capture from inside Claude Code and Codex.
 
-`run` is what the agents call. It captures only the transcript they name (see
-`readers.capture_one`) and always exits 0, so a failing capture never blocks a session
-end or a compaction (Claude Code blocks `PreCompact` on exit 2); a failure is one line on
-stderr. Transcript contents are never printed.
+`run` is what the agents call: `cli.hook_run` (which `cli.fast` also runs without click).
+It captures only the transcript they name (see `readers.capture_one`) and always exits
+0, so a failing capture never blocks a session end or a compaction (Claude Code blocks
+`PreCompact` on exit 2); a failure is one line on stderr. Transcript contents are never
+printed.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from cli.config import Home, get_home
-
-CLIENTS = ("claude", "codex")
-MAX_PAYLOAD = 1 << 20
+from cli.hook_run import CLIENTS
 
 
 def base_command() -> list[str]:
@@ -114,77 +111,6 @@ def status(as_json: bool) -> None:
 @click.pass_context
 def run(ctx: click.Context, client: str, args: tuple[str, ...]) -> None:
     """Called by the agent: capture the transcript its payload names (always exit 0)."""
-    home = get_home(ctx)
-    try:
-        if client == "claude":
-            payload = sys.stdin.read(MAX_PAYLOAD)
-            _run_claude(home, payload)
-        else:
-            rest = list(args)
-            payload = rest.pop() if rest else "{}"
-            if rest and rest[0] == "--":
-                rest = rest[1:]
-            try:
-                _run_codex(home, payload)
-            finally:
-                if rest:
-                    _chain(rest, payload)
-    except Exception as exc:  # a hook never fails its agent
-        click.echo(f"agentlog hooks run {client}: {type(exc).__name__}: {exc}", err=True)
+    from cli.hook_run import run as run_hook
 
-
-def _payload(text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"payload is not JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError("payload is not a JSON object")
-    return data
-
-
-def _run_claude(home: Home, text: str) -> None:
-    data = _payload(text)
-    path = data.get("transcript_path")
-    if not isinstance(path, str) or not path:
-        raise ValueError("no transcript_path in the hook input")
-    # the session is over at SessionEnd: an unterminated last line need not settle
-    settle = 0.0 if data.get("hook_event_name") == "SessionEnd" else None
-    _capture(home, [Path(path)], settle)
-
-
-def _run_codex(home: Home, text: str) -> None:
-    from readers.capture_one import codex_rollout
-
-    data = _payload(text)
-    thread = data.get("thread-id") or data.get("thread_id")
-    if not isinstance(thread, str):
-        raise ValueError("no thread-id in the notify payload")
-    roots = _roots(home)
-    path = codex_rollout(roots, thread)
-    if path is None:
-        raise ValueError(f"no Codex rollout file for thread {thread}")
-    _capture(home, [path], None, roots=roots)
-
-
-def _roots(home: Home) -> list[Any]:
-    from cli.commands.capture import resolve_roots
-
-    return resolve_roots(home, {})
-
-
-def _capture(home: Home, paths: list[Path], settle: float | None,
-             *, roots: list[Any] | None = None) -> None:
-    from cli.commands.capture_path import capture_named
-
-    roots = roots if roots is not None else _roots(home)
-    named = capture_named(home, paths, roots, settle=settle, index=True)
-    if named.outside:
-        raise ValueError(f"{named.outside[0]} is under no capture root "
-                         f"({', '.join(str(r.path) for r in roots if r.exists) or 'none exist'})")
-
-
-def _chain(argv: list[str], payload: str) -> None:
-    import subprocess
-
-    subprocess.run([*argv, payload], check=False, timeout=120)
+    run_hook(get_home(ctx), client, list(args))
