@@ -6,6 +6,11 @@ Prints:
 - p50/p99 latency of rare-token, two-term and very-common-term searches through
   `projections.query.search` (goals at 1M docs: rare p50 <= 5 ms, common p99 <= 100 ms),
   and of the plain engine for the rare query (a small sample: it scans);
+- ranking (`--rank` alone skips the rest): for rare, mid (two words), common (one word of
+  rank 3..300) and hot (one of the 3 most common words) queries, p50/p99 of the former
+  bounded ranking (newest 5,000 matches), FTS5's own full bm25, the full bm25 x role weight
+  without champion lists, and agentlog's ranking (lists + certificate, else the full one);
+  how many answers differ from the full ranking (must be 0); the time to make the lists;
 - the ratio to `rg --hidden` over the same text as files, when rg is installed;
 - history.db size against the size of the indexed text;
 - `agentlog search --json` whole-process p50, next to `python -c pass` as the floor;
@@ -13,7 +18,7 @@ Prints:
   agents (bench/capture.py writes it) next to claude-session-search `--reindex` and the
   single-thread floor, with CPU / wall (see bench/cold.py).
 
-Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR]
+Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR] [--rank]
        .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR] [--reps N]
 """
 
@@ -29,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -143,6 +149,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=None)
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
+    ap.add_argument("--rank", action="store_true", help="only the ranking figures")
     ap.add_argument("--capture", choices=("quick", "gb"), default=None,
                     help="only time `capture` from empty until searchable on a synthetic home"
                          " of all three agents (quick: ~30 MB; gb: ~1 GB)")
@@ -167,13 +174,13 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-search-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        run(work, n, nq)
+        run(work, n, nq, rank_only=args.rank)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run(work: Path, n: int, nq: int) -> None:
+def run(work: Path, n: int, nq: int, *, rank_only: bool = False) -> None:
     print(f"agentlog search bench: {n:,} docs, {nq} queries per kind, SQLite "
           f"{sqlite3.sqlite_version}, Python {sys.version.split()[0]}")
     t0 = time.perf_counter()
@@ -198,6 +205,10 @@ def run(work: Path, n: int, nq: int) -> None:
     rate = n / reindex_s
     print(f"reindex: {reindex_s:.1f} s = {rate:,.0f} docs/s; bare FTS5 insert {bare:.1f} s ="
           f" {bare_rate:,.0f} docs/s; ratio {rate / bare_rate:.2f} (goal >= 0.5)")
+    if rank_only:
+        ranking(db, vocab, n, nq)
+        log.close()
+        return
 
     rng = random.Random(11)
     rare = [f"uniq{rng.randrange(n):08d}" for _ in range(nq)]
@@ -254,6 +265,97 @@ def run(work: Path, n: int, nq: int) -> None:
     print(f"agentlog search --json whole process p50 {whole:.0f} ms (goal <= 50 ms); floors:"
           f" python -c pass {floor:.0f} ms, agentlog --help {cli_floor:.0f} ms")
     log.close()
+
+
+def _timed(fn: Any, queries: list[str]) -> list[float]:
+    out = []
+    for q in queries:
+        t0 = time.perf_counter()
+        fn(q)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def ranking(db_path: Path, vocab: list[str], n: int, nq: int) -> None:
+    """Ranking every match: agentlog against the former bounded ranking, FTS5's full bm25
+    and the full bm25 x weight, on the same file; answers compared with the full ranking."""
+    from projections import db as dbm
+    from projections import rank, search
+    from projections.filters import Filters
+
+    con = dbm.connect(db_path, readonly=True)
+    rng = random.Random(13)
+    lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
+    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists made by"
+          f" the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
+    sets = {
+        "rare": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
+        "mid": [f"{rng.choice(vocab[300:3000])} {rng.choice(vocab[300:3000])}"
+                for _ in range(nq)],
+        "common": [vocab[rng.randrange(3, 300)] for _ in range(nq)],
+        "hot": [vocab[rng.randrange(0, 3)] for _ in range(nq)],
+    }
+    w = rank.WEIGHT_SQL
+    bounded = (f"SELECT r FROM (SELECT d.rowid AS r, bm25(documents_fts) * {w} AS s"
+               " FROM documents_fts JOIN documents d ON d.rowid = documents_fts.rowid"
+               " WHERE documents_fts MATCH ? ORDER BY documents_fts.rowid DESC LIMIT 5000)"
+               " ORDER BY s, r DESC LIMIT 10")
+    full = ("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?"
+            " ORDER BY bm25(documents_fts) LIMIT 10")
+
+    def expr(q: str) -> str:
+        return " AND ".join(f'"{t}"' for t in q.split())
+
+    def toks(q: str) -> list[str]:
+        return q.split()
+
+    def measure(label: str) -> None:
+        for name, qs in sets.items():
+            qs_slow = qs if name in ("rare", "mid") else qs[: max(5, nq // 10)]
+            old = _timed(lambda q: con.execute(bounded, (expr(q),)).fetchall(), qs)
+            fts = _timed(lambda q: con.execute(full, (expr(q),)).fetchall(), qs_slow)
+            every = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
+                                                        lists=False), qs_slow)
+            ours = _timed(lambda q: query.search(db_path, q, limit=10), qs)
+            listed = sum(1 for q in qs if len(q.split()) == 1 and (got := rank.candidates(
+                con, q)) is not None and search._certified(con, got[0], got[1], Filters(), 10)
+                is not None)
+            differ = sum(
+                [r[0] for r in search.fts_search(con, toks(q), Filters(), 10)]
+                != [r[0] for r in search.fts_search(con, toks(q), Filters(), 10, lists=False)]
+                for q in qs_slow)
+            print(f"  {label} {name:<6} agentlog p50 {pct(ours, 50):7.2f} p99 {pct(ours, 99):8.2f}"
+                  f" ms | bounded (newest 5,000) p50 {pct(old, 50):7.2f} p99 {pct(old, 99):7.2f}"
+                  f" | FTS5 full bm25 p50 {pct(fts, 50):7.2f} p99 {pct(fts, 99):8.2f}"
+                  f" | full bm25 x weight p50 {pct(every, 50):7.2f} p99 {pct(every, 99):8.2f}"
+                  f" ({len(qs_slow)} q) | answered from a list {listed}/{len(qs)}"
+                  f" | answers differing from the full ranking: {differ}/{len(qs_slow)}")
+
+    query.search(db_path, sets["hot"][0])  # warm the page cache and connections
+    measure("after reindex:")
+    con.close()
+    wcon = dbm.connect(db_path)
+    t0 = time.perf_counter()
+    wcon.execute("BEGIN")
+    made = rank.build(wcon, budget=rank.BUILD_BUDGET * n)
+    wcon.execute("ROLLBACK")
+    wcon.close()
+    print(f"ranking: the rebuild's share (rank.build with its budget, {made} lists) took"
+          f" {time.perf_counter() - t0:.1f} s")
+    con = dbm.connect(db_path, readonly=True)
+    con.close()
+    wcon = dbm.connect(db_path)
+    t0 = time.perf_counter()
+    wcon.execute("BEGIN")
+    made = rank.make_wanted(wcon, None)
+    wcon.execute("COMMIT")
+    size = wcon.execute("SELECT count(*) FROM rank_champions").fetchone()[0]
+    wcon.close()
+    print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
+          f" ({size:,} champion rows)")
+    con = dbm.connect(db_path, readonly=True)
+    measure("all lists:    ")
+    con.close()
 
 
 if __name__ == "__main__":

@@ -112,6 +112,8 @@ def catch_up(
                 if "locked" in str(exc) or "busy" in str(exc):
                     raise ProjectionBusy(f"{db_path} is locked by another writer: {exc}") from exc
                 raise
+            if done and cp.engine == "fts5":
+                _refresh_rank(con)
             last = db.read_checkpoint(con)
             docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
             return BuildResult(db_path, last.last_seq if last else 0, done, docs,
@@ -119,6 +121,46 @@ def catch_up(
         finally:
             con.close()
     return rebuild(db_path, log, progress=progress)
+
+
+def _refresh_rank(con: sqlite3.Connection) -> None:
+    """Fold new and changed documents into the champion lists (projections.rank) once
+    enough of them wait: a cache of documents_fts, in its own transaction."""
+    from projections import rank
+
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        rank.refresh(con)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
+def make_lists(db_path: Path) -> int:
+    """Make every champion list still wanted (`agentlog reindex` after its swap: a rebuild
+    makes only the most common words' lists), one short write transaction per step so
+    capture keeps going; returns the number made."""
+    from projections import rank
+
+    made = 0
+    con = db.connect(db_path)
+    try:
+        if not rank.has_lists(con):
+            return 0
+        while con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                made += rank.make_wanted(con, rank.STEP)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+    finally:
+        con.close()
+    return made
 
 
 def _backlog_is_most(log: EventLog, last_seq: int, head_seq: int) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from projections import cjk
+from projections import cjk, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.text import fold
@@ -355,8 +355,11 @@ def create_schema(
         con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
         con.executescript(_FTS_TABLES)
+        con.executescript(rank.SCHEMA)
         if not bulk:
             con.executescript(_FTS_TRIGGERS)
+            con.executescript(rank.TRIGGERS)
+            con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, 0, 1.0)")
     con.execute(
         "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
         " VALUES (1, 0, '', ?, ?, ?)",
@@ -379,6 +382,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (DEFAULT_HASHSIZE,))
         con.executescript(_FTS_TRIGGERS)
+        con.executescript(rank.TRIGGERS)
 
 
 def _fill_full_text(con: sqlite3.Connection) -> None:

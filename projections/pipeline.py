@@ -58,6 +58,7 @@ from readers.records import ParseResult
 Op = tuple[Any, ...]
 PICKLE = pickle.HIGHEST_PROTOCOL
 PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
+PARSED_TAGS = frozenset(("chunk.captured", "file.snapshotted", "row.snapshotted"))
 last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(list[ParseResult]).decode

@@ -39,7 +39,9 @@ INDEX_CACHE_KIB = 32 * 1024  # ... and while building the indexes after the load
 PAGE_SIZE = 16384
 SMALL_PAGE_SIZE = 4096  # below LARGE_PAGES_BYTES of log: every table and index is at least a
 LARGE_PAGES_BYTES = 32 << 20  # page, ~36 of them: 16 KiB pages add ~0.5 MB to a small file
-PARALLEL_BYTES = 32 << 20  # from this size of log on, a build parses in a second process
+PARALLEL_BYTES = 32 << 20  # from this size of log on, a build may parse in a second process
+SAMPLE = 128  # records read at each end of the log to see what it holds ...
+SAMPLE_BYTES = 1 << 20  # ... at most about this many stored bytes each
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,10 @@ def build(
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
+            from projections import rank
+
+            # champion lists of the most common words (the rest: catch-up, `refresh`)
+            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]))
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
         con.close()
@@ -178,9 +184,28 @@ def build(
 
 
 def use_parallel(log: EventLog, stop: int) -> bool:
-    """A second process pays for itself: at least `PARALLEL_BYTES` of log and two CPUs."""
+    """A second process pays for itself: at least `PARALLEL_BYTES` of log, two CPUs, and
+    mostly captured content to parse (by stored bytes, sampled at both ends of the log):
+    broker events are applied in the building process either way, so a log of them would
+    only pay for the pipe."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return stop > 0 and (cpus or 1) >= 2 and log.size_bytes() >= PARALLEL_BYTES
+    if stop <= 0 or (cpus or 1) < 2 or log.size_bytes() < PARALLEL_BYTES:
+        return False
+    from eventlog.events import tag_of
+    from eventlog.records import decode_record
+    from projections.pipeline import PARSED_TAGS
+
+    sample = (log.read_raw(1, SAMPLE, max_bytes=SAMPLE_BYTES)
+              + log.read_raw(max(1, stop - SAMPLE + 1), SAMPLE, max_bytes=SAMPLE_BYTES))
+    parsed = total = 0
+    for raw in sample:  # weighed by stored bytes: the parse work follows the bytes
+        total += len(raw.value)
+        try:
+            if tag_of(decode_record(raw).event) in PARSED_TAGS:
+                parsed += len(raw.value)
+        except Exception:  # a damaged record: the build itself reports it
+            continue
+    return parsed * 2 >= total > 0
 
 
 def rebuild(

@@ -2,9 +2,11 @@
 
 fts5: every query token is a quoted FTS5 phrase (never syntax) ANDed in the main index;
 CJK runs of >= 2 characters match through the bigram side index; single CJK characters
-and the non-CJK part of mixed tokens are literal substring conditions. Only the newest
-`CANDIDATES` matches (by rowid) are ranked — bm25 weighted by role, user prompts above
-assistant text above tool output — so a very common term costs a bounded amount of work.
+and the non-CJK part of mixed tokens are literal substring conditions. EVERY match is
+ranked: s = bm25 x role weight (user prompts above assistant text above tool output), best
+first, ties newest first. A one-word query whose word has a champion list
+(`projections.rank`) is answered from it when the list's certificate holds (the same hits
+the full ranking gives), else — and for every other query — all matches are ranked in SQLite.
 
 plain: case/diacritic-folded literal substring AND over every token, newest first. Used when
 SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
@@ -18,17 +20,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from projections import cjk
+from projections import cjk, rank
 from projections.filters import Filters
+from projections.rank import ROLE_WEIGHT, WEIGHT_SQL
 from projections.text import fold, fts_phrase
 
-CANDIDATES = 5000
-
-ROLE_WEIGHT = {
-    "user": 3.0, "question": 3.0, "answer": 2.5, "decision": 2.5, "message": 2.0,
-    "approval": 2.0, "report": 2.0, "progress": 1.5, "assistant": 1.6, "metadata": 1.5,
-    "thinking": 1.1, "system": 1.0, "log": 1.0, "tool_use": 0.8, "tool_result": 0.7,
-}
+__all__ = ["ROLE_WEIGHT", "fts_search", "plain_search"]
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
@@ -53,8 +50,10 @@ def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 
 def fts_search(
-    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int
+    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int, *,
+    lists: bool = True,
 ) -> list[tuple[Any, ...]]:
+    """The best `limit` hits over every match (`lists=False`: never from a champion list)."""
     main, grams, lits = _plan(tokens)
     if not main and not grams:
         return plain_search(con, tokens, filters, limit)
@@ -67,23 +66,29 @@ def fts_search(
     for lit in lits:
         conds.append("instr(fold(d.text), ?) > 0")
         cparams.append(fold(lit))
+    if lists and main and not grams and not lits and len(main) == 1:
+        got = rank.candidates(con, main[0])
+        if got is not None:
+            hits = _certified(con, got[0], got[1], filters, limit)
+            if hits is not None:
+                return hits
     if main:
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
-    inner = (
-        f"SELECT d.rowid AS r, bm25({table}) * {_WEIGHT} AS s FROM {table}"
+    # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe
+    # may need more than one page).
+    sql = (
+        f"SELECT d.rowid AS r, bm25({table}) * {WEIGHT_SQL} AS s FROM {table}"
         f" JOIN documents d ON d.rowid = {table}.rowid"
         f" WHERE {table} MATCH ? AND {' AND '.join(conds)}"
-        f" ORDER BY {table}.rowid DESC LIMIT {CANDIDATES}"
+        " ORDER BY s, r DESC LIMIT ? OFFSET ?"
     )
-    # Rank inside SQLite; Python sees only a page of rowids at a time (dedupe may need more).
-    sql = f"SELECT r FROM ({inner}) ORDER BY s, r DESC LIMIT ? OFFSET ?"
     out: list[tuple[Any, ...]] = []
     seen: set[tuple[str, str, str]] = set()
     page = max(limit * 4, 40)
     offset = 0
-    while len(out) < limit and offset < CANDIDATES:
+    while len(out) < limit:
         rowids = [int(r[0]) for r in con.execute(sql, [expr, *cparams, page, offset])]
         out += _fetch_dedup(con, rowids, limit - len(out), seen)
         if len(rowids) < page:
@@ -92,9 +97,31 @@ def fts_search(
     return out
 
 
-_WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items())
-)
+def _certified(
+    con: sqlite3.Connection, scored: list[tuple[float, int]], bound: float, filters: Filters,
+    limit: int,
+) -> list[tuple[Any, ...]] | None:
+    """The top `limit` hits from champion-list candidates (best first), or None when fewer
+    than `limit` of them (after filters and dedupe) beat the bound of every other match."""
+    where, params = filters.where("d")
+    ok = [rid for v, rid in scored if v > bound]
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, str, str]] = set()
+    step = max(limit * 4, 40)
+    for i in range(0, len(ok), step):
+        chunk = ok[i : i + step]
+        rows = con.execute(
+            f"SELECT {_HIT_COLS} FROM documents d WHERE d.rowid IN"
+            f" ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]).fetchall()
+        by_id = {int(r[0]): r for r in rows}
+        for rid in chunk:
+            row = by_id.get(rid)
+            if row is None or not _fresh(row, seen):
+                continue
+            out.append(tuple(row))
+            if len(out) >= limit:
+                return out
+    return None
 
 
 def _cjk_expr(grams: list[str]) -> str:

@@ -259,3 +259,16 @@ def test_a_killed_appender_still_gets_its_prefix_built(tmp_path: Path) -> None:
     assert con.execute("SELECT last_seq FROM checkpoint").fetchone()[0] == head
     con.close()
     assert not list(tmp_path.glob("history.db.reindex-*"))
+
+
+def test_only_a_log_of_captured_content_is_parsed_in_a_second_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broker events are applied by the building process either way: a log of them is
+    built sequentially; captured chunks (the parse work) are worth a parse process."""
+    monkeypatch.setattr(rebuild, "PARALLEL_BYTES", 0)
+    broker = EventLog(tmp_path / "broker")
+    append(broker, [MessageSent(id=f"m{i}", sender="a", to=["b"], kind="message",
+                                body="words " * 50, at=i) for i in range(300)])
+    assert not rebuild.use_parallel(broker, broker.head().seq)
+    chunks = _big_log(tmp_path / "chunks", 300)
+    assert rebuild.use_parallel(chunks, chunks.head().seq)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+import time
 from typing import Any, NoReturn
 
 import click
@@ -245,6 +246,7 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
 @click.pass_context
 def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
     """Rebuild history.db from the log (a new file, swapped in atomically)."""
+    from projections.catchup import make_lists
     from projections.errors import ProjectionError
     from projections.rebuild import rebuild
 
@@ -258,6 +260,8 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
     bar = _Progress() if sys.stderr.isatty() and not as_json else None
     try:
         result = rebuild(home.history_db, log, progress=bar, engine=engine)
+        started = time.monotonic()  # searchable now; the rest of the ranking lists follow
+        lists = make_lists(home.history_db)
     except ProjectionError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -265,7 +269,8 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
             bar.close()
     out = {"path": str(result.path), "events": result.events, "lastSeq": result.last_seq,
            "documents": result.documents, "seconds": round(result.seconds, 3),
-           "engine": result.engine}
+           "engine": result.engine, "rankLists": lists,
+           "rankListSeconds": round(time.monotonic() - started, 3)}
     if as_json:
         _emit(out)
     else:

@@ -1,0 +1,403 @@
+"""Exact ranking of every match of a common word: champion lists with a certificate.
+
+The ranking (docs/search.md) is s = bm25(documents_fts) x role weight, best (most negative)
+first, ties by rowid descending, over EVERY match. FTS5's bm25 of one word t in a document
+of D tokens with f occurrences is -idf(t) * g(f, D), g = f(k1+1) / (f + k1(1-b+b*D/avgdl)).
+Ranking all matches costs ~2 µs a match, too much for a word in most of a million documents,
+so for each word in more than `HOT_DF` documents a champion list keeps the `CHAMPIONS`
+documents with the largest v = w * g (at the `avgdl` the list was made with) and their (f, D,
+w); `tau` bounds v of every other document of the word.
+
+Promises:
+- a one-word query is answered from the list only with a certificate: the new documents
+  (rowid > `wm`) and the changed ones (`rank_dirty`, filled by triggers on UPDATE/DELETE)
+  that match are scored from their current text, tokenized by FTS5 itself in an in-memory
+  table with the same tokenizer; every other match has v <= tau * max(1, avgdl_now /
+  avgdl_ref) (g grows with avgdl at most by that ratio); each returned hit's v beats that
+  bound strictly. Otherwise `search_one` returns None and the caller ranks every match:
+  never a silently different top-k. idf is one positive factor for one word, so it does
+  not change the order;
+- scores are computed with FTS5's own formula and operation order (bit-identical doubles);
+- `refresh` (catch-up) folds new and changed documents into the lists (same bound, carried
+  forward); `build` (rebuild) makes them from scratch. The tables are a cache of
+  documents_fts: `drift` does not compare them, and a missing or stale list only costs time.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from projections.text import fts_phrase
+
+K1 = 1.2
+B = 0.75
+HOT_DF = 5_000  # a word in more documents gets a champion list
+CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
+FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
+REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
+TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
+MARGIN = 1e-9  # relative slack for the bound's own rounding
+ADOPT_TOP = 20  # refresh checks the words in most new documents for a new list
+BUILD_BUDGET = 3  # a rebuild makes lists until it ranked this many matches per document
+STEP = 100_000  # matches a refresh ranks to make wanted lists (~0.2 s)
+
+SCHEMA = """
+CREATE TABLE rank_meta(id INTEGER PRIMARY KEY CHECK (id = 1), wm INTEGER NOT NULL,
+  avgdl REAL NOT NULL);
+CREATE TABLE rank_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, tau REAL, avgdl REAL)
+  WITHOUT ROWID;  -- tau NULL: a common word whose list is still to be made
+CREATE TABLE rank_champions(term TEXT NOT NULL, doc INTEGER NOT NULL, f INTEGER NOT NULL,
+  dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc)) WITHOUT ROWID;
+CREATE TABLE rank_dirty(doc INTEGER PRIMARY KEY);
+"""
+
+TRIGGERS = """
+CREATE TRIGGER rank_dirty_au AFTER UPDATE OF body, role, kind ON document_rows BEGIN
+  INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+END;
+CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
+  INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+END;
+"""
+
+ROLE_WEIGHT = {
+    "user": 3.0, "question": 3.0, "answer": 2.5, "decision": 2.5, "message": 2.0,
+    "approval": 2.0, "report": 2.0, "progress": 1.5, "assistant": 1.6, "metadata": 1.5,
+    "thinking": 1.1, "system": 1.0, "log": 1.0, "tool_use": 0.8, "tool_result": 0.7,
+}
+WEIGHT_SQL = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
+    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items())
+)
+
+
+def weight(role: object, kind: object) -> float:
+    """The role weight, as `WEIGHT_SQL` computes it."""
+    key = role if role is not None else kind
+    return ROLE_WEIGHT.get(key, 1.0) if isinstance(key, str) else 1.0
+
+
+def tf(f: float, dl: float, avgdl: float) -> float:
+    """bm25's term-frequency part, in FTS5's operation order (fts5_aux.c)."""
+    return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * dl / avgdl))
+
+
+def idf(nrow: int, nhit: int) -> float:
+    v = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
+    return v if v > 0.0 else 1e-6
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite varints (FTS5's structure and docsize records)."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        v = 0
+        for j in range(9):
+            c = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | c
+                break
+            v = (v << 7) | (c & 0x7F)
+            if not c & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def totals(con: sqlite3.Connection) -> tuple[int, int]:
+    """(documents, tokens) of documents_fts: FTS5's own averages record (the bm25 inputs)."""
+    row = con.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0, 0
+    vals = varints(bytes(row[0]))
+    return vals[0], sum(vals[1:])
+
+
+def has_lists(con: sqlite3.Connection) -> bool:
+    return con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_meta'"
+    ).fetchone() is not None
+
+
+def index_term(token: str) -> str | None:
+    """The one term FTS5 indexes `token` as (its tokenizer's own folding), None when it is
+    not exactly one term (then no list applies)."""
+    if token.isascii() and token.isalnum():
+        return token.lower()
+    con = _tokenizer()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM t")
+        con.execute("INSERT INTO t(rowid, text) VALUES (1, ?)", (token,))
+        terms = [str(r[0]) for r in con.execute("SELECT term FROM r")]
+    finally:
+        con.execute("ROLLBACK")
+    return terms[0] if len(terms) == 1 else None
+
+
+# -- the in-memory tokenizer: (f, D) of a few documents, by FTS5 itself ------------------
+
+_local = threading.local()
+
+
+def _tokenizer() -> sqlite3.Connection:
+    con: sqlite3.Connection | None = getattr(_local, "tok", None)
+    if con is None:
+        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        con.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZE}')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        con.execute("CREATE VIRTUAL TABLE r USING fts5vocab(t, row)")
+        _local.tok = con
+    return con
+
+
+def frequencies(
+    texts: Iterable[tuple[int, str]], terms: list[str], top: int = 0
+) -> tuple[dict[tuple[str, int], int], dict[int, int], list[str]]:
+    """({(term, doc): f}, {doc: D}, the `top` words in most of them) of `texts` as
+    documents_fts tokenizes them."""
+    con = _tokenizer()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM t")
+        con.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", texts)
+        marks = ",".join("?" * len(terms))
+        freq = {(str(t), int(d)): int(n) for t, d, n in con.execute(
+            f"SELECT term, doc, count(*) FROM v WHERE term IN ({marks}) GROUP BY term, doc",
+            terms)}
+        sizes = {int(i): varints(bytes(sz))[0] for i, sz in con.execute(
+            "SELECT id, sz FROM t_docsize")}
+        common = [str(r[0]) for r in con.execute(
+            "SELECT term FROM r ORDER BY doc DESC, term LIMIT ?", (top,))] if top else []
+    finally:
+        con.execute("ROLLBACK")
+    return freq, sizes, common
+
+
+# -- building and refreshing (writers) -------------------------------------------------------
+
+TextOf = Callable[[sqlite3.Connection, list[int]], list[tuple[int, str, Any, Any]]]
+
+
+def texts_of(con: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+    """(rowid, text, role, kind) of documents."""
+    out: list[tuple[int, str, Any, Any]] = []
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i : i + 500]
+        out += [(int(r), str(t), role, kind) for r, t, role, kind in con.execute(
+            f"SELECT rowid, text, role, kind FROM documents WHERE rowid IN"
+            f" ({','.join('?' * len(chunk))})", chunk)]
+    return out
+
+
+def build(con: sqlite3.Connection, *, hot_df: int | None = None,
+          budget: int | None = None) -> int:
+    """Make the champion lists from scratch: every word in more than `hot_df` documents is
+    wanted; lists are made hottest first until the matches ranked would exceed `budget`
+    (None: all); the rest wait for `refresh`. Returns the lists made. In a transaction."""
+    hot = HOT_DF if hot_df is None else hot_df
+    for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
+        con.execute(f"DELETE FROM {table}")
+    nrow, ntok = totals(con)
+    wm = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+    con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, ?, ?)",
+                (wm, ntok / nrow if nrow else 1.0))
+    if not nrow:
+        return 0
+    con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", [
+        (str(t), int(df)) for t, df in con.execute(  # fts5vocab (projections.db)
+            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))])
+    return make_wanted(con, budget)
+
+
+def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
+    """Make the wanted lists, hottest first, within `budget` matches ranked (at least one)."""
+    nrow, ntok = totals(con)
+    if not nrow:
+        return 0
+    avgdl = ntok / nrow
+    spent = made = 0
+    for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
+                                " ORDER BY df DESC, term").fetchall():
+        if budget is not None and spent + df > budget and spent:
+            break
+        spent += df
+        if _build_one(con, str(term), nrow, avgdl):
+            made += 1
+        else:
+            con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
+    return made
+
+
+def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> bool:
+    """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
+    (f, D) recovered exactly from the score (D from FTS5's docsize). False: no list."""
+    df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
+                         (fts_phrase(term),)).fetchone()[0])
+    rows = con.execute(
+        f"SELECT f.rowid, bm25(documents_fts), {WEIGHT_SQL} AS w FROM documents_fts f"
+        " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?"
+        " ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?",
+        (fts_phrase(term), CHAMPIONS)).fetchall()
+    if len(rows) < CHAMPIONS:
+        return False
+    i = idf(nrow, df)
+    sizes = dict(_docsizes(con, [int(r[0]) for r in rows]))
+    out = []
+    for rowid, b, w in rows:
+        dl = sizes[int(rowid)]
+        g = -b / i
+        k = K1 * (1 - B + B * dl / avgdl)
+        f = round(g * k / (K1 + 1.0 - g)) if g < K1 + 1.0 else 0
+        if f < 1 or -1.0 * (0.0 + i * tf(float(f), float(dl), avgdl)) != b:
+            return False  # (f, D) not recovered exactly: no list (the full ranking answers)
+        out.append((term, int(rowid), f, dl, float(w)))
+    con.execute("DELETE FROM rank_champions WHERE term = ?", (term,))
+    con.executemany("INSERT INTO rank_champions(term, doc, f, dl, w) VALUES (?, ?, ?, ?, ?)",
+                    out)
+    tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in out)
+    con.execute("UPDATE rank_terms SET df = ?, tau = ?, avgdl = ? WHERE term = ?",
+                (df, tau, avgdl, term))
+    return True
+
+
+def _docsizes(con: sqlite3.Connection, rowids: list[int]) -> Iterable[tuple[int, int]]:
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i : i + 500]
+        for rid, sz in con.execute(f"SELECT id, sz FROM documents_fts_docsize WHERE id IN"
+                                   f" ({','.join('?' * len(chunk))})", chunk):
+            yield int(rid), varints(bytes(sz))[0]
+
+
+def _fresh(con: sqlite3.Connection, wm: int) -> list[int]:
+    """Rowids of documents added or changed since the lists were made (still present)."""
+    new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
+    dirty = [int(r[0]) for r in con.execute(
+        "SELECT r.doc FROM rank_dirty r JOIN documents d ON d.rowid = r.doc WHERE r.doc <= ?",
+        (wm,))]
+    return dirty + new
+
+
+def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = STEP,
+            text_of: TextOf = texts_of) -> bool:
+    """Once `REFRESH_AT` new or changed documents wait (or with `force`): fold them into
+    the lists, adopt words that became common, and make wanted lists within `step`
+    matches ranked. Call inside a write transaction; True when anything changed."""
+    if not has_lists(con):
+        return False
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if meta is None:
+        return False
+    wm = int(meta[0])
+    pending = int(con.execute("SELECT count(*) FROM documents WHERE rowid > ?",
+                              (wm,)).fetchone()[0])
+    pending += int(con.execute("SELECT count(*) FROM rank_dirty").fetchone()[0])
+    if pending < REFRESH_AT and not (force and pending):
+        return False
+    nrow, ntok = totals(con)
+    a_now = ntok / nrow if nrow else 1.0
+    lists = {str(t): (float(tau), float(a)) for t, tau, a in con.execute(
+        "SELECT term, tau, avgdl FROM rank_terms WHERE tau IS NOT NULL")}
+    fresh = _fresh(con, wm)
+    freq: dict[tuple[str, int], int] = {}
+    sizes: dict[int, int] = {}
+    weights: dict[int, float] = {}
+    common: set[str] = set()
+    for i in range(0, len(fresh), 2000):
+        docs = text_of(con, fresh[i : i + 2000])
+        weights.update((r, weight(role, kind)) for r, _, role, kind in docs)
+        fq, sz, top = frequencies(((r, t) for r, t, _, _ in docs), list(lists), ADOPT_TOP)
+        freq.update(fq)
+        sizes.update(sz)
+        common.update(top)
+    # Changed documents leave the lists (their new text is fresh); every bound is carried to
+    # today's avgdl; a fresh document joins a list when it beats the bound (else the bound
+    # covers it); a list grown past twice its size is cut back to its best.
+    con.execute("DELETE FROM rank_champions WHERE doc IN (SELECT doc FROM rank_dirty)")
+    con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
+                " WHERE tau IS NOT NULL", (a_now, a_now))
+    taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}
+    joins = []
+    for (term, doc), f in freq.items():
+        dl, w = sizes[doc], weights[doc]
+        if w * tf(float(f), float(dl), a_now) > taus[term]:
+            joins.append((term, doc, f, dl, w))
+    con.executemany("INSERT OR REPLACE INTO rank_champions(term, doc, f, dl, w)"
+                    " VALUES (?, ?, ?, ?, ?)", joins)
+    for term in sorted({j[0] for j in joins}):
+        size = con.execute("SELECT count(*) FROM rank_champions WHERE term = ?",
+                           (term,)).fetchone()[0]
+        if size > 2 * CHAMPIONS:
+            _trim(con, term, taus[term], a_now)
+    last = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
+    con.execute("UPDATE rank_meta SET wm = ?, avgdl = ? WHERE id = 1", (max(wm, last), a_now))
+    con.execute("DELETE FROM rank_dirty")
+    known = {str(r[0]) for r in con.execute("SELECT term FROM rank_terms")}
+    for term in sorted(common - known):
+        df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
+                             (fts_phrase(term),)).fetchone()[0])
+        if df > HOT_DF:  # a word that became common since: wanted
+            con.execute("INSERT INTO rank_terms(term, df) VALUES (?, ?)", (term, df))
+    make_wanted(con, step)
+    return True
+
+
+def _trim(con: sqlite3.Connection, term: str, tau: float, avgdl: float) -> None:
+    cands = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
+        "SELECT doc, f, dl, w FROM rank_champions WHERE term = ?", (term,))]
+    cands.sort(key=lambda c: (-c[3] * tf(float(c[1]), float(c[2]), avgdl), -c[0]))
+    last = cands[CHAMPIONS - 1]
+    tau = max(tau, last[3] * tf(float(last[1]), float(last[2]), avgdl))
+    con.executemany("DELETE FROM rank_champions WHERE term = ? AND doc = ?",
+                    [(term, c[0]) for c in cands[CHAMPIONS:]])
+    con.execute("UPDATE rank_terms SET tau = ? WHERE term = ?", (tau, term))
+
+
+# -- the query side (read-only) --------------------------------------------------------------
+
+def candidates(
+    con: sqlite3.Connection, token: str, text_of: TextOf = texts_of
+) -> tuple[list[tuple[float, int]], float] | None:
+    """Every document that can outrank the bound, best first as (v, rowid), and the bound
+    (every other match of `token` has v <= bound); None when the list cannot answer."""
+    term = index_term(token)
+    if term is None or not has_lists(con):
+        return None
+    row = con.execute("SELECT tau, avgdl FROM rank_terms WHERE term = ? AND tau IS NOT NULL",
+                      (term,)).fetchone()
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if row is None or meta is None:
+        return None
+    tau, a_ref, wm = float(row[0]), float(row[1]), int(meta[0])
+    phrase = fts_phrase(term)
+    dirty = [int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty WHERE doc <= ?", (wm,))]
+    fresh = [int(r[0]) for r in con.execute(
+        "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND rowid > ?"
+        f" LIMIT {FRESH_MAX + 1}", (phrase, wm))]
+    for i in range(0, len(dirty), 500):
+        chunk = dirty[i : i + 500]
+        fresh += [int(r[0]) for r in con.execute(
+            "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND rowid IN"
+            f" ({','.join('?' * len(chunk))})", [phrase, *chunk])]
+        if len(fresh) > FRESH_MAX:
+            break
+    if len(fresh) > FRESH_MAX:
+        return None
+    nrow, ntok = totals(con)
+    a_now = ntok / nrow if nrow else a_ref
+    skip = set(dirty)
+    scored = [(w * tf(float(f), float(dl), a_now), int(d)) for d, f, dl, w in con.execute(
+        "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?", (term, wm))
+        if int(d) not in skip]
+    if fresh:
+        docs = text_of(con, fresh)
+        freq, sizes, _ = frequencies(((r, t) for r, t, _, _ in docs), [term])
+        scored += [(weight(role, kind) * tf(float(freq[(term, r)]), float(sizes[r]), a_now), r)
+                   for r, _, role, kind in docs if (term, r) in freq]
+    scored.sort(key=lambda c: (-c[0], -c[1]))
+    return scored, tau * max(1.0, a_now / a_ref) * (1 + MARGIN)
