@@ -2,7 +2,8 @@
 
 Promises:
 - the new file is built beside the live one (`history.db.reindex-<pid>`) from seq 1 with
-  journal_mode=OFF, synchronous=OFF, in one transaction, then optimized, fsynced and
+  journal_mode=OFF, synchronous=OFF, in one transaction, then optimized (the pages the
+  merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), fsynced and
   published with `os.replace`; until the swap, every reader (in any process) keeps
   answering from the old file, and a crash at any point leaves the old file serving;
 - the swap happens while holding an EXCLUSIVE lock on the old file, so no writer is in the
@@ -125,6 +126,9 @@ def build(
         # a small history keeps 4 KiB (bench/size.py: 56.8 % vs 64.6 % of a 5 MB corpus)
         large = follow or log.size_bytes() >= LARGE_PAGES_BYTES  # follow: the log grows
         con.execute(f"PRAGMA page_size = {PAGE_SIZE if large else SMALL_PAGE_SIZE}")
+        # the closing 'optimize' frees the pages of the segments it merged (about the size
+        # of the full-text index); incremental_vacuum below gives them back to the disk
+        con.execute("PRAGMA auto_vacuum = INCREMENTAL")
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute(f"PRAGMA cache_size = {-LOAD_CACHE_KIB}")
@@ -176,6 +180,7 @@ def build(
 
             # champion lists of the most common words (the rest: catch-up, `refresh`)
             rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]))
+        con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
         con.close()

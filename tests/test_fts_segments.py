@@ -102,6 +102,20 @@ def test_a_rebuild_leaves_its_index_above_level_zero(tmp_path: Path) -> None:
     assert sum(len(lv) for lv in cjk) == 1 and cjk[0] == []
 
 
+def test_a_rebuilt_file_has_no_free_pages(tmp_path: Path) -> None:
+    """The closing merge frees the pages of the merged segments (about the size of the
+    full-text index: 18 % of a small real corpus's file); the rebuild hands them back."""
+    log = EventLog(tmp_path / "log")
+    _messages(log, 0, 3000)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    con = db.connect(path, readonly=True)
+    free = con.execute("PRAGMA freelist_count").fetchone()[0]
+    ok = con.execute("PRAGMA integrity_check").fetchone()[0]
+    con.close()
+    assert (free, ok) == (0, "ok")
+
+
 def test_rows_changed_inside_a_deferred_batch_are_indexed_as_committed(tmp_path: Path) -> None:
     con = db.connect(tmp_path / "h.db")
     db.create_schema(con, engine="fts5")
