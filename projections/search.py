@@ -105,23 +105,8 @@ def _certified(
     than `limit` of them (after filters and dedupe) beat the bound of every other match."""
     where, params = filters.where("d")
     ok = [rid for v, rid in scored if v > bound]
-    out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, str]] = set()
-    step = max(limit * 4, 40)
-    for i in range(0, len(ok), step):
-        chunk = ok[i : i + step]
-        rows = con.execute(
-            f"SELECT {_HIT_COLS} FROM documents d WHERE d.rowid IN"
-            f" ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *params]).fetchall()
-        by_id = {int(r[0]): r for r in rows}
-        for rid in chunk:
-            row = by_id.get(rid)
-            if row is None or not _fresh(row, seen):
-                continue
-            out.append(tuple(row))
-            if len(out) >= limit:
-                return out
-    return None
+    out = _fetch_dedup(con, ok, limit, set(), where, params)
+    return out if len(out) >= limit else None
 
 
 def _cjk_expr(grams: list[str]) -> str:
@@ -129,15 +114,19 @@ def _cjk_expr(grams: list[str]) -> str:
 
 
 def _fetch_dedup(
-    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, str]]
+    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, str]],
+    where: str = "1", params: list[Any] | None = None,
 ) -> list[tuple[Any, ...]]:
+    """The rows of `rowids` (in that order) that satisfy `where`, duplicates dropped, at most
+    `limit`."""
     out: list[tuple[Any, ...]] = []
     step = max(limit * 2, 20)
     for i in range(0, len(rowids), step):
         chunk = rowids[i : i + step]
         marks = ",".join("?" * len(chunk))
-        rows = con.execute(f"SELECT {_HIT_COLS} FROM documents d WHERE d.rowid IN ({marks})",
-                           chunk).fetchall()
+        rows = con.execute(
+            f"SELECT {_HIT_COLS} FROM documents d WHERE d.rowid IN ({marks}) AND {where}",
+            [*chunk, *(params or [])]).fetchall()
         by_id = {int(r[0]): r for r in rows}
         for rid in chunk:
             row = by_id.get(rid)
