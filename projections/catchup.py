@@ -6,7 +6,7 @@ Promises:
   after `last_seq`, and two processes catching up at once never apply an event twice;
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
 - a batch's new documents are full-text indexed by one statement before its commit
-  (`db.defer_fts`/`db.index_deferred`): one new FTS5 segment per batch, not one per row;
+  (`fts_defer.defer_fts`/`index_deferred`): one new FTS5 segment per batch, not one per row;
 - a batch is at most `BATCH` events and about `BATCH_BYTES` of stored event bytes, decoded
   one event at a time, and the log's mapped pages are released as the reads go on, also
   across many small catch-ups of one process (`EventLog.read_raw`), so memory stays
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from projections import db
+from projections import db, fts_defer
 from projections.errors import ProjectionBusy
 
 if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when there is work
@@ -241,13 +241,13 @@ def _apply_batches(
             prev = bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS
             ChainCheck(prev, cp.last_seq + 1).all(records)  # CorruptRecord: nothing applied
             n = len(records)
-            db.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
+            fts_defer.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
             last_seq, last_hash = apply_records(con, records, table)
-            db.index_deferred(con)
+            fts_defer.index_deferred(con)
             db.write_checkpoint(con, last_seq, last_hash)
             con.execute("COMMIT")
         except BaseException:
-            db.undefer_fts(con)
+            fts_defer.undefer_fts(con)
             if con.in_transaction:
                 con.execute("ROLLBACK")
             raise

@@ -200,7 +200,7 @@ END;
 """
 
 # The full-text rows of documents with rowids in a range (a deferred catch-up batch)
-_FTS_FILL = (
+FTS_FILL = (
     "INSERT INTO documents_fts(rowid, text) SELECT rowid, doc_text(body) FROM document_rows"
     " WHERE rowid > ? AND rowid <= ?",
     "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body) FROM document_rows"
@@ -334,38 +334,6 @@ def register_functions(con: sqlite3.Connection) -> None:
         after = [-1]
     con.create_function("fts_live", 1, lambda rowid: 1 if after[0] < 0 or rowid <= after[0]
                         else 0)
-
-
-def defer_fts(con: sqlite3.Connection) -> None:
-    """Inside a write transaction: rows inserted from now on (rowid above today's largest)
-    are full-text indexed by `index_deferred`, in one statement, before the commit.
-
-    Updates and deletes of those rows skip the triggers too (the final statement indexes
-    what they hold then); older rows stay live. A connection without the `fts_after` memo
-    (not made by `connect`) is left live."""
-    after = getattr(con, "fts_after", None)
-    if after is None:
-        return
-    after[0] = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows"
-                               ).fetchone()[0])
-
-
-def index_deferred(con: sqlite3.Connection) -> None:
-    """Index the rows `defer_fts` held back (same transaction), then go live again."""
-    after = getattr(con, "fts_after", None)
-    if after is None or after[0] < 0:
-        return
-    low, after[0] = after[0], -1
-    if has_fts(con):
-        for sql in _FTS_FILL:
-            con.execute(sql, (low, 1 << 62))
-
-
-def undefer_fts(con: sqlite3.Connection) -> None:
-    """After a rollback: nothing is held back any more."""
-    after = getattr(con, "fts_after", None)
-    if after is not None:
-        after[0] = -1
 
 
 def _last(fn: Callable[[object], Any], memo: list[Any] | None = None) -> Callable[[object], Any]:
@@ -512,24 +480,3 @@ def has_fts(con: sqlite3.Connection) -> bool:
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents_fts'"
     ).fetchone()
     return row is not None
-
-
-def _stale_path(db_path: Path) -> Path:
-    return db_path.with_name(db_path.name + ".stale")
-
-
-def stale_note(db_path: Path) -> str | None:
-    """What a known drift between `db_path` and the log is (None when none is known)."""
-    try:
-        return _stale_path(db_path).read_text(encoding="utf-8", errors="replace")[:500]
-    except OSError:
-        return None
-
-
-def mark_stale(db_path: Path, detail: str) -> None:
-    """Remember that `db_path` drifted from the log (until `clear_stale` after a rebuild)."""
-    _stale_path(db_path).write_text(detail[:500], encoding="utf-8")
-
-
-def clear_stale(db_path: Path) -> None:
-    _stale_path(db_path).unlink(missing_ok=True)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from projections import db
+from projections import db, stale
 from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionError, QueryError
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
@@ -175,7 +175,7 @@ def search(
     if tokens:
         rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
     cov = _coverage(con)
-    cov["stale"] = db.stale_note(Path(db_path)) is not None
+    cov["stale"] = stale.stale_note(Path(db_path)) is not None
     return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": cov}
 
 
@@ -234,7 +234,7 @@ def coverage(db_path: Path, *, per_source: bool = False) -> dict[str, Any]:
             out["perSource"] = []
         return out
     out = _coverage(con)
-    out["stale"] = db.stale_note(Path(db_path)) is not None
+    out["stale"] = stale.stale_note(Path(db_path)) is not None
     if per_source:
         rows = con.execute(
             "SELECT source, agent, layout, generation, files, bytes_captured, chunks, snapshots,"

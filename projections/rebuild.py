@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from eventlog import EventLog
 from eventlog.records import ChainCheck
-from projections import db, pages
+from projections import db, pages, stale
 from projections.errors import ProjectionBusy, ProjectionDamaged
 
 Progress = Callable[[int, int], None]
@@ -243,7 +243,7 @@ def rebuild(
             result = build(tmp, log, progress=progress, engine=engine, parallel=parallel,
                            follow=follow)
             swap(tmp, db_path)
-            db.clear_stale(db_path)  # a known drift is gone with the old file
+            stale.clear_stale(db_path)  # a known drift is gone with the old file
         except BaseException:
             with contextlib.suppress(OSError):
                 tmp.unlink()

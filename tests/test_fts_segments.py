@@ -19,7 +19,7 @@ import pytest
 
 from eventlog.events import MessageSent
 from eventlog.store import EventLog
-from projections import db
+from projections import db, fts_defer
 from projections.catchup import catch_up
 from projections.rebuild import rebuild
 from projections.rows import put_document
@@ -129,14 +129,14 @@ def test_rows_changed_inside_a_deferred_batch_are_indexed_as_committed(tmp_path:
     put(2, "gamma 漢字テスト")
     con.execute("COMMIT")
     con.execute("BEGIN")
-    db.defer_fts(con)
+    fts_defer.defer_fts(con)
     put(3, "delta")
     put(4, "epsilon 中文字符")
     put(3, "zeta 日本語")  # a deferred row changed again
     put(1, "eta")  # an older, live row
     con.execute("DELETE FROM document_rows WHERE id = 'd4'")
     put(5, "theta")
-    db.index_deferred(con)
+    fts_defer.index_deferred(con)
     con.execute("COMMIT")
 
     def match(table: str, q: str) -> list[str]:  # ids (a deleted row's rowid is reused)

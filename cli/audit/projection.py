@@ -18,7 +18,7 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
 
     if not home.history_db.exists():
         return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
-    from projections import db
+    from projections import stale
     from projections.errors import DatabaseError, ProjectionDamaged
 
     try:
@@ -33,5 +33,5 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
         # upgrade changed how documents are derived)
         detail = f"{detail}; `agentlog reindex` rebuilds it from the log"
         with contextlib.suppress(OSError):
-            db.mark_stale(home.history_db, detail)  # search, serve and MCP flag it
+            stale.mark_stale(home.history_db, detail)  # search, serve and MCP flag it
     return {"name": "history.db", "ok": report["ok"], "detail": detail}
