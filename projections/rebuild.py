@@ -183,6 +183,7 @@ def build(
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
+        db.abandon_bulk(con)  # a load that failed: its full-text thread and scratch file
         con.close()
     fd = os.open(path, os.O_RDONLY)
     try:
