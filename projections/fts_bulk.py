@@ -112,18 +112,18 @@ class BulkFeed:
     def finish(self) -> None:
         """Index what still waits (in two segments), then copy both indexes into the new
         file. Call outside a transaction on the new file."""
-        rows = list(self.pending.items())
-        self.pending = {}
-        half = len(rows) // 2
-        for part in (rows[:half], rows[half:]):
-            if part:
-                self._put(("add", part))
-            self._put(("segment",))
-        self._put(_DONE)
-        self.thread.join()
-        if self.error is not None:
-            self._raise()
         try:
+            rows = list(self.pending.items())
+            self.pending = {}
+            half = len(rows) // 2
+            for part in (rows[:half], rows[half:]):
+                if part:
+                    self._put(("add", part))
+                self._put(("segment",))
+            self._put(_DONE)
+            self.thread.join()
+            if self.error is not None:
+                self._raise()
             self._copy()
         finally:
             self.close()
