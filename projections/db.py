@@ -420,16 +420,24 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     """After a bulk load (committed): the full-text indexes (built beside the load from the
     text in hand, projections/fts_bulk.py), query indexes, then triggers.
 
-    Each phase's working set (FTS5's term hash, the sorter's buffers) is handed back to the
-    OS before the next one starts (`projections.heap`), so their peaks do not add up."""
+    The load's page cache is handed back to the OS before the sort starts
+    (`projections.heap`); the full-text thread's closing merge runs beside the sort (its
+    term hash is written out by then), so their working sets stay small together."""
     feed = None
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
-    if feed is not None:
-        feed.finish()  # the thread's last rows, then both indexes copied in
-    heap.trim()  # the load's page cache, the term hash
-    con.executescript(_QUERY_INDEXES)
-    heap.trim()
+    try:
+        if feed is not None:
+            feed.end()  # its last rows; the thread merges them while the indexes sort
+        heap.trim()  # the load's page cache
+        con.executescript(_QUERY_INDEXES)
+        if feed is not None:
+            feed.finish()  # both full-text indexes copied in
+    except BaseException:
+        if feed is not None:
+            feed.close()
+        raise
+    heap.trim()  # the sorter's buffers, the term hash
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)

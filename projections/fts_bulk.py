@@ -6,8 +6,10 @@ row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by
 `db.create_schema(bulk=True)`). The feed sends the texts, a few thousand rows at a time,
 to a thread that indexes them into the same full-text tables in a scratch file beside
 the new one (`<file>.fts`; SQLite releases the GIL while FTS5 tokenizes and writes, so
-this runs beside the load on the other core). `finish` (from `db.finish_bulk`, after the
-load's commit) ends the thread and copies the scratch file's FTS5 shadow tables
+this runs beside the load on the other core). After the load's commit, `db.finish_bulk`
+calls `end` (the last rows; the thread then merges each index with 'optimize' while the
+building thread sorts the query indexes) and `finish`, which waits for the thread and
+copies the scratch file's FTS5 shadow tables
 (`_data`, `_idx`, `_docsize`, `_config`) into the new file in one transaction, through a
 connection of its own: FTS5 keeps an index only in those tables, and re-reads them in
 every other connection once that transaction commits (`PRAGMA data_version`).
@@ -21,10 +23,10 @@ Promises:
   chunks are in flight (a send blocks), and FTS5's term hash is `hashsize` bytes;
 - few segments: single-row INSERTs open no statement savepoint (FTS5 in SQLite 3.40
   flushes its term hash to a new segment at each one), automatic merges are off while
-  loading ('automerge' 0, set back after), and an index with two rows or more ends with
-  two segments or more, so the closing 'optimize' merges them one level up (a lone
-  segment would stay on level 0 and be rewritten whole by the next catch-ups:
-  tests/test_fts_segments.py);
+  loading ('automerge' 0, set back after), and an index with two rows or more ends the
+  load with two segments or more, so the thread's closing 'optimize' merges them one
+  level up (a lone segment would stay on level 0 and be rewritten whole by the next
+  catch-ups: tests/test_fts_segments.py);
 - a failure in the thread is raised in the building thread (at the next send or at
   `finish`); the scratch file is removed by `finish`/`close` (and, after a crash, with
   the build's other leftovers by `projections.rebuild`).
@@ -67,6 +69,7 @@ class BulkFeed:
         self.pending: dict[int, str] = {}  # rowid -> text, not yet sent
         self.chars = 0
         self.sent = False
+        self.ended = False
         self.error: BaseException | None = None
         self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue(QUEUE)
         with contextlib.suppress(FileNotFoundError):
@@ -109,18 +112,25 @@ class BulkFeed:
     def _raise(self) -> None:
         raise RuntimeError("the full-text build of the rebuild failed") from self.error
 
+    def end(self) -> None:
+        """Send what still waits (in two segments) and the end of the load: the thread
+        then merges each index ('optimize') while this thread goes on (`finish` joins)."""
+        rows = list(self.pending.items())
+        self.pending = {}
+        half = len(rows) // 2
+        for part in (rows[:half], rows[half:]):
+            if part:
+                self._put(("add", part))
+            self._put(("segment",))
+        self._put(_DONE)
+        self.ended = True
+
     def finish(self) -> None:
-        """Index what still waits (in two segments), then copy both indexes into the new
+        """`end` (if not yet), wait for the thread, then copy both indexes into the new
         file. Call outside a transaction on the new file."""
         try:
-            rows = list(self.pending.items())
-            self.pending = {}
-            half = len(rows) // 2
-            for part in (rows[:half], rows[half:]):
-                if part:
-                    self._put(("add", part))
-                self._put(("segment",))
-            self._put(_DONE)
+            if not self.ended:
+                self.end()
             self.thread.join()
             if self.error is not None:
                 self._raise()
@@ -191,6 +201,8 @@ class BulkFeed:
                     con.execute("SAVEPOINT fts_bulk")
                     con.execute("RELEASE fts_bulk")
                 elif op[0] == "done":
+                    for table in TABLES:  # merged one level up (the segments above)
+                        con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
                     for table in TABLES:  # what the new file keeps: the defaults
                         con.execute(f"INSERT INTO {table}({table}, rank)"
                                     " VALUES ('hashsize', ?)", (default_hashsize,))
