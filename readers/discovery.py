@@ -49,13 +49,13 @@ def classify(agent: str, rel: str) -> str | None:
     """The layout of a file (None: not history), by the agent's reader module."""
     if not registry.known(agent):
         return None
-    layout: str | None = registry.reader(agent).classify(rel)
+    layout: str | None = registry.rules(agent)[0](rel)
     return layout
 
 
 def _descend(agent: str, rel_dir: str) -> bool:
     """Whether a folder (relative to the root) can hold history."""
-    return registry.known(agent) and bool(registry.reader(agent).descend(rel_dir))
+    return registry.known(agent) and bool(registry.rules(agent)[1](rel_dir))
 
 
 def _kind(e: os.DirEntry[str]) -> str:
