@@ -35,6 +35,7 @@ Usage: .venv/bin/python bench/incremental.py [--quick] [--sessions N] [--per-reb
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -93,7 +94,9 @@ def write_session(src: Path, tag: str, i: int) -> tuple[Path, str]:
     word = f"zq{tag}{i:04d}x"
     path = src / "claude" / "projects" / f"-w-{tag}" / f"{tag}-{i:04d}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [_claude_line(rng, f"{tag}{i}", j, 60) for j in range(40)]
+    # record uuids are the session id's first 8 characters + the line number: make them unique
+    sid = hashlib.sha256(f"{tag}{i}".encode()).hexdigest()[:8] + f"-{tag}{i}"
+    lines = [_claude_line(rng, sid, j, 60) for j in range(40)]
     rec = json.loads(lines[0])
     rec["message"]["content"] = f"please look at {word}"
     lines[0] = json.dumps(rec).encode() + b"\n"

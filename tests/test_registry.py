@@ -50,9 +50,11 @@ def test_walking_the_roots_imports_no_parser(tmp_path: Path) -> None:
     for rel in ("projects/-w-p/s.jsonl", "sessions/2025/01/01/rollout-x.jsonl"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}\n")
-    code = ("import sys\nfrom readers.discovery import files, walk\n"
+    code = ("import sys\nfrom readers.discovery import walk\n"
+            "from readers.statcache import cached_files\n"
             f"for a in ('claude', 'codex', 'opencode', 'runs'):\n"
-            f"    list(walk(a, {str(tmp_path)!r})); list(files(a, {str(tmp_path)!r}))\n"
+            f"    list(walk(a, {str(tmp_path)!r}))\n"
+            f"    list(cached_files(a, {str(tmp_path)!r}, {{}}, {{}}, {{}}))\n"
             "print(sorted(m for m in sys.modules if m.startswith('readers.parse')))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, timeout=60)
