@@ -24,9 +24,19 @@ STATE_FILE = "retention-warning.json"
 EVERY_S = 86_400
 
 
+def claude_dir(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return Path(base)
+
+
+def claude_settings(env: dict[str, str] | None = None) -> Path:
+    return claude_dir(env) / "settings.json"
+
+
 def report(home: Home, now_ns: int | None = None) -> Any:
     """The `readers.retention.AtRisk` of this machine's Claude Code."""
-    from cli.commands.agent_hooks import claude_dir, claude_settings
     from readers.retention import at_risk, read_setting
 
     lookup = None
@@ -55,15 +65,12 @@ def message(risk: Any) -> str:
 def warn_once(home: Home, *, now_ns: int | None = None) -> bool:
     """Print the warning when due; True when printed."""
     try:
-        from cli.commands.agent_hooks import claude_dir
-
         if not claude_dir().is_dir():
             return False
         now = time.time_ns() if now_ns is None else now_ns
         state = home.root / STATE_FILE
         if now / 1e9 - _last(state) < EVERY_S:
             return False
-        from cli.commands.agent_hooks import claude_settings
         from readers.retention import SAFE_DAYS, read_setting
 
         setting = read_setting(claude_settings())

@@ -119,3 +119,40 @@ def test_a_failure_reads_as_the_click_commands(tmp_path: Path) -> None:
         errs.append(proc.stderr.split("click imported")[0].replace(str(home), "<home>"))
     assert errs[0] == errs[1]
     assert errs[0].startswith("agentlog capture: ") and errs[0].count("\n") == 1, errs[0]
+
+
+SCHEMAS = """
+import json, sys
+if sys.argv[1] == "guarded":
+    from cli.fast import msgspec_without_typing_extensions
+    msgspec_without_typing_extensions()
+import msgspec
+from eventlog import codec
+from eventlog.events import ALL_EVENT_TYPES, UnknownEvent
+from projections.envelope import _Head
+from readers import cursor, records
+types = [*ALL_EVENT_TYPES, UnknownEvent, codec.Envelope, codec.EnvelopeOut, cursor.Cursor,
+         cursor.RowCursor, cursor.StatCache, cursor.DirCache, records.SourceInfo,
+         records.Record, records.SessionTitle, records.SubagentNamed, records.ParseResult, _Head]
+print(json.dumps({"schemas": msgspec.json.schema_components(types),
+                  "typing_extensions": "typing_extensions" in sys.modules}, sort_keys=True))
+"""
+
+
+def test_msgspec_reads_every_type_the_same_without_typing_extensions() -> None:
+    """The hook and capture processes load msgspec with `typing.get_type_hints` instead of
+    typing_extensions' (start-up time): every struct of the log, the cursors, the records
+    and the export header has the very same schema either way."""
+    out = {}
+    for how in ("guarded", "plain"):
+        proc = subprocess.run([sys.executable, "-c", SCHEMAS, how], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out[how] = json.loads(proc.stdout)
+    assert out["guarded"]["typing_extensions"] is False
+    assert out["guarded"]["schemas"] == out["plain"]["schemas"]
+    code = ("import sys\nfrom cli.fast import msgspec_without_typing_extensions as f\nf()\n"
+            "import typing_extensions\nprint(typing_extensions.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.stdout == "typing_extensions\n", proc.stderr  # importable again afterwards
