@@ -221,6 +221,7 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
     cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": []}
     tree = None
     if baseline is not None:
+        sys.path.insert(0, str(ROOT / "bench"))  # bench/capture.py took it off the path
         from startup import export_rev
 
         tree = export_rev(baseline, work / "base-tree")
