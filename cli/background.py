@@ -16,6 +16,9 @@ the foreground. Promises:
 - A full disk never ends the loop: a failed commit (`LogFull`) is said once, and the loop
   waits `retry_s` and starts again from the committed cursors until there is space (a
   history.db that cannot follow is reported once by `cli.catchup`).
+- While idle the loop makes the champion lists a rebuild or catch-up left wanted
+  (`projections.catchup.make_lists`), one bounded step (~0.2 s) per `list_pause_s`, so no
+  hook or one-shot capture pays for them; a busy history.db only postpones a step.
 - After every commit history.db is caught up (`cli.hooks.after_append`). A search never
   waits for the loop: it answers from history.db as it is, and `coverage_fields` says
   what is still pending (from the note the holder publishes in the lease file).
@@ -37,6 +40,7 @@ from cli.config import Home
 
 LEASE_FILE = "capture.lock"
 COMMIT_EVERY_S = 0.5
+LIST_PAUSE_S = 0.5  # idle time between two steps of champion-list making
 
 
 def _lease(home: Home) -> Any:
@@ -98,6 +102,7 @@ class CaptureLoop:
         self._full_said = False
         self._behind = False  # history.db was not caught up after the last commit (busy)
         self._indexed = 0  # engine.stats.appended when history.db was last caught up
+        self._wanted = False  # champion lists may be wanted (after a catch-up)
 
     # --- running ----------------------------------------------------------------------
 
@@ -187,7 +192,9 @@ class CaptureLoop:
             self._publish(engine)
             next_pass = time.monotonic() + self._interval(engine, watcher)
             while not self.stop_event.is_set():
-                self._wake.wait(max(0.0, next_pass - time.monotonic()))
+                idle = max(0.0, next_pass - time.monotonic())
+                if not self._wake.wait(min(idle, LIST_PAUSE_S) if self._wanted else idle):
+                    self._lists(engine)  # woken by nothing: idle
                 self._wake.clear()
                 if self.stop_event.is_set():
                     break
@@ -292,6 +299,27 @@ class CaptureLoop:
 
         hooks.after_append(self.home)
         self._behind = status(self.home.history_db, engine.log.head().seq) == "behind"
+        self._wanted = True
+
+    def _lists(self, engine: Any) -> None:
+        """One bounded step of champion-list making while idle (projections.rank)."""
+        if not self._wanted or not self.index or self._behind or engine.ready:
+            return
+        import sqlite3
+
+        from projections.catchup import make_lists
+        from projections.errors import disk_full
+
+        if not self.home.history_db.exists():
+            self._wanted = False
+            return
+        try:
+            self._wanted = make_lists(self.home.history_db, steps=1) > 0
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                self._wanted = False  # a cache: try again after the next commit
+            elif "locked" not in str(exc) and "busy" not in str(exc):
+                raise  # busy or locked: the next idle wake tries again
 
     @staticmethod
     def _pending(engine: Any) -> int:

@@ -126,13 +126,14 @@ def catch_up(
 
 
 def _refresh_rank(con: sqlite3.Connection) -> None:
-    """Fold new and changed documents into the champion lists (projections.rank) once
-    enough of them wait: a cache of documents_fts, in its own transaction."""
+    """Fold the documents this catch-up applied into the champion lists (projections.rank,
+    a cache of documents_fts), in its own transaction: a few each time (~10 ms for a
+    session), never a thousand at once, and no list is made here (`make_lists`)."""
     from projections import rank
 
     con.execute("BEGIN IMMEDIATE")
     try:
-        rank.refresh(con)
+        rank.refresh(con, force=True, step=0)
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
@@ -140,10 +141,12 @@ def _refresh_rank(con: sqlite3.Connection) -> None:
         raise
 
 
-def make_lists(db_path: Path) -> int:
-    """Make every champion list still wanted (`agentlog reindex` after its swap: a rebuild
-    makes only the most common words' lists), one short write transaction per step so
-    capture keeps going; returns the number made."""
+def make_lists(db_path: Path, *, steps: int | None = None) -> int:
+    """Make the champion lists still wanted (a rebuild makes only the most common words'
+    lists; catch-up adopts words that became common), one short write transaction per
+    step of `rank.STEP` matches ranked so capture keeps going: all of them (`agentlog
+    reindex` after its swap), or at most `steps` steps (the capture loop, while idle).
+    Returns the number made."""
     from projections import rank
 
     made = 0
@@ -151,7 +154,11 @@ def make_lists(db_path: Path) -> int:
     try:
         if not rank.has_lists(con):
             return 0
-        while con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
+        while steps is None or steps > 0:
+            if not con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
+                break
+            if steps is not None:
+                steps -= 1
             con.execute("BEGIN IMMEDIATE")
             try:
                 made += rank.make_wanted(con, rank.STEP)

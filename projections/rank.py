@@ -18,8 +18,11 @@ Promises:
   never a silently different top-k. idf is one positive factor for one word, so it does
   not change the order;
 - scores are computed with FTS5's own formula and operation order (bit-identical doubles);
-- `refresh` (catch-up) folds new and changed documents into the lists (same bound, carried
-  forward); `build` (rebuild) makes them from scratch. The tables are a cache of
+- `refresh` (every catch-up that applied documents) folds the new and changed documents into
+  the lists (same bound, carried forward), a few at a time so no one capture pays for a
+  thousand; wanted lists are made by `make_wanted` in bounded steps, off the hook and
+  one-shot capture path (the capture loop, `reindex`); `build` (rebuild) makes them from
+  scratch. The tables are a cache of
   documents_fts: `drift` does not compare them, and a missing or stale list only costs time.
 """
 
@@ -38,7 +41,7 @@ B = 0.75
 HOT_DF = 5_000  # a word in more documents gets a champion list
 CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
-REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
+REFRESH_AT = 1_000  # new/changed documents that make refresh() fold without `force`
 TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
 MARGIN = 1e-9  # relative slack for the bound's own rounding
 ADOPT_TOP = 20  # refresh checks the words in most new documents for a new list
@@ -285,9 +288,10 @@ def _fresh(con: sqlite3.Connection, wm: int) -> list[int]:
 
 def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = STEP,
             text_of: TextOf = texts_of) -> bool:
-    """Once `REFRESH_AT` new or changed documents wait (or with `force`): fold them into
-    the lists, adopt words that became common, and make wanted lists within `step`
-    matches ranked. Call inside a write transaction; True when anything changed."""
+    """Once `REFRESH_AT` new or changed documents wait (or with `force`: any): fold them
+    into the lists, adopt words that became common, and make wanted lists within `step`
+    matches ranked (`step` 0: none; catch-up passes 0 and leaves them to the capture loop
+    and `reindex`). Call inside a write transaction; True when anything changed."""
     if not has_lists(con):
         return False
     meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
@@ -343,7 +347,8 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
                              (fts_phrase(term),)).fetchone()[0])
         if df > HOT_DF:  # a word that became common since: wanted
             con.execute("INSERT INTO rank_terms(term, df) VALUES (?, ?)", (term, df))
-    make_wanted(con, step)
+    if step != 0:
+        make_wanted(con, step)
     return True
 
 

@@ -1,0 +1,100 @@
+"""Champion-list upkeep stays off the +1 path: every catch-up folds the documents it
+applied into the lists (a few at a time, never a thousand at once) and makes no list; the
+wanted lists a rebuild left are made by `make_lists` in bounded steps, which the capture
+loop runs while idle (projections.rank, projections.catchup, cli.background). Real LMDB
+log, real SQLite FTS5; every wait polls for its condition with a deadline."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog.events import MessageSent
+from projections import db, rank
+from projections.catchup import catch_up, make_lists
+from projections.rebuild import rebuild
+from tests.test_projections_support import append, claude_line, make_log
+
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(autouse=True)
+def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rank, "CHAMPIONS", 3)
+    monkeypatch.setattr(rank, "HOT_DF", 4)
+    monkeypatch.setattr(rank, "BUILD_BUDGET", 0)  # a rebuild makes one list; the rest wait
+
+
+def _messages(start: int, n: int, words: str) -> list[MessageSent]:
+    return [MessageSent(id=f"m{i}", sender="peer-a", to=["peer-b"], kind="message",
+                        body=f"{words} note {i}" + " walrus" * (i % 3), at=1_000 + i)
+            for i in range(start, start + n)]
+
+
+def _state(path: Path) -> tuple[int, int, int, int]:
+    """(watermark, newest rowid, lists made, lists wanted)."""
+    con = db.connect(path)
+    try:
+        wm = int(con.execute("SELECT wm FROM rank_meta").fetchone()[0])
+        last = int(con.execute("SELECT max(rowid) FROM documents").fetchone()[0])
+        made, wanted = con.execute("SELECT count(tau), count(*) - count(tau)"
+                                   " FROM rank_terms").fetchone()
+        return wm, last, int(made), int(wanted)
+    finally:
+        con.close()
+
+
+def test_catch_up_folds_what_it_applied_and_leaves_list_making_to_make_lists(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.db"
+    log = make_log(tmp_path / "log", _messages(0, 30, "walrus otter"))
+    rebuild(path, log)
+    wm, last, made, wanted = _state(path)
+    assert wm == last and made == 1 and wanted >= 2  # 'walrus', 'otter', 'note': common
+
+    append(log, _messages(30, 3, "walrus otter"), prefix="more")
+    catch_up(path, log)
+    wm, last, *lists = _state(path)
+    assert wm == last  # three new documents folded at once (REFRESH_AT is 1,000)
+    assert lists == [made, wanted]  # and no list made on the catch-up path
+
+    assert make_lists(path, steps=1) == wanted  # one step: a few hundred matches ranked
+    assert _state(path)[2:] == (made + wanted, 0)
+    assert make_lists(path, steps=1) == 0
+
+
+def test_the_capture_loop_makes_the_wanted_lists_while_idle(tmp_path: Path) -> None:
+    from cli.background import CaptureLoop
+    from cli.config import Home
+    from tests.capture_helpers import roots_of
+
+    home = Home(tmp_path / "home")
+    root = tmp_path / "claude"
+    f = root / "projects" / "-p" / "s.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"".join(claude_line(f"u{i}", "user", f"walrus otter {i}" + " otter" * (i % 3))
+                           for i in range(20)))
+
+    def lists() -> tuple[int, int] | None:
+        if not home.history_db.exists():
+            return None
+        try:
+            return _state(home.history_db)[2:]
+        except (sqlite3.OperationalError, TypeError):  # not built yet
+            return None
+
+    opts: dict[str, Any] = {"roots": roots_of(claude=root), "settle_s": 0.0, "events": False,
+                            "poll_s": 0.1}
+    loop = CaptureLoop(home, **opts).start()
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while (got := lists()) is None or got[0] < 2 or got[1]:
+            assert time.monotonic() < deadline, f"lists never made: {lists()}"
+            time.sleep(0.05)
+    finally:
+        loop.stop()
