@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,14 +54,19 @@ CREATE TABLE rank_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, tau REAL, av
 CREATE TABLE rank_champions(term TEXT NOT NULL, doc INTEGER NOT NULL, f INTEGER NOT NULL,
   dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc)) WITHOUT ROWID;
 CREATE TABLE rank_dirty(doc INTEGER PRIMARY KEY);
+CREATE TABLE rank_was(doc INTEGER PRIMARY KEY, body);  -- text as of wm of changed documents
 """
 
 TRIGGERS = """
 CREATE TRIGGER rank_dirty_au AFTER UPDATE OF body, role, kind ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
+    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
 END;
 CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
+    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
 END;
 """
 
@@ -121,6 +127,14 @@ def totals(con: sqlite3.Connection) -> tuple[int, int]:
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_meta'"
+    ).fetchone() is not None
+
+
+def has_was(con: sqlite3.Connection) -> bool:
+    """Whether the file keeps `rank_was` (and so exact `rank_terms.df` as of wm: what
+    multi-word ranking needs; files made before it rank multi-word queries fully)."""
+    return con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_was'"
     ).fetchone() is not None
 
 
@@ -203,6 +217,8 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
     hot = HOT_DF if hot_df is None else hot_df
     for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
         con.execute(f"DELETE FROM {table}")
+    if has_was(con):
+        con.execute("DELETE FROM rank_was")
     nrow, ntok = totals(con)
     wm = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
     con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, ?, ?)",
@@ -222,19 +238,27 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
         return 0
     avgdl = ntok / nrow
     spent = made = 0
+    since: dict[str, int] | None = None  # df now - df as of wm, per word (rank_multi)
     for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
                                 " ORDER BY df DESC, term").fetchall():
         if budget is not None and spent + df > budget and spent:
             break
         spent += df
-        if _build_one(con, str(term), nrow, avgdl):
+        if since is None:
+            from projections.rank_multi import df_since
+
+            wanted = [str(r[0]) for r in con.execute(
+                "SELECT term FROM rank_terms WHERE tau IS NULL")]
+            since = df_since(con, wanted)
+        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0)):
             made += 1
         else:
             con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
     return made
 
 
-def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> bool:
+def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
+               since: int = 0) -> bool:
     """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
     (f, D) recovered exactly from the score (D from FTS5's docsize). False: no list."""
     df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
@@ -262,7 +286,7 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> b
                     out)
     tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in out)
     con.execute("UPDATE rank_terms SET df = ?, tau = ?, avgdl = ? WHERE term = ?",
-                (df, tau, avgdl, term))
+                (df - since, tau, avgdl, term))
     return True
 
 
@@ -319,6 +343,14 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     # today's avgdl; a fresh document joins a list when it beats the bound (else the bound
     # covers it); a list grown past twice its size is cut back to its best.
     con.execute("DELETE FROM rank_champions WHERE doc IN (SELECT doc FROM rank_dirty)")
+    if has_was(con):  # df as of the new wm: + fresh documents with the word - old texts
+        from projections.rank_multi import was_hits
+
+        gone = was_hits(con, wm, list(lists))
+        now = Counter(t for t, _ in freq)
+        con.executemany("UPDATE rank_terms SET df = df + ? WHERE term = ?",
+                        [(now[t] - gone.get(t, 0), t) for t in lists])
+        con.execute("DELETE FROM rank_was")
     con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
                 " WHERE tau IS NOT NULL", (a_now, a_now))
     taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}

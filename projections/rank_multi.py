@@ -1,0 +1,149 @@
+"""Exact ranking of an AND query of several common words from their champion lists.
+
+FTS5's bm25 of a query of phrases t_1..t_m (each one word) in a document d of D tokens is
+-sum_i idf_i * g(f_i, D) (`projections.rank`); the ranking orders by s = bm25 x w(d), best
+(most negative) first, ties newest first. With v_i = w * g(f_i, D), -s = sum_i idf_i * v_i,
+and a document absent from word i's champion list has v_i <= T_i = tau_i * max(1, avgdl_now
+/ avgdl_list) (the one-word certificate's bound). So (Fagin's threshold algorithm):
+
+- every match that is in no list of the query's words (and neither new nor changed since
+  the lists' watermark `wm`) has -s <= U = sum_i idf_i * T_i;
+- the candidates are the union of the words' lists (minus changed documents) plus the new
+  and changed documents; each is scored exactly — from the lists when it is in all of them,
+  else from its text tokenized by FTS5 itself (`rank.frequencies`) — after an upper bound
+  (T_i for the words whose list lacks it) shows it can beat U at all;
+- hits are taken from the candidates only while they beat U strictly (search._certified),
+  so the answer is the full ranking's, or None and the caller ranks every match.
+
+Promises: scores are FTS5's formula in its operation order (bit-identical doubles); idf
+needs each word's exact document count now: `rank_terms.df` is the count as of `wm`
+(build/refresh keep it so) plus the new and changed documents' hits minus the hits of their
+texts as of `wm` (`rank_was`, filled by the rank_dirty triggers). Files without `rank_was`
+(made before it), words without a list, tokens that are not one indexed term, more than
+`rank.FRESH_MAX` new/changed documents: None (full ranking). Read-only on the query side.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+
+from projections import rank
+
+MAX_TOKENIZE = 20_000  # candidates a query tokenizes at most; beyond: rank every match
+
+
+def was_hits(con: sqlite3.Connection, wm: int, terms: list[str]) -> Counter[str]:
+    """Per word, the changed documents whose text as of `wm` contained it."""
+    out: Counter[str] = Counter()
+    if not terms:
+        return out
+    rows = [(int(d), str(t)) for d, t in con.execute(
+        "SELECT doc, doc_text(body) FROM rank_was WHERE doc <= ?", (wm,))]
+    for i in range(0, len(rows), 2000):
+        freq, _, _ = rank.frequencies(rows[i : i + 2000], terms)
+        out.update(t for t, _ in freq)
+    return out
+
+
+def df_since(con: sqlite3.Connection, terms: list[str],
+             text_of: rank.TextOf = rank.texts_of) -> dict[str, int]:
+    """Per word, documents containing it now minus as of `wm` ({} without `rank_was`)."""
+    if not terms or not rank.has_was(con):
+        return {}
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if meta is None:
+        return {}
+    wm = int(meta[0])
+    fresh = rank._fresh(con, wm)
+    now: Counter[str] = Counter()
+    for i in range(0, len(fresh), 2000):
+        docs = text_of(con, fresh[i : i + 2000])
+        freq, _, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), terms)
+        now.update(t for t, _ in freq)
+    gone = was_hits(con, wm, terms)
+    return {t: now[t] - gone[t] for t in terms if now[t] or gone[t]}
+
+
+def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) -> float:
+    """-s: FTS5's bm25 sum in its phrase order, times the weight as SQL does."""
+    score = 0.0
+    for f, i in zip(fs, idfs, strict=True):
+        score += i * rank.tf(float(f), float(dl), avgdl)
+    return -((-1.0 * score) * w)
+
+
+def candidates(
+    con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf = rank.texts_of
+) -> tuple[list[tuple[float, int]], float] | None:
+    """Every document that can outrank the bound, best first as (-s, rowid), and the bound
+    U (every other match has -s <= U); None when the lists cannot answer."""
+    terms = [rank.index_term(t) for t in tokens]
+    if len(terms) < 2 or not rank.has_lists(con) or not rank.has_was(con):
+        return None
+    words = sorted({t for t in terms if t is not None})
+    if len(words) < len(set(terms)):  # a token that is not one indexed term
+        return None
+    phrases = [t for t in terms if t is not None]
+    marks = ",".join("?" * len(words))
+    rows = {str(t): (float(tau), float(a), int(df)) for t, tau, a, df in con.execute(
+        f"SELECT term, tau, avgdl, df FROM rank_terms WHERE term IN ({marks})"
+        " AND tau IS NOT NULL", words)}
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if len(rows) < len(words) or meta is None:
+        return None
+    wm = int(meta[0])
+    pending = int(con.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM documents WHERE rowid > ? LIMIT ?)",
+        (wm, rank.FRESH_MAX + 1)).fetchone()[0])
+    if pending + int(con.execute("SELECT count(*) FROM rank_dirty").fetchone()[0]) \
+            > rank.FRESH_MAX:
+        return None
+    fresh = rank._fresh(con, wm)
+    docs = text_of(con, fresh) if fresh else []
+    freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
+    now = Counter(t for t, _ in freq)
+    gone = was_hits(con, wm, words)
+    nrow, ntok = rank.totals(con)
+    if not nrow:
+        return None
+    a_now = ntok / nrow
+    idf = {t: rank.idf(nrow, df + now[t] - gone[t]) for t, (_, _, df) in rows.items()}
+    idfs = [idf[t] for t in phrases]
+    top = {t: tau * max(1.0, a_now / a) * (1 + rank.MARGIN) for t, (tau, a, _) in rows.items()}
+    bound = sum(i * top[t] for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
+    scored = []
+    for r, _, role, kind in docs:
+        fs = [freq.get((t, r), 0) for t in phrases]
+        if all(fs):
+            scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+    skip = set(fresh) | {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
+    known: dict[int, dict[str, int]] = {}
+    shape: dict[int, tuple[int, float]] = {}
+    for t in words:
+        for d, f, dl, w in con.execute(
+                "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?", (t, wm)):
+            if int(d) not in skip:
+                known.setdefault(int(d), {})[t] = int(f)
+                shape[int(d)] = (int(dl), float(w))
+    unsure = []
+    for d, fs_of in known.items():
+        dl, w = shape[d]
+        if len(fs_of) == len(words):
+            scored.append((_score([fs_of[t] for t in phrases], dl, w, idfs, a_now), d))
+            continue
+        upper = sum(i * (w * rank.tf(float(fs_of[t]), float(dl), a_now) if t in fs_of
+                         else top[t]) for i, t in zip(idfs, phrases, strict=True))
+        if upper * (1 + rank.MARGIN) > bound:  # it might beat U: its exact score decides
+            unsure.append(d)
+    if len(unsure) > MAX_TOKENIZE:
+        return None
+    for i in range(0, len(unsure), 2000):
+        docs = text_of(con, unsure[i : i + 2000])
+        freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
+        for r, _, role, kind in docs:
+            fs = [freq.get((t, r), 0) for t in phrases]
+            if all(fs):
+                scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+    scored.sort(key=lambda c: (-c[0], -c[1]))
+    return scored, bound
