@@ -301,9 +301,9 @@ def _docsizes(con: sqlite3.Connection, rowids: list[int]) -> Iterable[tuple[int,
 def _fresh(con: sqlite3.Connection, wm: int) -> list[int]:
     """Rowids of documents added or changed since the lists were made (still present)."""
     new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
-    dirty = [int(r[0]) for r in con.execute(
-        "SELECT r.doc FROM rank_dirty r JOIN documents d ON d.rowid = r.doc WHERE r.doc <= ?",
-        (wm,))]
+    dirty = [int(r[0]) for r in con.execute(  # (not a join: the planner would walk documents)
+        "SELECT doc FROM rank_dirty WHERE doc <= ?"
+        " AND EXISTS (SELECT 1 FROM document_rows WHERE rowid = doc)", (wm,))]
     return dirty + new
 
 

@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from projections import rank
 
 MAX_TOKENIZE = 20_000  # candidates a query tokenizes at most; beyond: rank every match
+
+Accept = Callable[[list[tuple[float, int]], float], list[tuple[Any, ...]] | None]
 
 
 def was_hits(con: sqlite3.Connection, wm: int, terms: list[str]) -> Counter[str]:
@@ -73,11 +77,47 @@ def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) ->
     return -((-1.0 * score) * w)
 
 
-def candidates(
-    con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf = rank.texts_of
-) -> tuple[list[tuple[float, int]], float] | None:
-    """Every document that can outrank the bound, best first as (-s, rowid), and the bound
-    U (every other match has -s <= U); None when the lists cannot answer."""
+def search(
+    con: sqlite3.Connection, tokens: list[str], accept: Accept,
+    text_of: rank.TextOf = rank.texts_of,
+) -> list[tuple[Any, ...]] | None:
+    """The hits `accept(scored, threshold)` makes of the certified candidates, or None when
+    the lists cannot answer (the caller ranks every match). `scored` is best first as
+    (-s, rowid); every match not in it has -s <= threshold; `accept` returns None when it
+    needs more (fewer hits beat the threshold than it wants after filters and dedupe).
+    Candidates whose score needs their text are tokenized best upper bound first, in
+    growing batches, until `accept` is satisfied or the threshold is the bound U."""
+    got = _prepare(con, tokens, text_of)
+    if got is None:
+        return None
+    scored, unsure, bound, words, phrases, idfs, a_now = got
+    done = 0
+    batch = 50
+    while True:
+        scored.sort(key=lambda c: (-c[0], -c[1]))
+        threshold = max(bound, unsure[done][0]) if done < len(unsure) else bound
+        hits = accept([c for c in scored if c[0] > threshold], threshold)
+        if hits is not None or done >= len(unsure):
+            return hits
+        if done + batch > MAX_TOKENIZE:
+            return None
+        chunk = [d for _, d in unsure[done : done + batch]]
+        done += len(chunk)
+        batch *= 2
+        docs = text_of(con, chunk)
+        freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
+        for r, _, role, kind in docs:
+            fs = [freq.get((t, r), 0) for t in phrases]
+            if all(fs):
+                scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+
+
+def _prepare(
+    con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, list[str], list[str],
+           list[float], float] | None:
+    """(exactly scored candidates, the others as (upper bound, rowid) best first, U, the
+    distinct words, the phrases' words, their idf, avgdl now), or None."""
     terms = [rank.index_term(t) for t in tokens]
     if len(terms) < 2 or not rank.has_lists(con) or not rank.has_was(con):
         return None
@@ -96,8 +136,8 @@ def candidates(
     pending = int(con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM documents WHERE rowid > ? LIMIT ?)",
         (wm, rank.FRESH_MAX + 1)).fetchone()[0])
-    if pending + int(con.execute("SELECT count(*) FROM rank_dirty").fetchone()[0]) \
-            > rank.FRESH_MAX:
+    dirty = {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
+    if pending + len(dirty) > rank.FRESH_MAX:
         return None
     fresh = rank._fresh(con, wm)
     docs = text_of(con, fresh) if fresh else []
@@ -117,7 +157,7 @@ def candidates(
         fs = [freq.get((t, r), 0) for t in phrases]
         if all(fs):
             scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
-    skip = set(fresh) | {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
+    skip = dirty | set(fresh)
     known: dict[int, dict[str, int]] = {}
     shape: dict[int, tuple[int, float]] = {}
     for t in words:
@@ -134,16 +174,8 @@ def candidates(
             continue
         upper = sum(i * (w * rank.tf(float(fs_of[t]), float(dl), a_now) if t in fs_of
                          else top[t]) for i, t in zip(idfs, phrases, strict=True))
-        if upper * (1 + rank.MARGIN) > bound:  # it might beat U: its exact score decides
-            unsure.append(d)
-    if len(unsure) > MAX_TOKENIZE:
-        return None
-    for i in range(0, len(unsure), 2000):
-        docs = text_of(con, unsure[i : i + 2000])
-        freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
-        for r, _, role, kind in docs:
-            fs = [freq.get((t, r), 0) for t in phrases]
-            if all(fs):
-                scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
-    scored.sort(key=lambda c: (-c[0], -c[1]))
-    return scored, bound
+        upper *= 1 + rank.MARGIN
+        if upper > bound:  # it might beat U: its exact score decides
+            unsure.append((upper, d))
+    unsure.sort(key=lambda c: (-c[0], -c[1]))
+    return scored, unsure, bound, words, phrases, idfs, a_now

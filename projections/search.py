@@ -68,12 +68,14 @@ def fts_search(
         conds.append("instr(fold(d.text), ?) > 0")
         cparams.append(fold(lit))
     if lists and main and not grams and not lits:
-        got = rank.candidates(con, main[0]) if len(main) == 1 else rank_multi.candidates(
-            con, main)
-        if got is not None:
-            hits = _certified(con, got[0], got[1], filters, limit)
-            if hits is not None:
-                return hits
+        if len(main) == 1:
+            got = rank.candidates(con, main[0])
+            hits = None if got is None else _certified(con, got[0], got[1], filters, limit)
+        else:
+            hits = rank_multi.search(
+                con, main, lambda scored, bound: _certified(con, scored, bound, filters, limit))
+        if hits is not None:
+            return hits
     if main:
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:

@@ -55,21 +55,24 @@ def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
 
 
 def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bool:
-    """The answer equals the full ranking's; candidates' scores are FTS5's, bit for bit.
-    True when the lists answered (certified)."""
+    """The answer equals the full ranking's; every certified candidate's score is FTS5's,
+    bit for bit, and every other match is under the threshold it was certified against.
+    True when the lists answered."""
     full = ids(search.fts_search(con, words, flt, k, lists=False))
     assert ids(search.fts_search(con, words, flt, k)) == full
-    got = rank_multi.candidates(con, words)
-    if got is None:
-        return False
-    scored, bound = got
+    seen: list[tuple[list[tuple[float, int]], float]] = []
+
+    def accept(scored: list[tuple[float, int]], threshold: float) -> list[Any] | None:
+        seen.append((list(scored), threshold))
+        return search._certified(con, scored, threshold, flt, k)
+
+    hits = rank_multi.search(con, words, accept)
     ref = fts5_scores(con, words)
-    for v, rid in scored:
-        assert -v == ref[rid], (rid, v, ref[rid])  # also: every candidate matches
-    # every match not among the candidates is under the bound
-    listed = {rid for _, rid in scored}
-    assert all(-s <= bound for rid, s in ref.items() if rid not in listed)
-    hits = search._certified(con, scored, bound, flt, k)
+    for scored, threshold in seen:
+        for v, rid in scored:
+            assert -v == ref[rid], (rid, v, ref[rid])  # also: every candidate matches
+        listed = {rid for _, rid in scored}
+        assert all(-s <= threshold for rid, s in ref.items() if rid not in listed)
     if hits is None:
         return False
     assert ids(hits) == full
@@ -157,8 +160,8 @@ def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: P
     # a filter that leaves out the champions: not certified, same answer
     assert not check(con, ["fix", "error"], Filters(session="s1"), 3)
     # a word without a list, or one that is not a single term: no candidates
-    assert rank_multi.candidates(con, ["fix", "step7"]) is None
-    assert rank_multi.candidates(con, ["fix", "error-now"]) is None
+    assert rank_multi._prepare(con, ["fix", "step7"], rank.texts_of) is None
+    assert rank_multi._prepare(con, ["fix", "error-now"], rank.texts_of) is None
     # new better documents are seen before catch-up folds them in
     _put(con, 500, "fix error fix error", "user", "s1")
     assert check(con, ["fix", "error"], Filters(), 3)
@@ -174,8 +177,8 @@ def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con.execute("BEGIN")
     rank.build(con)
     con.execute("COMMIT")
-    assert rank_multi.candidates(con, ["fix", "error"]) is not None
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
     con.execute("DROP TABLE rank_was")  # a file made before it: df not kept as of wm
-    assert rank_multi.candidates(con, ["fix", "error"]) is None
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
     check(con, ["fix", "error"], Filters(), 3)
     con.close()
