@@ -33,6 +33,8 @@ from typing import Any
 from projections import rank
 
 MAX_TOKENIZE = 20_000  # candidates a query tokenizes at most; beyond: rank every match
+FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
+PER_MATCH = 8  # expected matches per candidate a query may tokenize (~8 x cheaper to rank)
 
 Accept = Callable[[list[tuple[float, int]], float], list[tuple[Any, ...]] | None]
 
@@ -90,7 +92,7 @@ def search(
     got = _prepare(con, tokens, text_of)
     if got is None:
         return None
-    scored, unsure, bound, words, phrases, idfs, a_now = got
+    scored, unsure, bound, words, phrases, idfs, a_now, budget = got
     done = 0
     batch = 50
     while True:
@@ -99,7 +101,7 @@ def search(
         hits = accept([c for c in scored if c[0] > threshold], threshold)
         if hits is not None or done >= len(unsure):
             return hits
-        if done + batch > MAX_TOKENIZE:
+        if done + batch > budget:  # ranking every match is likely cheaper
             return None
         chunk = [d for _, d in unsure[done : done + batch]]
         done += len(chunk)
@@ -115,9 +117,10 @@ def search(
 def _prepare(
     con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf
 ) -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, list[str], list[str],
-           list[float], float] | None:
+           list[float], float, int] | None:
     """(exactly scored candidates, the others as (upper bound, rowid) best first, U, the
-    distinct words, the phrases' words, their idf, avgdl now), or None."""
+    distinct words, the phrases' words, their idf, avgdl now, how many of the others may
+    be tokenized), or None."""
     terms = [rank.index_term(t) for t in tokens]
     if len(terms) < 2 or not rank.has_lists(con) or not rank.has_was(con):
         return None
@@ -148,7 +151,13 @@ def _prepare(
     if not nrow:
         return None
     a_now = ntok / nrow
-    idf = {t: rank.idf(nrow, df + now[t] - gone[t]) for t, (_, _, df) in rows.items()}
+    hits = {t: df + now[t] - gone[t] for t, (_, _, df) in rows.items()}
+    expect = float(nrow)
+    for n in hits.values():
+        expect *= n / nrow
+    if expect < FULL_BELOW:
+        return None
+    idf = {t: rank.idf(nrow, n) for t, n in hits.items()}
     idfs = [idf[t] for t in phrases]
     top = {t: tau * max(1.0, a_now / a) * (1 + rank.MARGIN) for t, (tau, a, _) in rows.items()}
     bound = sum(i * top[t] for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
@@ -178,4 +187,5 @@ def _prepare(
         if upper > bound:  # it might beat U: its exact score decides
             unsure.append((upper, d))
     unsure.sort(key=lambda c: (-c[0], -c[1]))
-    return scored, unsure, bound, words, phrases, idfs, a_now
+    budget = min(MAX_TOKENIZE, int(expect / PER_MATCH))
+    return scored, unsure, bound, words, phrases, idfs, a_now, budget

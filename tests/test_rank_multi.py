@@ -28,6 +28,8 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank, "HOT_DF", 6)
     monkeypatch.setattr(rank, "REFRESH_AT", 1)
     monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
+    monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
 
 
 def _home(path: Path) -> sqlite3.Connection:
@@ -179,6 +181,22 @@ def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con.execute("COMMIT")
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
     con.execute("DROP TABLE rank_was")  # a file made before it: df not kept as of wm
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
+    check(con, ["fix", "error"], Filters(), 3)
+    con.close()
+
+
+def test_few_expected_matches_are_ranked_fully(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = _home(tmp_path / "h.db")
+    _corpus(con, 60)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63)  # 63 docs, both words in all of them
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63.5)
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
     check(con, ["fix", "error"], Filters(), 3)
     con.close()
