@@ -19,7 +19,11 @@ Promises:
   not change the order;
 - scores are computed with FTS5's own formula and operation order (bit-identical doubles);
 - `refresh` (catch-up) folds new and changed documents into the lists (same bound, carried
-  forward); `build` (rebuild) makes them from scratch. The tables are a cache of
+  forward); `build` (rebuild) makes them from scratch;
+- `rank_terms.df` is the word's document count as of `wm`, exactly (multi-word idf,
+  `projections.rank_multi`): build counts it, refresh adds the fresh documents' hits and
+  subtracts those of `rank_was` (the text a changed document had at `wm`), a list made
+  later subtracts what changed since `wm`. The tables are a cache of
   documents_fts: `drift` does not compare them, and a missing or stale list only costs time.
 """
 
