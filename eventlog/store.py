@@ -1,23 +1,20 @@
 """The LMDB event store: append-only, gapless, hash-chained, idempotent.
 
 Promises (see docs/ARCHITECTURE.md, invariants 1-3):
-- seqs start at 1 with no gaps; keys are 8-byte big-endian and written with MDB_APPEND
-  (a `False` from put is treated as corruption, never ignored);
-- one LMDB write transaction per batch: a batch commits whole or not at all, together
-  with any capture state (cursors) passed alongside it;
-- an event whose idempotency key is already present adds nothing and is counted;
-- one writer at a time across processes (an advisory flock, waited for with a timeout);
-- durable sync, no writemap; the map doubles on MapFullError up to a cap;
-- reads happen in short read transactions of bounded size.
+- one LMDB environment per log directory per process (`open_log`; LMDB forbids opening one
+  twice), created private (0600), durable sync, no writemap;
+- one writer at a time across processes: `append` holds the advisory flock (`eventlog.lock`,
+  waited for with a timeout) around the write transaction, which `eventlog.appender` owns
+  (gapless seqs, MDB_APPEND, one transaction per batch with its capture state, idempotency
+  keys counted as duplicates, the map doubling up to a cap);
+- reads happen in short read transactions of bounded size, hand out copies, and a long read
+  releases the log's mapped pages every `RELEASE_BYTES` (so no scan keeps the log resident).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import socket
-import struct
 import sys
 import threading
 import time
@@ -27,20 +24,18 @@ from typing import Any
 
 import lmdb
 
-from eventlog import chain, codec
+from eventlog import chain
 from eventlog import records as rec
-from eventlog.errors import CorruptRecord, EventLogError, LogFull, LogMissing
-from eventlog.events import Event, WriterStarted
+from eventlog.appender import Appender, head_in
+from eventlog.errors import CorruptRecord, EventLogError, LogMissing
+from eventlog.events import Event
 from eventlog.lock import WriterLock
 from eventlog.records import AppendResult, Head, RawRecord, StoredEvent, decode_record
 
-VERSION = "0.1.0"
 DEFAULT_MAP_SIZE = 1 << 30
 DEFAULT_MAX_MAP_SIZE = 1 << 40
 READ_BATCH = 1000
 RELEASE_BYTES = 32 << 20  # reads drop the log's mapped pages after this many bytes
-_SEQ = struct.Struct(">Q")  # = chain.seq_key
-_FORMAT_BYTE = bytes([codec.FORMAT])
 
 _DBS = (b"events", b"keys", b"state", b"meta")
 _registry: dict[str, EventLog] = {}
@@ -67,7 +62,6 @@ class EventLog:
     ) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        self.max_map_size = max_map_size
         self.lock_timeout = lock_timeout
         self.command = command if command is not None else " ".join(sys.argv[:2])
         if not (self.path / "data.mdb").exists():
@@ -100,9 +94,14 @@ class EventLog:
         else:
             for name in _DBS:
                 self._dbs[name] = self.env.open_db(name)
-        self._wrote_writer = False
+        self._appender = Appender(self.env, self._dbs, self.path, self.command, max_map_size)
         self._unreleased = 0  # bytes read since the mapped pages were last released
         self._lock = WriterLock(self.path / "writer.lock", self.path, self.command)
+
+    @property
+    def max_map_size(self) -> int:
+        """The cap the map may double up to when a batch does not fit."""
+        return self._appender.max_map_size
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -154,170 +153,14 @@ class EventLog:
         stamp = now_ms() if at is None else at
         batch = list(items)
         with self.exclusive():
-            for _ in range(64):
-                try:
-                    return self._append_txn(batch, state or {}, stamp)
-                except lmdb.MapFullError:
-                    self._grow()
-                except lmdb.MapResizedError:
-                    self.env.set_mapsize(0)
-                except lmdb.Error as exc:
-                    if "Input/output error" in str(exc) or "No space" in str(exc):
-                        raise LogFull(self._disk_full_message(exc, len(batch))) from exc
-                    raise
-            raise LogFull(f"could not grow {self.path} enough for this batch")
+            return self._appender.commit(batch, state or {}, stamp)
 
-    def _disk_full_message(self, exc: Exception, count: int) -> str:
-        """LMDB reports a full disk on commit as EIO; say which it most likely was."""
-        try:
-            st = os.statvfs(self.path)
-            free = st.f_bavail * st.f_frsize
-        except OSError:
-            return f"cannot commit to {self.path}: {exc} (disk full?)"
-        if free < 8 << 20:
-            return (
-                f"disk full: cannot commit {count} event(s) to {self.path} "
-                f"({free} bytes free on its filesystem; LMDB said: {exc}); "
-                "nothing of this batch was written, earlier events are intact"
-            )
-        return f"cannot commit to {self.path}: {exc} (an I/O error; {free} bytes free)"
-
-    def _grow(self) -> None:
-        current = int(self.env.info()["map_size"])
-        if current >= self.max_map_size:
-            raise LogFull(
-                f"event log {self.path} is full: map size {current} bytes reached its cap "
-                f"{self.max_map_size}; nothing of this batch was written"
-            )
-        self.env.set_mapsize(min(current * 2, self.max_map_size))
-
-    def _append_txn(
-        self,
-        items: list[tuple[bytes, Event]],
-        state: Mapping[bytes, bytes | None],
-        at: int,
-    ) -> AppendResult:
-        """One write transaction: index keys, encode, chain, put, commit.
-
-        Fast path: the whole batch's keys go into the index with one `putmulti`
-        (overwrite=False); if every key was new, seqs follow the head in order. Otherwise
-        that transaction is dropped and a fresh one indexes key by key: `put(overwrite=
-        False)` refuses a key already present (in the log or earlier in this batch), which
-        marks a duplicate before a seq is assigned, so seqs stay gapless.
-        """
-        keys_db = self._dbs[b"keys"]
-        # hot loop: locals only, no Python-level calls per event but the C ones
-        sha256, pack_seq, join = hashlib.sha256, _SEQ.pack, b"".join
-        envelope, encode, fmt = codec.EnvelopeOut, codec.encode, _FORMAT_BYTE
-        txn = self.env.begin(write=True)
-        try:
-            head = self._head_in(txn)
-            seq, prev = head.seq, head.hash
-            pending = 0 if self._wrote_writer else 1
-            rows: list[tuple[bytes, bytes]] = []
-            if items and self._index_all(txn, items, seq + 1 + pending):
-                # fast path: every key was new; seqs are head+1+pending, head+2+pending, ...
-                if pending:
-                    seq += 1
-                    prev = self._add_writer(txn, rows, seq, prev, at)
-                for key, event in items:
-                    # encode and hash while the bytes are hot in cache (codec.pack_value
-                    # layout: format || chain hash || stored)
-                    stored = encode(envelope(at, key, event))
-                    seq += 1
-                    skey = pack_seq(seq)
-                    h = sha256(prev + skey)
-                    h.update(stored)
-                    prev = h.digest()
-                    rows.append((skey, join((fmt, prev, stored))))
-            else:
-                # slow path (some keys known): probe and index key by key, in a clean txn
-                txn.abort()
-                txn = self.env.begin(write=True)
-                head = self._head_in(txn)
-                seq, prev = head.seq, head.hash
-                put_key = txn.put
-                for key, event in items:
-                    # the first fresh key is indexed one seq further on: the writer
-                    # event slots in before it (none for a batch that adds nothing)
-                    skey = pack_seq(seq + 1 + pending)
-                    if not put_key(key, skey, db=keys_db, overwrite=False):
-                        continue
-                    if pending:
-                        pending = 0
-                        seq += 1
-                        prev = self._add_writer(txn, rows, seq, prev, at)
-                    stored = encode(envelope(at, key, event))
-                    seq += 1
-                    h = sha256(prev + skey)
-                    h.update(stored)
-                    prev = h.digest()
-                    rows.append((skey, join((fmt, prev, stored))))
-            if rows:
-                cur = txn.cursor(db=self._dbs[b"events"])
-                _, added = cur.putmulti(rows, append=True)
-                if added != len(rows):
-                    raise CorruptRecord(head.seq + added + 1, "append refused: key out of order")
-            writer_added = bool(rows) and not self._wrote_writer
-            writer_extra = 1 if writer_added else 0
-            duplicates = len(items) - (len(rows) - writer_extra)
-            for skey_, sval in state.items():
-                if sval is None:
-                    txn.delete(skey_, db=self._dbs[b"state"])
-                else:
-                    txn.put(skey_, sval, db=self._dbs[b"state"])
-            if duplicates:
-                meta = self._dbs[b"meta"]
-                old = txn.get(b"duplicates", db=meta)
-                total = (int(old) if old else 0) + duplicates
-                txn.put(b"duplicates", str(total).encode(), db=meta)
-            txn.commit()
-        except BaseException:
-            txn.abort()
-            raise
-        if writer_added:
-            self._wrote_writer = True
-        return AppendResult(
-            appended=len(rows) - writer_extra,
-            duplicates=duplicates,
-            head=seq,
-            seqs=tuple(range(seq - len(rows) + writer_extra + 1, seq + 1)),
-        )
-
-    def _index_all(self, txn: Any, items: list[tuple[bytes, Event]], first: int) -> bool:
-        """Index every key at first, first+1, ... if all are new; False if any is known."""
-        pack_seq = _SEQ.pack
-        cur = txn.cursor(db=self._dbs[b"keys"])
-        pairs = [(key, pack_seq(first + i)) for i, (key, _) in enumerate(items)]
-        _, added = cur.putmulti(pairs, overwrite=False)
-        return bool(added == len(pairs))
-
-    def _add_writer(
-        self, txn: Any, rows: list[tuple[bytes, bytes]], seq: int, prev: bytes, at: int
-    ) -> bytes:
-        """Index and chain this process's writer event as record `seq`; its hash."""
-        host, pid = socket.gethostname(), os.getpid()
-        key = f"writer:{host}:{pid}:{time.time_ns()}".encode()
-        ev = WriterStarted(host=host, pid=pid, version=VERSION, command=self.command, at=at)
-        stored = codec.encode_stored(at, key, codec.encode_event(ev))
-        skey = chain.seq_key(seq)
-        if not txn.put(key, skey, db=self._dbs[b"keys"], overwrite=False):
-            raise CorruptRecord(seq, "writer key already indexed")
-        digest = chain.link(prev, seq, stored)
-        rows.append((skey, codec.pack_value(digest, stored)))
-        return digest
+    def grow_map(self) -> None:
+        """Double the map after a `MapFullError` (for writers outside `append`: `import --log`);
+        `LogFull` once it reached `max_map_size`."""
+        self._appender.grow()
 
     # --- reads ------------------------------------------------------------------------
-
-    def _head_in(self, txn: Any) -> Head:
-        db = self._dbs[b"events"]
-        if db is None:
-            return Head(0, chain.GENESIS)
-        cur = txn.cursor(db=db)
-        if not cur.last():
-            return Head(0, chain.GENESIS)
-        _, h, _ = codec.unpack_value(cur.value())
-        return Head(chain.key_seq(cur.key()), h)
 
     def _begin(self) -> Any:
         try:
@@ -338,7 +181,7 @@ class EventLog:
 
     def head(self) -> Head:
         with self._begin() as txn:
-            return self._head_in(txn)
+            return head_in(self._dbs[b"events"], txn)
 
     def has_key(self, key: bytes) -> bool:
         if self._dbs[b"keys"] is None:

@@ -320,7 +320,7 @@ class StoredAppender:
                 write()
                 return
             except lmdb.MapFullError:
-                self.log._grow()
+                self.log.grow_map()
             except lmdb.MapResizedError:
                 self.log.env.set_mapsize(0)
         raise TransferError(f"could not grow {self.log.path} enough for a batch")
