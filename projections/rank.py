@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from projections.rank_tokens import frequencies as frequencies
+from projections.rank_tokens import index_term as index_term
+from projections.rank_tokens import totals as totals
+from projections.rank_tokens import varints
 from projections.text import fts_phrase
 
 K1 = 1.2
@@ -44,7 +47,6 @@ HOT_DF = 5_000  # a word in more documents gets a champion list
 CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
 REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
-TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
 MARGIN = 1e-9  # relative slack for the bound's own rounding
 ADOPT_TOP = 20  # refresh checks the words in most new documents for a new list
 BUILD_BUDGET = 3  # a rebuild makes lists until it ranked this many matches per document
@@ -100,34 +102,6 @@ def idf(nrow: int, nhit: int) -> float:
     return v if v > 0.0 else 1e-6
 
 
-def varints(blob: bytes) -> list[int]:
-    """SQLite varints (FTS5's structure and docsize records)."""
-    out: list[int] = []
-    i = 0
-    while i < len(blob):
-        v = 0
-        for j in range(9):
-            c = blob[i]
-            i += 1
-            if j == 8:
-                v = (v << 8) | c
-                break
-            v = (v << 7) | (c & 0x7F)
-            if not c & 0x80:
-                break
-        out.append(v)
-    return out
-
-
-def totals(con: sqlite3.Connection) -> tuple[int, int]:
-    """(documents, tokens) of documents_fts: FTS5's own averages record (the bm25 inputs)."""
-    row = con.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
-    if row is None or not row[0]:
-        return 0, 0
-    vals = varints(bytes(row[0]))
-    return vals[0], sum(vals[1:])
-
-
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_meta'"
@@ -140,61 +114,6 @@ def has_was(con: sqlite3.Connection) -> bool:
     return con.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_was'"
     ).fetchone() is not None
-
-
-def index_term(token: str) -> str | None:
-    """The one term FTS5 indexes `token` as (its tokenizer's own folding), None when it is
-    not exactly one term (then no list applies)."""
-    if token.isascii() and token.isalnum():
-        return token.lower()
-    con = _tokenizer()
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM t")
-        con.execute("INSERT INTO t(rowid, text) VALUES (1, ?)", (token,))
-        terms = [str(r[0]) for r in con.execute("SELECT term FROM r")]
-    finally:
-        con.execute("ROLLBACK")
-    return terms[0] if len(terms) == 1 else None
-
-
-# -- the in-memory tokenizer: (f, D) of a few documents, by FTS5 itself ------------------
-
-_local = threading.local()
-
-
-def _tokenizer() -> sqlite3.Connection:
-    con: sqlite3.Connection | None = getattr(_local, "tok", None)
-    if con is None:
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        con.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZE}')")
-        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-        con.execute("CREATE VIRTUAL TABLE r USING fts5vocab(t, row)")
-        _local.tok = con
-    return con
-
-
-def frequencies(
-    texts: Iterable[tuple[int, str]], terms: list[str], top: int = 0
-) -> tuple[dict[tuple[str, int], int], dict[int, int], list[str]]:
-    """({(term, doc): f}, {doc: D}, the `top` words in most of them) of `texts` as
-    documents_fts tokenizes them."""
-    con = _tokenizer()
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM t")
-        con.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", texts)
-        marks = ",".join("?" * len(terms))
-        freq = {(str(t), int(d)): int(n) for t, d, n in con.execute(
-            f"SELECT term, doc, count(*) FROM v WHERE term IN ({marks}) GROUP BY term, doc",
-            terms)}
-        sizes = {int(i): varints(bytes(sz))[0] for i, sz in con.execute(
-            "SELECT id, sz FROM t_docsize")}
-        common = [str(r[0]) for r in con.execute(
-            "SELECT term FROM r ORDER BY doc DESC, term LIMIT ?", (top,))] if top else []
-    finally:
-        con.execute("ROLLBACK")
-    return freq, sizes, common
 
 
 # -- building and refreshing (writers) -------------------------------------------------------
