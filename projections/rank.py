@@ -32,13 +32,15 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
+from projections.rank_tokens import TextOf as TextOf
+from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
 from projections.rank_tokens import frequencies as frequencies
+from projections.rank_tokens import has_was as has_was
 from projections.rank_tokens import index_term as index_term
+from projections.rank_tokens import texts_of as texts_of
 from projections.rank_tokens import totals as totals
-from projections.rank_tokens import varints
 from projections.text import fts_phrase
 
 K1 = 1.2
@@ -108,29 +110,7 @@ def has_lists(con: sqlite3.Connection) -> bool:
     ).fetchone() is not None
 
 
-def has_was(con: sqlite3.Connection) -> bool:
-    """Whether the file keeps `rank_was` (and so exact `rank_terms.df` as of wm: what
-    multi-word ranking needs; files made before it rank multi-word queries fully)."""
-    return con.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_was'"
-    ).fetchone() is not None
-
-
 # -- building and refreshing (writers) -------------------------------------------------------
-
-TextOf = Callable[[sqlite3.Connection, list[int]], list[tuple[int, str, Any, Any]]]
-
-
-def texts_of(con: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
-    """(rowid, text, role, kind) of documents."""
-    out: list[tuple[int, str, Any, Any]] = []
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i : i + 500]
-        out += [(int(r), str(t), role, kind) for r, t, role, kind in con.execute(
-            f"SELECT rowid, text, role, kind FROM documents WHERE rowid IN"
-            f" ({','.join('?' * len(chunk))})", chunk)]
-    return out
-
 
 def build(con: sqlite3.Connection, *, hot_df: int | None = None,
           budget: int | None = None) -> int:
@@ -168,8 +148,6 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
             break
         spent += df
         if since is None:
-            from projections.rank_multi import df_since
-
             wanted = [str(r[0]) for r in con.execute(
                 "SELECT term FROM rank_terms WHERE tau IS NULL")]
             since = df_since(con, wanted)
@@ -221,15 +199,6 @@ def _docsizes(con: sqlite3.Connection, rowids: list[int]) -> Iterable[tuple[int,
             yield int(rid), varints(bytes(sz))[0]
 
 
-def _fresh(con: sqlite3.Connection, wm: int) -> list[int]:
-    """Rowids of documents added or changed since the lists were made (still present)."""
-    new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
-    dirty = [int(r[0]) for r in con.execute(  # (not a join: the planner would walk documents)
-        "SELECT doc FROM rank_dirty WHERE doc <= ?"
-        " AND EXISTS (SELECT 1 FROM document_rows WHERE rowid = doc)", (wm,))]
-    return dirty + new
-
-
 def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = STEP,
             text_of: TextOf = texts_of) -> bool:
     """Once `REFRESH_AT` new or changed documents wait (or with `force`): fold them into
@@ -250,7 +219,7 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     a_now = ntok / nrow if nrow else 1.0
     lists = {str(t): (float(tau), float(a)) for t, tau, a in con.execute(
         "SELECT term, tau, avgdl FROM rank_terms WHERE tau IS NOT NULL")}
-    fresh = _fresh(con, wm)
+    fresh = fresh_docs(con, wm)
     freq: dict[tuple[str, int], int] = {}
     sizes: dict[int, int] = {}
     weights: dict[int, float] = {}
@@ -267,8 +236,6 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     # covers it); a list grown past twice its size is cut back to its best.
     con.execute("DELETE FROM rank_champions WHERE doc IN (SELECT doc FROM rank_dirty)")
     if has_was(con):  # df as of the new wm: + fresh documents with the word - old texts
-        from projections.rank_multi import was_hits
-
         gone = was_hits(con, wm, list(lists))
         now = Counter(t for t, _ in freq)
         con.executemany("UPDATE rank_terms SET df = df + ? WHERE term = ?",

@@ -30,45 +30,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from projections import rank
+from projections import rank, rank_tokens
 
 MAX_TOKENIZE = 20_000  # candidates a query tokenizes at most; beyond: rank every match
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
 Accept = Callable[[list[tuple[float, int]], float], list[tuple[Any, ...]] | None]
-
-
-def was_hits(con: sqlite3.Connection, wm: int, terms: list[str]) -> Counter[str]:
-    """Per word, the changed documents whose text as of `wm` contained it."""
-    out: Counter[str] = Counter()
-    if not terms:
-        return out
-    rows = [(int(d), str(t)) for d, t in con.execute(
-        "SELECT doc, doc_text(body) FROM rank_was WHERE doc <= ?", (wm,))]
-    for i in range(0, len(rows), 2000):
-        freq, _, _ = rank.frequencies(rows[i : i + 2000], terms)
-        out.update(t for t, _ in freq)
-    return out
-
-
-def df_since(con: sqlite3.Connection, terms: list[str],
-             text_of: rank.TextOf = rank.texts_of) -> dict[str, int]:
-    """Per word, documents containing it now minus as of `wm` ({} without `rank_was`)."""
-    if not terms or not rank.has_was(con):
-        return {}
-    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
-    if meta is None:
-        return {}
-    wm = int(meta[0])
-    fresh = rank._fresh(con, wm)
-    now: Counter[str] = Counter()
-    for i in range(0, len(fresh), 2000):
-        docs = text_of(con, fresh[i : i + 2000])
-        freq, _, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), terms)
-        now.update(t for t, _ in freq)
-    gone = was_hits(con, wm, terms)
-    return {t: now[t] - gone[t] for t in terms if now[t] or gone[t]}
 
 
 def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) -> float:
@@ -142,11 +110,11 @@ def _prepare(
     dirty = {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
     if pending + len(dirty) > rank.FRESH_MAX:
         return None
-    fresh = rank._fresh(con, wm)
+    fresh = rank_tokens.fresh_docs(con, wm)
     docs = text_of(con, fresh) if fresh else []
     freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
     now = Counter(t for t, _ in freq)
-    gone = was_hits(con, wm, words)
+    gone = rank_tokens.was_hits(con, wm, words)
     nrow, ntok = rank.totals(con)
     if not nrow:
         return None

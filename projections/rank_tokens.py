@@ -2,14 +2,18 @@
 
 Promises: `frequencies` and `index_term` tokenize with documents_fts's tokenizer, by FTS5
 itself (an in-memory FTS5 table per thread), so f and D are exactly what documents_fts
-holds; `totals` reads FTS5's own averages record (bm25's nRow and token total).
+holds; `totals` reads FTS5's own averages record (bm25's nRow and token total);
+`fresh_docs`, `was_hits` and `df_since` tell what changed since the lists' watermark `wm`
+(new rowids, `rank_dirty`, `rank_was`: see projections.rank). Read-only.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
 
 TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
 
@@ -93,3 +97,68 @@ def frequencies(
     finally:
         con.execute("ROLLBACK")
     return freq, sizes, common
+
+
+# -- what changed since the lists' watermark (rank_meta.wm) -------------------------------
+
+def has_was(con: sqlite3.Connection) -> bool:
+    """Whether the file keeps `rank_was` (and so exact `rank_terms.df` as of wm: what
+    multi-word ranking needs; files made before it rank multi-word queries fully)."""
+    return con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_was'"
+    ).fetchone() is not None
+
+
+TextOf = Callable[[sqlite3.Connection, list[int]], list[tuple[int, str, Any, Any]]]
+
+
+def texts_of(con: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+    """(rowid, text, role, kind) of documents."""
+    out: list[tuple[int, str, Any, Any]] = []
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i : i + 500]
+        out += [(int(r), str(t), role, kind) for r, t, role, kind in con.execute(
+            f"SELECT rowid, text, role, kind FROM documents WHERE rowid IN"
+            f" ({','.join('?' * len(chunk))})", chunk)]
+    return out
+
+
+def fresh_docs(con: sqlite3.Connection, wm: int) -> list[int]:
+    """Rowids of documents added or changed since the lists were made (still present)."""
+    new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
+    dirty = [int(r[0]) for r in con.execute(  # (not a join: the planner would walk documents)
+        "SELECT doc FROM rank_dirty WHERE doc <= ?"
+        " AND EXISTS (SELECT 1 FROM document_rows WHERE rowid = doc)", (wm,))]
+    return dirty + new
+
+
+def was_hits(con: sqlite3.Connection, wm: int, terms: list[str]) -> Counter[str]:
+    """Per word, the changed documents whose text as of `wm` contained it."""
+    out: Counter[str] = Counter()
+    if not terms:
+        return out
+    rows = [(int(d), str(t)) for d, t in con.execute(
+        "SELECT doc, doc_text(body) FROM rank_was WHERE doc <= ?", (wm,))]
+    for i in range(0, len(rows), 2000):
+        freq, _, _ = frequencies(rows[i : i + 2000], terms)
+        out.update(t for t, _ in freq)
+    return out
+
+
+def df_since(con: sqlite3.Connection, terms: list[str],
+             text_of: TextOf = texts_of) -> dict[str, int]:
+    """Per word, documents containing it now minus as of `wm` ({} without `rank_was`)."""
+    if not terms or not has_was(con):
+        return {}
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if meta is None:
+        return {}
+    wm = int(meta[0])
+    fresh = fresh_docs(con, wm)
+    now: Counter[str] = Counter()
+    for i in range(0, len(fresh), 2000):
+        docs = text_of(con, fresh[i : i + 2000])
+        freq, _, _ = frequencies(((r, t) for r, t, _, _ in docs), terms)
+        now.update(t for t, _ in freq)
+    gone = was_hits(con, wm, terms)
+    return {t: now[t] - gone[t] for t in terms if now[t] or gone[t]}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections import db, rank, rank_multi, search
+from projections import db, rank, rank_multi, rank_tokens, search
 from projections.filters import Filters
 from projections.rows import put_document
 from projections.text import fts_phrase
@@ -84,7 +84,7 @@ def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bo
 def df_is_exact(con: sqlite3.Connection) -> None:
     """rank_terms.df (as of wm) plus what changed since is every list word's count now."""
     terms = [str(r[0]) for r in con.execute("SELECT term FROM rank_terms")]
-    since = rank_multi.df_since(con, terms)
+    since = rank_tokens.df_since(con, terms)
     for t in terms:
         df = con.execute("SELECT df FROM rank_terms WHERE term = ?", (t,)).fetchone()[0]
         now = con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
