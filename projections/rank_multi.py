@@ -32,7 +32,7 @@ from typing import Any
 
 from projections import rank, rank_tokens
 
-MAX_TOKENIZE = 20_000  # candidates a query tokenizes at most; beyond: rank every match
+MAX_TOKENIZE = 400  # candidates a query tokenizes at most; beyond: rank every match
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
@@ -75,7 +75,7 @@ def search(
         done += len(chunk)
         batch *= 2
         docs = text_of(con, chunk)
-        freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
+        freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), words)
         for r, _, role, kind in docs:
             fs = [freq.get((t, r), 0) for t in phrases]
             if all(fs):
@@ -112,7 +112,7 @@ def _prepare(
         return None
     fresh = rank_tokens.fresh_docs(con, wm)
     docs = text_of(con, fresh) if fresh else []
-    freq, sizes, _ = rank.frequencies(((r, t) for r, t, _, _ in docs), words)
+    freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), words)
     now = Counter(t for t, _ in freq)
     gone = rank_tokens.was_hits(con, wm, words)
     nrow, ntok = rank.totals(con)
@@ -139,19 +139,24 @@ def _prepare(
     shape: dict[int, tuple[int, float]] = {}
     for t in words:
         for d, f, dl, w in con.execute(
-                "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?", (t, wm)):
-            if int(d) not in skip:
-                known.setdefault(int(d), {})[t] = int(f)
-                shape[int(d)] = (int(dl), float(w))
+                "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?",
+                (t, wm)).fetchall():
+            if d not in skip:
+                known.setdefault(d, {})[t] = f
+                shape[d] = (dl, w)
+    # an upper bound: the words whose list lacks the document count at their bound T
+    weight_of = {t: sum(i for i, p in zip(idfs, phrases, strict=True) if p == t) for t in words}
+    free = sum(weight_of[t] * top[t] for t in words)
     unsure = []
     for d, fs_of in known.items():
         dl, w = shape[d]
         if len(fs_of) == len(words):
             scored.append((_score([fs_of[t] for t in phrases], dl, w, idfs, a_now), d))
             continue
-        upper = sum(i * (w * rank.tf(float(fs_of[t]), float(dl), a_now) if t in fs_of
-                         else top[t]) for i, t in zip(idfs, phrases, strict=True))
-        upper *= 1 + rank.MARGIN
+        upper = free
+        for t, f in fs_of.items():
+            upper += weight_of[t] * (w * rank.tf(float(f), float(dl), a_now) - top[t])
+        upper = upper * (1 + rank.MARGIN) + bound * rank.MARGIN
         if upper > bound:  # it might beat U: its exact score decides
             unsure.append((upper, d))
     unsure.sort(key=lambda c: (-c[0], -c[1]))

@@ -200,3 +200,18 @@ def test_few_expected_matches_are_ranked_fully(
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
     check(con, ["fix", "error"], Filters(), 3)
     con.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.text(st.characters(max_codepoint=0x17F), max_size=60), min_size=1,
+                      max_size=6),
+       extra=st.lists(st.sampled_from(["a", "abc", "x1", "1", "e", "é"]), max_size=3))
+def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) -> None:
+    # ASCII texts are split in Python, the others by FTS5: both must give FTS5's (f, D)
+    words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
+                   | {rank.index_term(e) or e for e in extra})
+    rows = list(enumerate(texts, 1))
+    freq, sizes, _ = rank.frequencies(rows, words)
+    got_freq, got_sizes = rank_tokens.counts(rows, words)
+    assert got_freq == freq
+    assert {r: n for r, n in got_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
