@@ -32,7 +32,7 @@ from typing import Any
 
 from projections import rank, rank_tokens
 
-MAX_TOKENIZE = 400  # candidates a query tokenizes at most; beyond: rank every match
+MAX_TOKENIZE = 4_000  # candidates a query tokenizes at most; beyond: rank every match
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
