@@ -88,9 +88,14 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
         ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, ev.body,
     ], policy="keep")
     if rowid and ev.to:  # the addressees, so a peer's session filter finds what it was sent
-        con.executemany("INSERT OR IGNORE INTO recipients(alias, doc) VALUES (?, ?)",
-                        [(alias, rowid) for alias in dict.fromkeys(ev.to)
-                         if isinstance(alias, str) and alias])
+        to = [(alias, rowid) for alias in dict.fromkeys(ev.to) if isinstance(alias, str) and alias]
+        if len(to) == 1:  # the common case: one statement, no iterator
+            con.execute(_RECIPIENT, to[0])
+        else:
+            con.executemany(_RECIPIENT, to)
+
+
+_RECIPIENT = "INSERT OR IGNORE INTO recipients(alias, doc) VALUES (?, ?)"
 
 
 def _question(con: sqlite3.Connection, st: StoredEvent) -> None:
