@@ -305,21 +305,9 @@ class CaptureLoop:
         """One bounded step of champion-list making while idle (projections.rank)."""
         if not self._wanted or not self.index or self._behind or engine.ready:
             return
-        import sqlite3
+        from projections.catchup import make_some_lists
 
-        from projections.catchup import make_lists
-        from projections.errors import disk_full
-
-        if not self.home.history_db.exists():
-            self._wanted = False
-            return
-        try:
-            self._wanted = make_lists(self.home.history_db, steps=1) > 0
-        except sqlite3.OperationalError as exc:
-            if disk_full(exc):
-                self._wanted = False  # a cache: try again after the next commit
-            elif "locked" not in str(exc) and "busy" not in str(exc):
-                raise  # busy or locked: the next idle wake tries again
+        self._wanted = make_some_lists(self.home.history_db)
 
     @staticmethod
     def _pending(engine: Any) -> int:

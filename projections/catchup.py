@@ -172,6 +172,24 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     return made
 
 
+def make_some_lists(db_path: Path) -> bool:
+    """One step of `make_lists` for an idle capture loop; whether lists may still be
+    wanted. A busy or locked file (another writer) is tried again later; a full disk or a
+    missing file waits for the next catch-up (the lists are a cache)."""
+    from projections.errors import disk_full
+
+    if not db_path.exists():
+        return False
+    try:
+        return make_lists(db_path, steps=1) > 0
+    except sqlite3.OperationalError as exc:
+        if disk_full(exc):
+            return False
+        if "locked" in str(exc) or "busy" in str(exc):
+            return True
+        raise
+
+
 def _backlog_is_most(log: EventLog, last_seq: int, head_seq: int) -> bool:
     """More new events than applied ones, and (estimated from the log's size) at least
     `FAST_PATH_BYTES` of them: a rebuild (bulk load, indexes after) then beats catching up,
