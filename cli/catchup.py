@@ -133,7 +133,8 @@ def search_engine(home: Home) -> str | None:
     return None
 
 
-FOLLOW_BYTES = 64 << 20  # a first capture this large rebuilds history.db beside itself
+FOLLOW_BYTES = 16 << 20  # a first capture this large rebuilds history.db beside itself
+# (16 MB, not 64: read in ~0.4 s, so the parse process starts ~1 s sooner on a big home)
 
 
 class Follower:

@@ -81,18 +81,21 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     conv = f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}"
     # id, kind, agent, at, project, session, job, run, message, cursor, conversation, role,
     # tool, subagent, subagent_name, title, archived, seq, ord, source, sender, extra, text
-    wrote = put_row(con, [
+    rowid = put_row(con, [
         f"message:{ev.id}", kind, _sender_agent(con, ev.sender, ev.extra), ev.at, ev.project,
         ev.session, ev.job, run_basename(run) if isinstance(run, str) and run else None,
         ev.id, None, conv, kind, None, None, None, None, 0, st.seq, st.seq * ORD_SPAN, None,
         ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, ev.body,
     ], policy="keep")
-    if wrote and ev.to:  # the addressees, so a peer's session filter finds what it was sent
-        con.executemany(
-            "INSERT OR IGNORE INTO recipients(alias, doc)"
-            " SELECT ?, rowid FROM documents WHERE id = ?",
-            [(alias, f"message:{ev.id}") for alias in dict.fromkeys(ev.to)
-             if isinstance(alias, str) and alias])
+    if rowid and ev.to:  # the addressees, so a peer's session filter finds what it was sent
+        to = [(alias, rowid) for alias in dict.fromkeys(ev.to) if isinstance(alias, str) and alias]
+        if len(to) == 1:  # the common case: one statement, no iterator
+            con.execute(_RECIPIENT, to[0])
+        else:
+            con.executemany(_RECIPIENT, to)
+
+
+_RECIPIENT = "INSERT OR IGNORE INTO recipients(alias, doc) VALUES (?, ?)"
 
 
 def _question(con: sqlite3.Connection, st: StoredEvent) -> None:

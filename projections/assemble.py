@@ -74,23 +74,25 @@ def assemble(
     skipping flag, oversized lines counted here)."""
     lines: list[tuple[int, bytes]] = []
     oversized = 0
-    pos = 0
-    line_start = offset - len(partial)
-    while True:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            break
-        piece = data[pos:nl]
+    pieces = data.split(b"\n")  # one C call; the last piece is the unfinished tail
+    tail = pieces.pop()
+    if pieces:
+        first = pieces[0]  # ends the line `partial` began (or the one being skipped)
         if skipping:
             skipping = 0  # the oversized line ends here (already counted)
-        elif len(partial) + len(piece) > MAX_LINE:
+        elif len(partial) + len(first) > MAX_LINE:
             oversized += 1
         else:
-            lines.append((line_start, partial + piece))
+            lines.append((offset - len(partial), partial + first))
         partial = b""
-        pos = nl + 1
-        line_start = offset + pos
-    tail = data[pos:]
+        start = offset + len(first) + 1
+        for i in range(1, len(pieces)):
+            piece = pieces[i]
+            if len(piece) > MAX_LINE:
+                oversized += 1
+            else:
+                lines.append((start, piece))
+            start += len(piece) + 1
     if skipping:
         partial = b""
     elif len(partial) + len(tail) > MAX_LINE:
@@ -109,7 +111,7 @@ def parse_lines(
     """(non-blank lines, one result per non-blank line) of `lines`, in order."""
     results: list[ParseResult] = []
     for start, line in lines:
-        if not line.strip():
+        if not line or line.isspace():  # blank: the same test as `not line.strip()`, no copy
             continue
         results.append(call(parser.parse_line, info, state, line, start, generation))
     return len(results), results

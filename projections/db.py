@@ -23,15 +23,15 @@ import importlib.util
 import re
 import sqlite3
 import sys
-from array import array
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from projections import cjk, heap, rank
+from projections import heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
+from projections.fts_bulk import BulkFeed, cjk_grams, has_cjk
 from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
@@ -42,6 +42,7 @@ from projections.text import fold
 SCHEMA_VERSION = 10
 BULK_HASHSIZE = 32 * 1024 * 1024  # FTS5's term hash in a rebuild: bounds its peak RSS
 DEFAULT_HASHSIZE = 1024 * 1024
+BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 
 # The columns of the `documents` view (what every reader sees): the stored row, with `source`
 # and `text` decoded. `documents_indexed_by` gives the same rows through a forced index.
@@ -154,11 +155,13 @@ CREATE INDEX documents_job ON document_rows(job) WHERE job IS NOT NULL;
 # 'delete' command and the values it was indexed with (the function of its old body).
 # `*_terms` (fts5vocab, no storage): per term, documents and occurrences — what the drift
 # check compares, since 'integrity-check' cannot compare a contentless index with its text.
-_FTS_TABLES = """
+_FTS_INDEXES = """
 CREATE VIRTUAL TABLE documents_fts USING fts5(
   text, content='', tokenize='unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE documents_cjk USING fts5(grams, content='', tokenize='unicode61');
+"""
+_FTS_TABLES = _FTS_INDEXES + """
 CREATE VIRTUAL TABLE documents_fts_terms USING fts5vocab(documents_fts, row);
 CREATE VIRTUAL TABLE documents_cjk_terms USING fts5vocab(documents_cjk, row);
 """
@@ -269,6 +272,7 @@ class Connection(sqlite3.Connection):
     source_ids: dict[str, int]
     text_memo: list[Any]
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
+    bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -277,6 +281,7 @@ class Connection(sqlite3.Connection):
         self.source_ids = {}
         self.text_memo = [None, None]
         self.fts_after = [-1]
+        self.bulk_fts = None
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -354,12 +359,7 @@ def _last(fn: Callable[[object], Any], memo: list[Any] | None = None) -> Callabl
     return call
 
 
-def _has_cjk(text: str) -> int:
-    return 1 if text and not text.isascii() and cjk.has_cjk(text) else 0
-
-
-def _cjk_grams(text: str) -> str:
-    return cjk.grams_text(text) if text else ""
+_has_cjk, _cjk_grams = has_cjk, cjk_grams  # projections/fts_bulk.py: one definition
 
 
 def _fold(text: object) -> str:
@@ -386,6 +386,19 @@ def create_schema(
             con.executescript(_FTS_TRIGGERS)
             con.executescript(rank.TRIGGERS)
             con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, 0, 1.0)")
+        else:
+            if not isinstance(con, Connection):
+                raise TypeError("a bulk load needs a projections.db connection")
+            # A larger in-memory term hash while loading: far fewer segments to write and
+            # merge than the default 1 MiB. 32 MiB, not 256: at 256 the hash alone took
+            # ~160 MiB of a 1 GB home's rebuild (bench/memory.py).
+            path = Path(con.execute("PRAGMA database_list").fetchone()[2])
+            pragmas = [f"PRAGMA {name} = {con.execute(f'PRAGMA {name}').fetchone()[0]}"
+                       for name in ("page_size", "auto_vacuum")]
+            con.bulk_fts = BulkFeed(path, _FTS_INDEXES, [
+                *pragmas, "PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF",
+                f"PRAGMA cache_size = {-BULK_CACHE_KIB}", "PRAGMA temp_store = FILE"],
+                BULK_HASHSIZE, DEFAULT_HASHSIZE)
     con.execute(
         "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
         " VALUES (1, 0, '', ?, ?, ?)",
@@ -394,59 +407,40 @@ def create_schema(
     return engine
 
 
-def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
-    """After a bulk load: query indexes, full-text indexes from the rows, then triggers.
+def abandon_bulk(con: sqlite3.Connection) -> None:
+    """A bulk load that will not finish: stop its full-text thread, drop its scratch file."""
+    feed = None
+    if isinstance(con, Connection):
+        feed, con.bulk_fts = con.bulk_fts, None
+    if feed is not None:
+        feed.close()
 
-    Each phase's working set (sorter buffers, FTS5's term hash) is handed back to the OS
-    before the next one starts (`projections.heap`), so their peaks do not add up."""
-    heap.trim()  # the load's page cache
-    con.executescript(_QUERY_INDEXES)
-    heap.trim()
+
+def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
+    """After a bulk load (committed): the full-text indexes (built beside the load from the
+    text in hand, projections/fts_bulk.py), query indexes, then triggers.
+
+    The load's page cache is handed back to the OS before the sort starts
+    (`projections.heap`); the full-text thread's closing merge runs beside the sort (its
+    term hash is written out by then), so their working sets stay small together."""
+    feed = None
+    if isinstance(con, Connection):
+        feed, con.bulk_fts = con.bulk_fts, None
+    try:
+        if feed is not None:
+            feed.end()  # its last rows; the thread merges them while the indexes sort
+        heap.trim()  # the load's page cache
+        con.executescript(_QUERY_INDEXES)
+        if feed is not None:
+            feed.finish()  # both full-text indexes copied in
+    except BaseException:
+        if feed is not None:
+            feed.close()
+        raise
+    heap.trim()  # the sorter's buffers, the term hash
     if engine == "fts5":
-        # A larger in-memory term hash while building: far fewer segments to write and merge
-        # than the default 1 MiB; set back for incremental writes. 32 MiB, not 256: at 256
-        # the hash alone took ~160 MiB of a 1 GB home's rebuild (bench/memory.py).
-        for table in ("documents_fts", "documents_cjk"):
-            con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
-                        (BULK_HASHSIZE,))
-        _fill_full_text(con)
-        for table in ("documents_fts", "documents_cjk"):
-            con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
-                        (DEFAULT_HASHSIZE,))
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
-
-
-def _fill_full_text(con: sqlite3.Connection) -> None:
-    """Both full-text indexes from the stored bodies, each decoded once: the main index's
-    INSERT … SELECT notes which rows hold CJK text (`bulk_text`), and only those are read
-    again for the side index (few statements: FTS5 builds far faster from one INSERT …
-    SELECT than from many small inserts).
-
-    At least two statements each (two halves of the rows; the CJK rows in two chunks or
-    more), so each index has two segments or more and the 'optimize' that ends a rebuild
-    merges them one level up: left alone on level 0, one big segment would be merged again
-    (rewritten whole) with the small segments of the next few catch-ups."""
-    cjk_rows = array("q")  # 8 bytes a row, not a Python int each (a CJK-heavy home)
-
-    def bulk_text(rowid: int, body: object) -> str:
-        text = unpack(body)
-        if _has_cjk(text):
-            cjk_rows.append(rowid)
-        return text
-
-    con.create_function("bulk_text", 2, bulk_text)
-    top = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows").fetchone()[0])
-    for low, high in ((0, top // 2), (top // 2, top)):
-        con.execute("INSERT INTO documents_fts(rowid, text) SELECT rowid, bulk_text(rowid, body)"
-                    " FROM document_rows WHERE rowid > ? AND rowid <= ?", (low, high))
-    heap.trim()  # the main index's term hash
-    step = min(500, max(1, (len(cjk_rows) + 1) // 2))
-    for i in range(0, len(cjk_rows), step):
-        chunk = cjk_rows[i : i + step]
-        con.execute("INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body)"
-                    f" FROM document_rows WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
-    con.create_function("bulk_text", 2, None)
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

@@ -11,7 +11,10 @@ SQL half):
   parsers, holding each source's assembly cursor and the parser states itself; it sends
   per batch a list of operations: parsed chunks and whole-content events (their bytes
   dropped), the parser states the batch changed (as the JSON text `parser_state` stores)
-  and, for every other event, the stored record itself;
+  and, for every other event, the stored record itself. The records' stored bodies
+  (`transcripts.record_bodies`, zstd) are packed by whichever process has time to spare,
+  decided per part from how long its send waited (`Parser._send`); either way by the same
+  function, so the stored bytes do not depend on it;
 - this process applies the operations in seq order inside the build's one transaction
   (the SQL half of the same appliers), so the rows, their rowids and the checkpoint are the
   ones the sequential build writes; the full-text index is built after the load as before.
@@ -43,6 +46,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -65,6 +69,9 @@ PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds bot
 # parser state (JSON bytes, as loaded) a log batch may touch before it is ended early: one
 # batch of the 1 GB bench home touched ~1,000 Codex states (~9 KB each): +51 MiB decoded
 STATE_BYTES = 2 << 20
+# A send that waits longer than this share of the time spent preparing its part means the
+# building process is the slower one: this process then packs the next part's bodies.
+PACK_WAIT = 0.1
 PARSED_TAGS = frozenset(("chunk.captured", "file.snapshotted", "row.snapshotted"))
 last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
 _ENCODE = msgspec.msgpack.Encoder().encode
@@ -85,7 +92,7 @@ def load(
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       release_bytes, part_bytes or PART_BYTES, STATE_BYTES])
+                       release_bytes, part_bytes or PART_BYTES, PACK_WAIT, STATE_BYTES])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
@@ -175,13 +182,14 @@ def apply_ops(
                 st, step, nlines, results, bodies = op[1:]
                 info, _ = transcripts.chunk_head(con, st)
                 transcripts.chunk_rows(con, st, info, step, nlines, _DECODE(results),
-                                       _BODIES(bodies))
+                                       None if bodies is None else _BODIES(bodies))
             elif kind == "whole":
                 st, counter, nbytes, res, bodies = op[1:]
                 ev = st.event
                 info = transcripts.whole_head(con, st, ev.source, ev.at or st.at, nbytes,
                                               counter)
-                transcripts.whole_rows(con, st, info, _DECODE(res)[0], _BODIES(bodies)[0])
+                transcripts.whole_rows(con, st, info, _DECODE(res)[0],
+                                       None if bodies is None else _BODIES(bodies)[0])
             elif kind == "raw":
                 apply_event(con, decode_record(RawRecord(op[1], op[2])), table)
             elif kind == "states":
@@ -195,7 +203,8 @@ def apply_ops(
 
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
-            part_bytes: int, state_bytes: int = STATE_BYTES) -> None:
+            part_bytes: int, pack_wait: float = PACK_WAIT,
+            state_bytes: int = STATE_BYTES) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
     the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
@@ -204,7 +213,7 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
         from projections import heap, pages
 
         log = EventLog(Path(log_dir), readonly=True)
-        parser = Parser(part_bytes, state_bytes)
+        parser = Parser(part_bytes, pack_wait, state_bytes)
         check = ChainCheck()
         seq, unreleased = 1, 0
         follow = stop < 0
@@ -262,7 +271,8 @@ class Parser:
     """The parse half of the capture appliers over a log read from seq 1: each source's
     assembly cursor and the parser states, as the sequential build would read them back."""
 
-    def __init__(self, part_bytes: int = PART_BYTES, state_bytes: int = STATE_BYTES) -> None:
+    def __init__(self, part_bytes: int = PART_BYTES, pack_wait: float = PACK_WAIT,
+                 state_bytes: int = STATE_BYTES) -> None:
         from projections.db import parser_module
 
         self.part_bytes = part_bytes
@@ -274,6 +284,9 @@ class Parser:
         self.states: dict[str, dict[str, Any]] = {}  # scope -> state, this batch
         self.dirty: set[str] = set()
         self.part = 0  # bytes of payload in the part being assembled
+        self.pack = pack_wait < float("inf")  # this process packs the bodies of this part
+        self.pack_wait = pack_wait
+        self.clock = time.perf_counter()  # when the last send returned
 
     def batch(self, records: list[RawRecord], send: Callable[[list[Op]], None]) -> None:
         """Send one log batch as operations, in parts of about `PART_BYTES`; its last part
@@ -289,16 +302,16 @@ class Parser:
             n, left = n + 1, left - 1
             if self.state_load >= self.state_bytes and left:
                 self._end(ops, st, n)
-                send(ops)
+                self._send(send, ops)
                 ops, n = [], 0
                 self.part = self.state_load = 0
             elif self.part >= self.part_bytes:
-                send(ops)
+                self._send(send, ops)
                 ops = []
                 self.part = 0
         assert st is not None
         self._end(ops, st, n)
-        send(ops)
+        self._send(send, ops)
 
     def _end(self, ops: list[Op], st: StoredEvent, n: int) -> None:
         """Close a log batch of `n` records ending with `st`: the states it changed, "end"."""
@@ -312,6 +325,23 @@ class Parser:
         self.states.clear()
         self.dirty.clear()
         ops.append(("end", st.seq, st.hash.hex(), n))
+
+    def _send(self, send: Callable[[list[Op]], None], ops: list[Op]) -> None:
+        """Send a part, and decide who packs the bodies of the next one: a send that had to
+        wait (the building process was still applying the previous part) means that process
+        is the slower one, so this one packs; a send taken at once means it waits for this
+        one, so it packs them itself (`rows.put_row`, the same `stored`). Either way the
+        same bytes are stored; only the work moves to the process with time to spare."""
+        sent = time.perf_counter()
+        send(ops)
+        done = time.perf_counter()
+        work = sent - self.clock
+        self.pack = done - sent > self.pack_wait * work
+        self.clock = done
+
+    def _bodies(self, results: list[ParseResult]) -> bytes | None:
+        """The packed bodies of `results` when this process packs them (see `_send`)."""
+        return _ENCODE(record_bodies(results)) if self.pack else None
 
     def _source(self, source: str) -> list[Any]:
         entry = self.sources.get(source)
@@ -362,7 +392,7 @@ class Parser:
                                                    s.cursor.generation)
             entry[1] = s.cursor
             return ("chunk", _shell(st), s._replace(lines=[]), nlines, _ENCODE(results),
-                    _ENCODE(record_bodies(results)))
+                    self._bodies(results))
         if isinstance(ev, (FileSnapshotted, RowSnapshotted)):
             info = self._source(ev.source)[0]
             size = ev.size if isinstance(ev, FileSnapshotted) else None
@@ -375,10 +405,10 @@ class Parser:
             if isinstance(ev, FileSnapshotted):
                 res = assemble.call(self.parser.parse_snapshot, info, state, data)
                 return ("whole", _shell(st), "snapshots", ev.size, _ENCODE([res]),
-                        _ENCODE(record_bodies([res])))
+                        self._bodies([res]))
             res = assemble.call(self.parser.parse_row, info, state, ev.table, ev.row_id, data)
             return ("whole", _shell(st), "rows", len(ev.data), _ENCODE([res]),
-                    _ENCODE(record_bodies([res])))
+                    self._bodies([res]))
         if isinstance(ev, SourceSeen):
             seen = SourceInfo(source=ev.source, agent=ev.agent, root=ev.root, path=ev.path,
                               layout=ev.layout)

@@ -2,7 +2,9 @@
 
 Promises:
 - the new file is built beside the live one (`history.db.reindex-<pid>`) from seq 1 with
-  journal_mode=OFF, synchronous=OFF, in one transaction, then optimized (the pages the
+  journal_mode=OFF, synchronous=OFF, in one transaction (its full-text indexes built on a
+  second thread in `history.db.reindex-<pid>.fts` and copied in after the load:
+  projections/fts_bulk.py; removed on success and failure alike), then optimized (the pages the
   merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), fsynced and
   published with `os.replace`; until the swap, every reader (in any process) keeps
   answering from the old file, and a crash at any point leaves the old file serving;
@@ -183,6 +185,7 @@ def build(
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
+        db.abandon_bulk(con)  # a load that failed: its full-text thread and scratch file
         con.close()
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from projections.body import pack
+from projections.body import pack, unpack
 from readers import registry
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def put_document(
     """
     row = [doc.get(c) for c in _COLUMNS]
     row[_ARCHIVED] = int(row[_ARCHIVED] or 0)
-    return put_row(con, row, policy=policy, set_archived="archived" in doc)
+    return put_row(con, row, policy=policy, set_archived="archived" in doc) > 0
 
 
 def bounded(text: object) -> str:
@@ -98,8 +98,9 @@ def stored(text: object) -> tuple[str, str | bytes]:
 def put_row(
     con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
     set_archived: bool = False, body: str | bytes | None = None,
-) -> bool:
-    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path).
+) -> int:
+    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path);
+    returns the rowid written, 0 when nothing was (the caller's side rows need no lookup).
 
     `body`: `stored(row's text)[1]`, when the caller has it already (the parallel rebuild's
     parse process packs the bodies)."""
@@ -112,17 +113,24 @@ def put_row(
     if memo is not None and isinstance(body, bytes):
         memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression
     row[_SOURCE] = source_id(con, row[_SOURCE])
-    if con.execute(_INSERT, row).rowcount == 1:
-        return True  # a new id (the common case: one statement)
-    existing = con.execute("SELECT rowid, source_id FROM document_rows WHERE id = ?",
+    feed = getattr(con, "bulk_fts", None)  # a rebuild's load: projections/fts_bulk.py
+    cur = con.execute(_INSERT, row)
+    if cur.rowcount == 1:  # a new id (the common case: one statement)
+        rowid: int = cur.lastrowid or 0
+        if feed is not None:
+            feed.put(rowid, text)
+        return rowid
+    existing = con.execute("SELECT rowid, source_id, body FROM document_rows WHERE id = ?",
                            (row[0],)).fetchone()
     if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
-        return False
+        return 0
     con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
+    if feed is not None:
+        feed.put(int(existing[0]), text, unpack(existing[2]))
     if set_archived:
         con.execute("UPDATE document_rows SET archived = ? WHERE rowid = ?",
                     (row[_ARCHIVED], existing[0]))
-    return True
+    return int(existing[0])
 
 
 def source_id(con: sqlite3.Connection, source: object) -> int | None:

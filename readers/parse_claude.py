@@ -65,7 +65,7 @@ def parse_line(
     source: SourceInfo, state: dict[str, Any], line: bytes, offset: int, generation: int
 ) -> ParseResult:
     result = ParseResult()
-    if not line.strip():
+    if not line or line.isspace():  # blank (no copy of the line, unlike strip)
         return result
     obj = load_object(line)
     if obj is None:

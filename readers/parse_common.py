@@ -9,6 +9,7 @@ placeholders (`scrub`), because they are bytes, not words, and the raw log keeps
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -125,6 +126,9 @@ def iso_ms(value: Any) -> int | None:
         return int(value * 1000) if value < 1e11 else int(value)
     if not isinstance(value, str) or not 10 <= len(value) <= 40:
         return None
+    fast = _utc_ms(value)
+    if fast is not None:
+        return fast
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -140,6 +144,46 @@ def iso_ms(value: Any) -> int | None:
         return None
 
 
+_HOURS: dict[str, int] = {}  # "YYYY-MM-DDTHH" -> epoch seconds of that UTC hour
+
+
+def _utc_ms(value: str) -> int | None:
+    """`iso_ms` of the common shape "YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z" without datetime
+    (one parse per hour, cached); None for any other shape (the general path decides).
+    Same arithmetic as `datetime.timestamp()` (microseconds / 10**6, then * 1000), so the
+    result is the general path's to the millisecond."""
+    n = len(value)
+    if not (n in (20, 24, 27) and value[-1] == "Z" and value[10] == "T" and value[13] == ":"
+            and value[16] == ":" and value.isascii()):
+        return None
+    if n == 20:
+        frac = 0
+    else:
+        digits = value[20:-1]
+        if value[19] != "." or not digits.isdigit():
+            return None
+        frac = int(digits) * (1000 if n == 24 else 1)
+    mm, ss = value[14:16], value[17:19]
+    if not (mm.isdigit() and ss.isdigit()) or mm > "59" or ss > "59":
+        return None
+    hour = value[:13]
+    base = _HOURS.get(hour)
+    if base is None:
+        try:
+            moment = datetime.fromisoformat(hour + ":00:00+00:00")
+        except ValueError:
+            return None
+        if not (hour[:4].isdigit() and hour[5:7].isdigit() and hour[8:10].isdigit()
+                and hour[11:13].isdigit()):
+            return None  # fromisoformat's own leniencies: the general path decides
+        base = int(moment.timestamp())
+        if len(_HOURS) >= 4096:
+            _HOURS.clear()
+        _HOURS[hour] = base
+    micros = (base + int(mm) * 60 + int(ss)) * 1_000_000 + frac
+    return int(micros / 1_000_000 * 1000)
+
+
 def digest(*parts: str) -> str:
     """A short stable hash (hex) of text parts."""
     h = hashlib.blake2b(digest_size=16)
@@ -152,7 +196,10 @@ def digest(*parts: str) -> str:
 def make_record(**fields: Any) -> Record:
     """A Record whose string fields are all clean UTF-8."""
     for key, value in fields.items():
-        if isinstance(value, str):
+        if value.__class__ is str:
+            if not value.isascii():  # ASCII is always clean: skip the call
+                fields[key] = clean(value)
+        elif isinstance(value, str):
             fields[key] = clean(value)
     return Record(**fields)
 
@@ -164,8 +211,10 @@ def trim_map(mapping: dict[str, Any], limit: int) -> None:
             del mapping[key]
 
 
+@functools.lru_cache(maxsize=1024)
 def session_from_path(path: str) -> str | None:
-    """The session UUID a path names: the last UUID in the file name, else in the folders."""
+    """The session UUID a path names: the last UUID in the file name, else in the folders
+    (memoized: asked once per record of a rollout without `session_meta`)."""
     parts = path.split("/")
     for part in reversed(parts):
         found = _UUID.findall(part)

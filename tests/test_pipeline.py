@@ -90,9 +90,13 @@ def _awkward() -> list[Event]:
     ]
 
 
-def test_parallel_build_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("pack_wait", [pipeline.PACK_WAIT, -1.0, float("inf")])
+def test_parallel_build_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          pack_wait: float) -> None:
     monkeypatch.setattr(rebuild, "BATCH", 3)  # many log batches ...
     monkeypatch.setattr(pipeline, "PART_BYTES", 64)  # ... each in several parts
+    # who packs the bodies: steered by waits, always the parse process, always this one
+    monkeypatch.setattr(pipeline, "PACK_WAIT", pack_wait)
     log = EventLog(tmp_path / "log")
     append(log, mixed_events() + _awkward())
     seq, par = _both(tmp_path, log)

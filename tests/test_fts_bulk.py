@@ -1,0 +1,112 @@
+"""A rebuild's full-text indexes, built on a second thread during the load
+(projections/fts_bulk.py), index exactly what the triggers would have.
+
+- rows written again during the load (texts already sent to the thread, and texts still
+  waiting; CJK and not, compressed and short) end indexed with their last text: the terms
+  of both indexes equal those of the same final rows indexed by the triggers, FTS5's
+  'integrity-check' passes, and searches find the last texts only;
+- a failure in the thread stops the build (nothing swapped in, the old file serves) and
+  leaves no scratch file; a killed build's scratch file is removed by the next rebuild.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from eventlog.events import MessageSent
+from eventlog.store import EventLog
+from projections import db, fts_bulk, query
+from projections.rebuild import rebuild
+from projections.rows import put_document
+
+pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
+
+LONG = "the quick brown fox jumps over the lazy dog naïve résumé " * 8
+CJK = "我们使用中文搜索引擎来查找历史记录，" * 12
+
+
+def _terms(con: sqlite3.Connection, table: str) -> list[tuple[str, int, int]]:
+    return [tuple(r) for r in con.execute(f"SELECT term, doc, cnt FROM {table}_terms")]
+
+
+def _put(con: sqlite3.Connection, doc_id: str, text: str) -> None:
+    put_document(con, {"id": f"message:{doc_id}", "kind": "message", "agent": "other", "at": 1,
+                       "text": text})
+
+
+@pytest.mark.parametrize("flush_chars", [1, 1 << 20])  # every row sent at once / all waiting
+def test_rows_written_again_during_the_load_are_indexed_with_their_last_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flush_chars: int) -> None:
+    monkeypatch.setattr(fts_bulk, "FLUSH_CHARS", flush_chars)
+    writes = [("a", LONG + " alpha"), ("b", CJK + " beta"), ("c", "short gamma"),
+              ("d", "中文 delta"), ("a", CJK + " alpha2"), ("b", LONG + " beta2"),
+              ("c", "short gamma"), ("d", LONG + " delta2"), ("e", LONG + " epsilon"),
+              ("a", "short 中文 alpha3")]
+    writes += [(f"x{i}", f"{LONG} filler{i}") for i in range(30)]
+    final = dict(writes)
+    bulk = db.connect(tmp_path / "bulk.db")
+    engine = db.create_schema(bulk, engine="fts5", bulk=True)
+    bulk.execute("BEGIN")
+    for doc_id, text in writes:
+        _put(bulk, doc_id, text)
+    bulk.execute("COMMIT")
+    db.finish_bulk(bulk, engine)
+    assert not (tmp_path / "bulk.db.fts").exists()
+    live = db.connect(tmp_path / "live.db")
+    db.create_schema(live, engine="fts5")
+    for doc_id, text in final.items():
+        _put(live, doc_id, text)
+    for table in ("documents_fts", "documents_cjk"):
+        bulk.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        assert _terms(bulk, table) == _terms(live, table), table
+    assert ({r[0]: r[1] for r in bulk.execute("SELECT id, text FROM documents")}
+            == {f"message:{k}": v for k, v in final.items()})
+    bulk.close()
+    live.close()
+    for q, want in (("alpha3", {"a"}), ("alpha", set()), ("alpha2", set()), ("beta2", {"b"}),
+                    ("中文", {"a"}), ("delta2", {"d"}), ("gamma", {"c"}), ("filler7", {"x7"})):
+        hits = query.search(tmp_path / "bulk.db", q)["hits"]
+        assert {h["id"] for h in hits} == {f"message:{w}" for w in want}, q
+
+
+def _log(path: Path, n: int) -> EventLog:
+    log = EventLog(path)
+    log.append([(f"k{i}".encode(), MessageSent(id=f"m{i}", sender="a", to=["b"],
+                                               kind="message", body=f"{CJK} {LONG} w{i}",
+                                               at=i)) for i in range(n)])
+    return log
+
+
+def test_a_failing_full_text_thread_stops_the_build_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _log(tmp_path / "log", 20)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    before = query.search(path, "w3")["hits"]
+    assert [h["id"] for h in before] == ["message:m3"]
+
+    def broken(text: str) -> str:
+        raise ValueError("no grams today")
+
+    monkeypatch.setattr(fts_bulk, "cjk_grams", broken)
+    with pytest.raises(RuntimeError, match="full-text build"):
+        rebuild(path, log)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
+        "history.db", "history.db.lock"]
+    assert query.search(path, "w3")["hits"] == before
+
+
+def test_a_killed_builds_scratch_file_is_removed(tmp_path: Path) -> None:
+    log = _log(tmp_path / "log", 3)
+    dead = 2**22 + 12345  # above pid_max's default: no such process
+    assert not os.path.exists(f"/proc/{dead}")
+    left = [tmp_path / f"history.db.reindex-{dead}", tmp_path / f"history.db.reindex-{dead}.fts"]
+    for p in left:
+        p.write_bytes(b"leftover")
+    rebuild(tmp_path / "history.db", log)
+    assert not any(p.exists() for p in left)
+    assert [h["id"] for h in query.search(tmp_path / "history.db", "w1")["hits"]] == ["message:m1"]
