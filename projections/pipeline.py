@@ -68,7 +68,7 @@ PICKLE = pickle.HIGHEST_PROTOCOL
 PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
 # parser state (JSON bytes, as loaded) a log batch may touch before it is ended early: one
 # batch of the 1 GB bench home touched ~1,000 Codex states (~9 KB each): +51 MiB decoded
-STATE_BYTES = 2 << 20
+STATE_BYTES = 1 << 20
 # A send that waits longer than this share of the time spent preparing its part means the
 # building process is the slower one: this process then packs the next part's bodies.
 PACK_WAIT = 0.1
