@@ -84,15 +84,30 @@ def _status(pid: int) -> dict[str, int] | None:
         return None
 
 
+def _cmdline(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def _tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
+    """The processes of the tree, less forks that have not exec'd yet: Python's subprocess
+    starts a child with vfork, which runs in its parent's memory until exec (it reports the
+    parent's RSS, but holds no page of its own), so it is left out of the sums; so is a
+    process already gone."""
+    out, todo = [], [(pid, None)]
     while todo:
-        p = todo.pop()
+        p, parent_cmd = todo.pop()
+        cmd = _cmdline(p)
+        if cmd is None or (parent_cmd is not None and cmd == parent_cmd):
+            continue
         out.append(p)
         try:
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
+                    todo.extend((int(c), cmd) for c in f.read().split())
         except OSError:
             pass
     return out
