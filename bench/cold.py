@@ -12,7 +12,13 @@ Columns (whole processes, interleaved when `--reps` > 1; the best of each is com
   LMDB environment, parse it with agentlog's own parsers and insert the texts into a bare
   FTS5 table (then 'optimize') -- what any design has to do once (goal: agentlog <= 1.15x).
 
+- with `--baseline REV` (run this file directly): git revision REV's agentlog, exported to a
+  temporary tree, in the same run, interleaved with this one: its wall and CPU, and the
+  ratios of this tree's to it.
+
 Usage: .venv/bin/python bench/search.py --capture quick|gb [--src DIR] [--keep DIR] [--reps N]
+       .venv/bin/python bench/cold.py quick|gb [--src DIR] [--keep DIR] [--reps N]
+                                        [--baseline REV]
 """
 
 from __future__ import annotations
@@ -39,11 +45,12 @@ def _children() -> tuple[float, int]:
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
-def _run(cmd: list[str], env: dict[str, str], what: str) -> tuple[float, float, str]:
+def _run(cmd: list[str], env: dict[str, str], what: str,
+         cwd: Path = ROOT) -> tuple[float, float, str]:
     """(wall s, CPU s of the process tree, stdout) of one process run to its end."""
     cpu0, _ = _children()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     cpu1, _ = _children()
     if proc.returncode != 0:
@@ -52,13 +59,15 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> tuple[float, float, 
 
 
 def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
-                    extra: list[str]) -> dict[str, Any]:
-    home = work / "home"
+                    extra: list[str], tree: Path = ROOT, name: str = "home") -> dict[str, Any]:
+    """`tree`: the source tree whose agentlog runs (a baseline's export, or this one)."""
+    home = work / name
     shutil.rmtree(home, ignore_errors=True)
     flags = [f"--{a}-dir={r}" for a, r in roots.items()] + [f"--runs-dir={work / 'no-runs'}"]
     cli = [sys.executable, "-m", "cli.main", "--home", str(home)]
-    cap_s, cap_cpu, out = _run([*cli, "capture", "--json", *extra, *flags], env, "capture")
-    s_s, s_cpu, found = _run([*cli, "search", PROBE, "--json"], env, "search")
+    cap_s, cap_cpu, out = _run([*cli, "capture", "--json", *extra, *flags], env, "capture",
+                               tree)
+    s_s, s_cpu, found = _run([*cli, "search", PROBE, "--json"], env, "search", tree)
     return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
             "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
             "db_mb": (home / "history.db").stat().st_size / 1e6}
@@ -187,7 +196,8 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
                 raise SystemExit("LMDB append refused")
 
 
-def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
+def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
+        baseline: str | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
@@ -208,8 +218,17 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
           + ", ".join(f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"), {reps} rep(s),"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     css_py = install_css(work / "css-venv")
-    cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": []}
+    cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": []}
+    tree = None
+    if baseline is not None:
+        sys.path.insert(0, str(ROOT / "bench"))  # bench/capture.py took it off the path
+        from startup import export_rev
+
+        tree = export_rev(baseline, work / "base-tree")
     for _ in range(reps):
+        if tree is not None:
+            cols["base"].append(agentlog_column(work, roots, env, [], tree, "home-base"))
+            shutil.rmtree(work / "home-base", ignore_errors=True)
         cols["agentlog"].append(agentlog_column(work, roots, env, []))
         if css_py is not None:
             cols["css"].append(css_column(work, css_py, roots["claude"]))
@@ -220,6 +239,11 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
           f" search {a['search']:.1f} s), CPU {a['cpu']:.1f} s, CPU/wall"
           f" {a['cpu'] / a['wall']:.2f} (goal >= 1.6); {a['events']:,} events,"
           f" {a['hits']} hits, history.db {a['db_mb']:.0f} MB")
+    if "base" in best:
+        b = best["base"]
+        print(f"  baseline {baseline} (same run, interleaved): {b['wall']:.1f} s, CPU"
+              f" {b['cpu']:.1f} s, CPU/wall {b['cpu'] / b['wall']:.2f}; this tree / baseline:"
+              f" wall {a['wall'] / b['wall']:.2f}x, CPU {a['cpu'] / b['cpu']:.2f}x")
     if "css" in best:
         c = best["css"]
         print(f"  claude-session-search --reindex (Claude files only, {sizes['claude']:.0f} MB):"
@@ -239,3 +263,28 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1) -> None:
     print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
           f" (this process's CPU) {par['own'] / seq['own']:.2f}x")
     print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def main() -> None:
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("size", choices=("quick", "gb"))
+    ap.add_argument("--src", type=Path, default=None, help="the synthetic home (written once)")
+    ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
+    ap.add_argument("--reps", type=int, default=1, help="interleaved repetitions (best kept)")
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also time git revision REV's agentlog in the same run")
+    args = ap.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-capture-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run(work, args.size == "gb", args.src, args.reps, args.baseline)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

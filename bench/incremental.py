@@ -8,9 +8,12 @@ A single new session reaches agentlog in three ways; each is timed the way it ha
   process (`projections.query.search`) finds the session's unique word;
 - capture: `agentlog capture` (walks every root, then catches history.db up) — the whole
   process.
-Each path is timed right after `agentlog reindex` (a fresh history.db; `--sessions` new
-sessions) and again in steady state. For the two whole-process paths a search process then
-checks that the word is found (a check, not timed). agentlog runs as a user installs it
+Each path is timed right after `agentlog reindex` (a fresh history.db: `--sessions` new
+sessions, in groups of `--per-rebuild`, each group right after its own reindex, so the first
+captures after a rebuild are sampled many times; their own p50/p95 is printed too) and again
+in steady state. For the two whole-process paths a search process then checks that the word
+is found (a check, not timed). Every cell prints its sample count, p50 and p95 (nearest
+rank: with 30 samples p95 is the 29th, not the maximum). agentlog runs as a user installs it
 (a plain `pip install` of this tree into a temporary venv, as bench/startup.py does;
 `--editable` uses this venv instead, whose .pth finder adds to every interpreter start).
 
@@ -25,13 +28,14 @@ is oversubscribed, wall time is mostly waiting for a core, CPU time much less so
 `--baseline REV` also installs git revision REV and times its hook and capture on its own
 copy of the home, interleaved with ours (the same load for both), with the ratios.
 
-Usage: .venv/bin/python bench/incremental.py [--quick] [--sessions N] [--keep DIR] [--editable]
-       [--baseline REV]
+Usage: .venv/bin/python bench/incremental.py [--quick] [--sessions N] [--per-rebuild K]
+       [--keep DIR] [--editable] [--baseline REV] [--paths hook,background,capture]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -90,7 +94,9 @@ def write_session(src: Path, tag: str, i: int) -> tuple[Path, str]:
     word = f"zq{tag}{i:04d}x"
     path = src / "claude" / "projects" / f"-w-{tag}" / f"{tag}-{i:04d}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [_claude_line(rng, f"{tag}{i}", j, 60) for j in range(40)]
+    # record uuids are the session id's first 8 characters + the line number: make them unique
+    sid = hashlib.sha256(f"{tag}{i}".encode()).hexdigest()[:8] + f"-{tag}{i}"
+    lines = [_claude_line(rng, sid, j, 60) for j in range(40)]
     rec = json.loads(lines[0])
     rec["message"]["content"] = f"please look at {word}"
     lines[0] = json.dumps(rec).encode() + b"\n"
@@ -189,24 +195,36 @@ def event_floor(src: Path, n: int) -> list[float]:
 
 
 def report(label: str, xs: list[float], floor_label: str, floor: float,
-           goal: bool) -> None:
+           goal: bool, firsts: list[float] | None = None) -> None:
     p95 = pct(xs, 95)
     verdict = f" (goal p95 <= 0.15 s: {'met' if p95 <= 0.15 else 'NOT met'})" if goal else ""
-    print(f"  {label}: p50 {statistics.median(xs):.3f} s, p95 {p95:.3f} s, first {xs[0]:.3f} s"
-          f"{verdict}; p50 / {floor_label} {statistics.median(xs) / floor:.2f}x")
+    print(f"  {label}: n={len(xs)} p50 {statistics.median(xs):.3f} s, p95 {p95:.3f} s,"
+          f" max {max(xs):.3f} s{verdict}; p50 / {floor_label}"
+          f" {statistics.median(xs) / floor:.2f}x")
+    if firsts:
+        print(f"    first after each rebuild: n={len(firsts)} {spread(firsts)}")
+
+
+def spread(xs: list[float]) -> str:
+    return f"p50 {statistics.median(xs):.3f} s, p95 {pct(xs, 95):.3f} s"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a ~12 MB home")
-    ap.add_argument("--sessions", type=int, default=None)
+    ap.add_argument("--sessions", type=int, default=30, help="samples per cell (default 30)")
+    ap.add_argument("--per-rebuild", type=int, default=5,
+                    help="sessions after each reindex in the after-a-rebuild cells (default 5)")
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     ap.add_argument("--editable", action="store_true",
                     help="time this venv's editable install instead of a plain install")
     ap.add_argument("--baseline", default=None, metavar="REV",
                     help="also time git revision REV's hook and capture, interleaved")
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help=f"which paths to time (default {','.join(PATHS)})")
     args = ap.parse_args()
-    n = args.sessions or (10 if args.quick else 12)
+    n, k = args.sessions, max(1, args.per_rebuild)
+    paths = [p for p in PATHS if p in args.paths.split(",")]
     tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="agentlog-bench-inc-")
     work = args.keep or Path(tmp.name)  # type: ignore[union-attr]
     src, home = work / "src", work / "home"
@@ -240,76 +258,95 @@ def main() -> None:
     size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
     how = "editable venv" if args.editable else "plain install"
     print(f"+1 session bench: home of {size / 1e6:.0f} MB captured and indexed in {cold:.1f} s"
-          f" ({how})")
+          f" ({how}); {n} sessions per cell, a reindex before every {k} in the after-a-rebuild"
+          " cells")
     run_tag = f"{int(time.time()) % 100000}"
     times: dict[tuple[str, str], list[float]] = {}
+    firsts: dict[tuple[str, str], list[float]] = {}
     base: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str, bool], list[float]] = {}
-    reindex = 0.0
+    reindex: list[float] = []
     for phase in ("after", "steady"):
-        for path in PATHS:
-            if phase == "after":
-                for _, side_home in sides:
-                    took, _ = cli(side_home, "reindex", "--json")
-                    if side_home == home:
-                        reindex = took
+        for path in paths:
             tag = f"{path[0]}{phase[0]}{run_tag}"
             xs: list[float] = []
-            if path == "background":
-                bg = Background(home, {})
-                try:
-                    xs = [bg.one(src, tag, i) for i in range(n)]
-                finally:
-                    bg.stop()
-            for i in range(n if path != "background" else 0):
-                for side_src, side_home in sides:  # interleaved: the same load for both
-                    file, word = write_session(side_src, tag, i)
-                    took = (hook_run(side_home, file) if path == "hook"
-                            else cli(side_home, "capture", "--json")[0])
-                    (xs if side_home == home else base.setdefault((phase, path), [])).append(
-                        took)
-                    cpu.setdefault((phase, path, side_home == home), []).append(CPU[0])
-                    check_found(side_home, word)
+            first: list[float] = []
+            i = 0
+            while i < n:
+                group = min(k if phase == "after" else n, n - i)
+                if phase == "after":
+                    for _, side_home in sides:
+                        took, _ = cli(side_home, "reindex", "--json")
+                        if side_home == home:
+                            reindex.append(took)
+                if path == "background":
+                    bg = Background(home, {})
+                    try:
+                        got = [bg.one(src, tag, i + j) for j in range(group)]
+                    finally:
+                        bg.stop()
+                    xs += got
+                    first.append(got[0])
+                else:
+                    for j in range(group):
+                        for side_src, side_home in sides:  # interleaved: the same load for both
+                            file, word = write_session(side_src, tag, i + j)
+                            took = (hook_run(side_home, file) if path == "hook"
+                                    else cli(side_home, "capture", "--json")[0])
+                            if side_home == home:
+                                xs.append(took)
+                                if j == 0:
+                                    first.append(took)
+                            else:
+                                base.setdefault((phase, path), []).append(took)
+                            cpu.setdefault((phase, path, side_home == home), []).append(CPU[0])
+                            check_found(side_home, word)
+                i += group
             times[(phase, path)] = xs
+            firsts[(phase, path)] = first if phase == "after" else []
     floor_py = []
-    for _ in range(7):
+    for _ in range(15):
         t0 = time.perf_counter()
         subprocess.run([py, "-c", "pass"], check=True, env=ENV)
         floor_py.append(time.perf_counter() - t0)
     last, _ = write_session(src, f"nc{run_tag}", 0)
     cli(home, "capture", "--json")
-    nochange_hook, nochange_capture, nc_cpu = [], [], {"hook": [], "capture": []}
-    for _ in range(7):
-        nochange_hook.append(hook_run(home, last))
+    nochange: dict[str, list[float]] = {"hook": [], "capture": []}
+    nc_cpu: dict[str, list[float]] = {"hook": [], "capture": []}
+    for _ in range(15):
+        nochange["hook"].append(hook_run(home, last))
         nc_cpu["hook"].append(CPU[0])
-        nochange_capture.append(cli(home, "capture", "--json")[0])
+        nochange["capture"].append(cli(home, "capture", "--json")[0])
         nc_cpu["capture"].append(CPU[0])
-    events = event_floor(src, 7)
-    floors = {"hook": ("no-change hook", statistics.median(nochange_hook)),
-              "capture": ("no-change capture", statistics.median(nochange_capture)),
+    events = event_floor(src, 15) if "background" in paths else [1.0]
+    floors = {"hook": ("no-change hook", statistics.median(nochange["hook"])),
+              "capture": ("no-change capture", statistics.median(nochange["capture"])),
               "background": ("file-event delivery", statistics.median(events))}
-    print(f"  reindex {reindex:.1f} s; floors (p50): python -c pass"
-          f" {statistics.median(floor_py):.3f} s, no-change hook {floors['hook'][1]:.3f} s,"
-          f" no-change capture {floors['capture'][1]:.3f} s, file-event delivery"
-          f" {floors['background'][1]:.3f} s")
+    load = os.getloadavg()
+    print(f"  load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}; reindex p50"
+          f" {statistics.median(reindex) if reindex else 0:.1f} s; floors (n=15):"
+          f" python -c pass {spread(floor_py)}; no-change hook {spread(nochange['hook'])}"
+          f" (CPU p50 {statistics.median(nc_cpu['hook']):.3f} s); no-change capture"
+          f" {spread(nochange['capture'])} (CPU p50 {statistics.median(nc_cpu['capture']):.3f} s)"
+          + (f"; file-event delivery {spread(events)}" if "background" in paths else ""))
     for phase, label in (("after", "right after a rebuild"), ("steady", "steady state")):
-        for path in PATHS:
+        for path in paths:
             report(f"{path:<10} {label}", times[(phase, path)], floors[path][0],
-                   floors[path][1], goal=path != "capture")
+                   floors[path][1], goal=True, firsts=firsts[(phase, path)])
             if (phase, path, True) in cpu:
-                now_cpu = statistics.median(cpu[(phase, path, True)])
-                print(f"    CPU (user + sys) p50 {now_cpu:.3f} s; / no-change"
-                      f" {now_cpu / statistics.median(nc_cpu[path]):.2f}x")
+                now_cpu = cpu[(phase, path, True)]
+                print(f"    CPU (user + sys) {spread(now_cpu)}; p50 / no-change"
+                      f" {statistics.median(now_cpu) / statistics.median(nc_cpu[path]):.2f}x")
             if (phase, path) in base:
-                was = base[(phase, path)]
-                was_cpu = statistics.median(cpu[(phase, path, False)])
-                print(f"    {args.baseline} CPU p50 {was_cpu:.3f} s; now / {args.baseline}"
-                      f" CPU {now_cpu / was_cpu:.2f}x")
-                print(f"    {args.baseline} (same run, interleaved): p50"
-                      f" {statistics.median(was):.3f} s, p95 {pct(was, 95):.3f} s;"
-                      f" now / {args.baseline} p50"
-                      f" {statistics.median(times[(phase, path)]) / statistics.median(was):.2f}x,"
-                      f" p95 {pct(times[(phase, path)], 95) / pct(was, 95):.2f}x")
+                was, was_cpu = base[(phase, path)], cpu[(phase, path, False)]
+                now = times[(phase, path)]
+                print(f"    {args.baseline} (same run, interleaved): n={len(was)} {spread(was)};"
+                      f" CPU {spread(was_cpu)}")
+                now_cpu = cpu[(phase, path, True)]
+                print(f"    now / {args.baseline}: wall p50"
+                      f" {statistics.median(now) / statistics.median(was):.2f}x, p95"
+                      f" {pct(now, 95) / pct(was, 95):.2f}x; CPU p50"
+                      f" {statistics.median(now_cpu) / statistics.median(was_cpu):.2f}x")
     if tmp is not None:
         tmp.cleanup()
 

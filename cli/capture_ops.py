@@ -56,7 +56,7 @@ def _project_dirs(home: Home) -> list[str]:
     """Project folders named by captured sessions (none before the first index)."""
     if not home.history_db.exists():
         return []
-    from projections.query import project_dirs
+    from projections.projects import project_dirs
 
     return project_dirs(home.history_db)
 

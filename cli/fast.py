@@ -14,6 +14,13 @@ machinery are imported on this path while history.db is current.
 `hooks run claude|codex` (what an agent starts at every session end or turn) runs
 `cli.hook_run` the same way, with the arguments click would pass it (`parse_hook`; a test
 holds the two equal); anything with an option before `--` goes to click.
+
+`capture` with only `--json`, `--index`/`--no-index`, `--settle S` and the root options
+(`--<agent>-dir`, `--project-roots`) runs `cli.capture_run` the same way (`parse_capture`,
+held equal to the click command's options by a test) unless it would draw a progress bar
+(no `--json` and stderr is a terminal); `--path`, `--watch`, `--help`, anything else goes to
+click. A bad root setting in config.json is left to click (nothing has run yet); an error
+once the capture ran is reported in click's style (`agentlog capture: …`, exit 1).
 """
 
 from __future__ import annotations
@@ -102,11 +109,123 @@ def parse_hook(args: list[str]) -> tuple[str | None, str, list[str]] | None:
     return home, rest[1], extra[:cut] + extra[cut + 1:]
 
 
+CAPTURE_FLAGS = ("json", "index", "no-index")  # the last of --index/--no-index wins
+
+
+def parse_capture(args: list[str]) -> tuple[str | None, dict[str, str], set[str]] | None:
+    """(home option, value options, flags) of a plain one-shot `capture`, else None."""
+    found = _command(args, "capture")
+    if found is None:
+        return None
+    from readers.registry import names
+
+    value_names = {f"{a}-dir" for a in names()} | {"project-roots", "settle"}
+    home, rest = found
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    j = 0
+    while j < len(rest):
+        arg = rest[j]
+        j += 1
+        if not arg.startswith("--"):
+            return None  # no arguments (click says so), no short options
+        name, eq, value = arg[2:].partition("=")
+        if name in CAPTURE_FLAGS and not eq:
+            flags.discard("no-index" if name == "index" else "index")
+            flags.add(name)
+        elif name in value_names:
+            if not eq:
+                if j >= len(rest):
+                    return None
+                value, j = rest[j], j + 1
+            values[name] = value  # click keeps the last of a repeated option
+        else:
+            return None
+    return home, values, flags
+
+
+def msgspec_without_typing_extensions() -> None:
+    """Import msgspec, which the log's events and the capture cursors are made of, without
+    letting it import `typing_extensions` (and `inspect`, `ast`, `dis`, `tokenize` with it):
+    ~15 % of the CPU time of a hook or a capture of one new session (bench/incremental.py).
+
+    msgspec takes `get_type_hints` from typing_extensions when importable, else from `typing`
+    (its own fallback); on Python >= 3.11 both read agentlog's types (plain annotations,
+    no TypedDict) the same, and a test holds every event type's round trip and the fallback
+    in place. Only for this one import: `typing_extensions` stays importable afterwards (the
+    entry is removed again), for whatever else this process loads."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # an import fails
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        if "typing_extensions" in sys.modules and sys.modules["typing_extensions"] is None:
+            del sys.modules["typing_extensions"]
+
+
+def capture_plain(args: list[str]) -> bool:
+    """Run a plain `capture` without click (`cli.capture_run`); False when click must."""
+    parsed = parse_capture(args)
+    if parsed is None:
+        return False
+    msgspec_without_typing_extensions()
+    home_opt, values, flags = parsed
+    as_json = "json" in flags
+    if not as_json and sys.stderr.isatty():
+        return False  # the progress bar is click's path's (rich)
+    try:
+        settle = float(values.pop("settle", "2.0"))
+    except ValueError:
+        return False
+    from cli.capture_ops import capture_roots
+    from cli.config import resolve_home
+    from readers.registry import names
+
+    try:
+        home = resolve_home(home_opt)
+        home.command = "agentlog capture"
+        flags_by_root: dict[str, str | None] = {a: values.get(f"{a}-dir") for a in names()}
+        flags_by_root["project_roots"] = values.get("project-roots")
+        roots = capture_roots(home, flags_by_root)
+    except Exception:
+        return False  # click words a bad config.json or home (nothing has run)
+    from cli.capture_run import CaptureFailed, run
+
+    try:
+        run(home, roots, as_json=as_json, index="no-index" not in flags, settle=settle,
+            progress=False)
+    except CaptureFailed as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        sys.stderr.write("Aborted!\n")
+        raise SystemExit(1) from None
+    except Exception as exc:
+        import os
+
+        if os.environ.get("AGENTLOG_DEBUG"):
+            raise
+        from cli.group import failure_line
+
+        _fail(failure_line(exc))
+    return True
+
+
+def _fail(message: str) -> None:
+    """Exit 1 with the one-line error of `cli.errors` (as click's path prints it)."""
+    from cli.errors import line
+
+    sys.stderr.write(line("agentlog capture", message) + "\n")
+    sys.stderr.flush()
+    raise SystemExit(1)
+
+
 def hooks_run(args: list[str]) -> bool:
     """Run an agent's hook without click (`cli.hook_run`); False when click must do it."""
     parsed = parse_hook(args)
     if parsed is None:
         return False
+    msgspec_without_typing_extensions()
     home_opt, client, extra = parsed
     from cli.config import resolve_home
 

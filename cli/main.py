@@ -2,9 +2,9 @@
 
 Commands are imported only when invoked, so `agentlog search` or `agentlog mcp` never pay
 for the imports of the others (start-up time is part of the product). `main` first offers
-the arguments to `cli.fast` (`search ... --json` and `hooks run` without click, whose
-import costs more than the search); everything else, and anything the fast path does not
-fully understand, goes to the click group in `cli.group`.
+the arguments to `cli.fast` (`search ... --json`, `hooks run` and a plain `capture` without
+click, whose import costs more than the search); everything else, and anything the fast
+path does not fully understand, goes to the click group in `cli.group`.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "v
 
 def main(argv: list[str] | None = None) -> Any:
     args = argv if argv is not None else sys.argv[1:]
-    from cli.fast import hooks_run, search_json
+    from cli.fast import capture_plain, hooks_run, search_json
 
-    if search_json(args) or hooks_run(args):
+    if search_json(args) or hooks_run(args) or capture_plain(args):
         return None
     from cli.group import cli
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import struct
 import time
 from collections.abc import Mapping
@@ -210,7 +209,7 @@ class Appender:
         self, txn: Any, rows: list[tuple[bytes, bytes]], seq: int, prev: bytes, at: int
     ) -> bytes:
         """Index and chain this process's writer event as record `seq`; its hash."""
-        host, pid = socket.gethostname(), os.getpid()
+        host, pid = os.uname().nodename, os.getpid()  # = gethostname(); `socket` costs start-up
         key = f"writer:{host}:{pid}:{time.time_ns()}".encode()
         ev = WriterStarted(host=host, pid=pid, version=VERSION, command=self.command, at=at)
         stored = codec.encode_stored(at, key, codec.encode_event(ev))

@@ -66,9 +66,8 @@ class WriterLock:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
         with contextlib.suppress(OSError):
-            import socket  # only a writer names its host (searches import this module)
-
-            note = f"{os.getpid()} {socket.gethostname()} {self.command}".encode()[:200]
+            # the host as gethostname() names it (`socket` would cost every writer's start-up)
+            note = f"{os.getpid()} {os.uname().nodename} {self.command}".encode()[:200]
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, note, 0)
 

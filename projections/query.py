@@ -179,26 +179,6 @@ def search(
     return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": cov}
 
 
-def project_dirs(db_path: Path, limit: int = 256) -> list[str]:
-    """Distinct `project` values of indexed documents (at most `limit`), for the discovery
-    of agents that write into project folders. A skip-scan over the project index: the cost
-    grows with the number of projects, not of documents. [] when history.db cannot be read
-    (absent, or being rebuilt: the next capture sees the folders)."""
-    try:
-        con = _open(Path(db_path))
-        if con is None:
-            return []
-        rows = con.execute(
-            "WITH RECURSIVE p(v) AS (SELECT min(project) FROM documents"
-            " UNION ALL SELECT (SELECT min(project) FROM documents WHERE project > p.v)"
-            " FROM p WHERE p.v IS NOT NULL) SELECT v FROM p WHERE v IS NOT NULL LIMIT ?",
-            (limit,),
-        ).fetchall()
-    except sqlite3.Error:
-        return []
-    return [str(r[0]) for r in rows]
-
-
 def empty_coverage() -> dict[str, Any]:
     return {"events": 0, "lastCaptureAt": None, "sources": 0, "sourcesPending": 0,
             "recordsParsed": 0, "bytesCaptured": 0, "oversizedLines": 0,

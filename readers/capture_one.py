@@ -50,6 +50,7 @@ class _NamedCapturer(Capturer):
         super().__init__(log, roots, options)
         self._wanted = wanted
         self._patch = patch_statcache
+        self.dirs: dict[str, cur.DirCache] | None = None  # folder caches to write (`patch`)
         self._walker = None
         self.discovery_done = True
 
@@ -85,7 +86,8 @@ class _NamedCapturer(Capturer):
                 done.append(sid)
             if self._patch and not self._failed:
                 self._lock()  # held until the flush: the caches are read and written under it
-                self._batch.state.update(statcache.patch(self.log, self.sources.values()))
+                self._batch.state.update(statcache.patch(self.log, self.sources.values(),
+                                                         self.dirs))
         finally:
             self.flush()  # the stat cache only when told (see `capture_few`)
         self.finish()
@@ -99,19 +101,22 @@ def nothing_or_few(engine: Capturer) -> Stats | None:
     few = statcache.changed_files(engine.log, engine.roots, statcache.FEW)
     if few is None:
         return None
-    if few[2]:  # pending: of these files (every other one is idle)
-        engine.stats = capture_few(engine.log, engine.roots, few[2], engine.opt)
-    engine.stats.files, engine.stats.missing = few[0], few[1]
+    if few.changed:  # pending: of these files (every other one is idle)
+        engine.stats = capture_few(engine.log, engine.roots, few.changed, engine.opt,
+                                   few.dirs)
+    engine.stats.files, engine.stats.missing = few.files, few.missing
     return engine.stats
 
 
 def capture_few(log: EventLog, roots: list[Root], changed: list[tuple[Root, str]],
-                options: Options) -> Stats:
+                options: Options, dirs: dict[str, cur.DirCache] | None = None) -> Stats:
     """Capture the new or changed files a full capture found (`statcache.changed_files`:
-    every other file is as captured), and bring their stat cache entries up to date."""
+    every other file is as captured), and bring their stat cache entries up to date (and
+    the folder caches, `dirs`, of the walk that found them)."""
     wanted = [(root, rel, layout) for root, rel in changed
               if (layout := classify(root.agent, rel)) is not None]
     engine = _NamedCapturer(log, roots, options, wanted, patch_statcache=True)
+    engine.dirs = dirs
     engine.capture()
     return engine.stats
 

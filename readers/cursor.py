@@ -20,6 +20,7 @@ CURSOR_PREFIX = b"cur\0"
 ROWS_PREFIX = b"rows\0"
 EPOCH_KEY = b"capture\0epoch"
 STATCACHE_PREFIX = b"statcache\0"
+DIRCACHE_PREFIX = b"dircache\0"
 HASH_SPAN = 4096  # bytes hashed at the head and before the cursor to detect rewrites
 
 
@@ -92,6 +93,23 @@ def encode_statcache(cache: StatCache) -> bytes:
 
 def decode_statcache(data: bytes) -> StatCache:
     return _statcache_dec.decode(data)
+
+
+# folder (relative, "" = the root) -> (mtime_ns, history file names, folder names walked into)
+DirCache = dict[str, tuple[int, list[str], list[str]]]
+_dircache_dec = msgspec.msgpack.Decoder(tuple[int, DirCache])
+
+
+def dircache_key(root_id: str) -> bytes:
+    return DIRCACHE_PREFIX + root_id.encode()
+
+
+def encode_dircache(version: int, cache: DirCache) -> bytes:
+    return _enc.encode((version, cache))
+
+
+def decode_dircache(data: bytes) -> tuple[int, DirCache]:
+    return _dircache_dec.decode(data)
 
 
 def encode(obj: Cursor | RowCursor) -> bytes:

@@ -20,7 +20,7 @@ Promises:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from readers import registry
@@ -49,13 +49,13 @@ def classify(agent: str, rel: str) -> str | None:
     """The layout of a file (None: not history), by the agent's reader module."""
     if not registry.known(agent):
         return None
-    layout: str | None = registry.reader(agent).classify(rel)
+    layout: str | None = registry.rules(agent)[0](rel)
     return layout
 
 
 def _descend(agent: str, rel_dir: str) -> bool:
     """Whether a folder (relative to the root) can hold history."""
-    return registry.known(agent) and bool(registry.reader(agent).descend(rel_dir))
+    return registry.known(agent) and bool(registry.rules(agent)[1](rel_dir))
 
 
 def _kind(e: os.DirEntry[str]) -> str:
@@ -111,37 +111,3 @@ def walk(agent: str, root: str) -> Iterator[Entry]:
             else:
                 yield Entry(rel, classify(agent, rel))
         stack.extend(reversed(subdirs))
-
-
-def files(
-    agent: str, root: str, known: Mapping[str, object] | None = None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(rel, entry) of every history file under `root`, in no particular order: the lean
-    walk of the no-change check (same folders and layouts as `walk`). Names in `known`
-    are yielded without classifying them again. A folder that cannot be listed raises
-    `OSError` (the full walk reports it); a vanished one is skipped."""
-    known = known or {}
-    stack: list[str] = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
-        except FileNotFoundError:
-            continue
-        with it:
-            for e in it:
-                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-                try:
-                    if e.is_symlink():
-                        continue  # never followed (see `walk`)
-                    if rel in known:
-                        yield rel, e
-                        continue
-                    is_dir = e.is_dir(follow_symlinks=False)
-                except OSError:
-                    continue
-                if is_dir:
-                    if _descend(agent, rel):
-                        stack.append(rel)
-                elif classify(agent, rel) is not None:
-                    yield rel, e

@@ -8,6 +8,9 @@ labels and resume commands all come from this table.
 Promises:
 - importing this module is cheap (no reader module is imported; `reader(name)` imports one
   on first use), so the search and MCP paths can list agents without loading parsers;
+- `rules(name)` is the reader's (`classify`, `descend`): the very functions of its module,
+  taken from `Agent.paths` (a module of discovery rules alone) when the entry names one, so
+  that walking the roots (every `capture`) does not import the parsers;
 - every layout name starts with "<agent name>." and has exactly one capture mode:
   APPEND (append-only file: chunks with byte cursors, parsed line by line),
   SNAPSHOT (a rewritten file: whole content, blake3-deduplicated, parsed whole), or
@@ -24,7 +27,7 @@ See docs/ARCHITECTURE.md "How to add an agent" and /work/coord/registry.md.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType, ModuleType
 from typing import Any, NamedTuple
 
@@ -62,6 +65,9 @@ class Agent(NamedTuple):  # immutable, compared by value, like the frozen datacl
     docs: str = ""  # docs/parsers.md anchor
     search: bool = True
     extra: Mapping[str, Any] = MappingProxyType({})
+    # a module holding `<name>_classify`/`<name>_descend`, the functions `module` re-exports as
+    # `classify`/`descend` (cheaper to import than the parsers; "" = take them from `module`)
+    paths: str = ""
 
     @property
     def flag(self) -> str:
@@ -86,19 +92,23 @@ REGISTRY: tuple[Agent, ...] = (
            "claude.subagent_meta": _S, "claude.tool_result": _S},
           env=(("CLAUDE_CONFIG_DIR", ""),), defaults=(".claude",),
           optional_defaults=((".config/claude", "projects"),),
-          resume=("claude", "--resume", "{session}"), docs="claude-code"),
+          resume=("claude", "--resume", "{session}"), docs="claude-code",
+          paths="readers.builtin_paths"),
     Agent("codex", "Codex CLI", "readers.parse_codex",
           {"codex.rollout": _A, "codex.history": _A},
           env=(("CODEX_HOME", ""),), defaults=(".codex",),
-          resume=("codex", "resume", "{session}"), docs="codex-cli"),
+          resume=("codex", "resume", "{session}"), docs="codex-cli",
+          paths="readers.builtin_paths"),
     Agent("opencode", "opencode", "readers.parse_opencode",
           {"opencode.json": _S, "opencode.db": _R},
           env=(("XDG_DATA_HOME", "opencode"),), defaults=(".local/share/opencode",),
           tables=(Table("session"), Table("message"), Table("part"), Table("project")),
-          resume=("opencode", "--session", "{session}"), docs="opencode"),
+          resume=("opencode", "--session", "{session}"), docs="opencode",
+          paths="readers.builtin_paths"),
     Agent("runs", "Delegated runs", "readers.parse_runs",
           {"runs.log": _A, "runs.meta": _S},
-          env=(("AGENTLOG_RUNS_DIR", ""),), docs="runs", search=False),
+          env=(("AGENTLOG_RUNS_DIR", ""),), docs="runs", search=False,
+          paths="readers.builtin_paths"),
     # --- agents-a (issue 14) ---
     Agent("gemini", "Gemini CLI", "readers.agent_gemini",
           {"gemini.chat": _S, "gemini.chat_log": _A, "gemini.logs": _S,
@@ -155,6 +165,7 @@ REGISTRY: tuple[Agent, ...] = (
 _BY_NAME = {a.name: a for a in REGISTRY}
 _MODE = {layout: mode for a in REGISTRY for layout, mode in a.layouts.items()}
 _MODULES: dict[str, ModuleType] = {}
+_RULES: dict[str, tuple[Callable[[str], str | None], Callable[[str], bool]]] = {}
 
 
 def names() -> tuple[str, ...]:
@@ -202,6 +213,22 @@ def reader(name: str) -> ModuleType:
     if mod is None:
         mod = _MODULES[name] = importlib.import_module(_BY_NAME[name].module)
     return mod
+
+
+def rules(name: str) -> tuple[Callable[[str], str | None], Callable[[str], bool]]:
+    """(`classify`, `descend`) of agent `name`'s reader, without importing its parsers when
+    the entry names a `paths` module (see the module promises)."""
+    found = _RULES.get(name)
+    if found is None:
+        agent = _BY_NAME[name]
+        if agent.paths:
+            mod = importlib.import_module(agent.paths)
+            found = (getattr(mod, f"{name}_classify"), getattr(mod, f"{name}_descend"))
+        else:
+            mod = reader(name)
+            found = (mod.classify, mod.descend)
+        _RULES[name] = found
+    return found
 
 
 def family(value: object) -> str:

@@ -58,6 +58,11 @@ def _events(log: EventLog) -> list[tuple[str, str]]:
     return sorted(out)
 
 
+def _few(found: statcache.Few | None) -> tuple[int, int, list[str]] | None:
+    return None if found is None else (found.files, found.missing,
+                                       [rel for _, rel in found.changed])
+
+
 def _steps(root: Path) -> list[list[tuple[str, bytes, bool]]]:
     """Rounds of (relative path, bytes, append?) applied to the sources."""
     p = "projects/-p/"
@@ -93,8 +98,8 @@ def test_few_changes_capture_what_a_full_run_captures(tmp_path: Path,
     calls: list[int] = []
     real = capture_one.capture_few
     monkeypatch.setattr(capture_one, "capture_few",
-                        lambda log, roots, changed, opt: calls.append(len(changed))
-                        or real(log, roots, changed, opt))
+                        lambda log, roots, changed, opt, dirs: calls.append(len(changed))
+                        or real(log, roots, changed, opt, dirs))
     few_log, few_pending = _run(tmp_path, "few", 32, monkeypatch)
     assert calls == [2, 3]  # the first run has no stat cache: a full run
     full_log, full_pending = _run(tmp_path, "full", 0, monkeypatch)
@@ -117,13 +122,13 @@ def test_a_vanished_file_or_many_changes_take_the_full_run(tmp_path: Path) -> No
     roots = roots_of(claude=root)
     files = [write(root / "projects" / "-p" / f"f{i}.jsonl", b'{"x":1}\n') for i in range(4)]
     capture(log, roots)
-    assert statcache.changed_files(log, roots, 32) == (4, 0, [])
+    assert _few(statcache.changed_files(log, roots, 32)) == (4, 0, [])
     append(files[0], b'{"x":2}\n')
     found = statcache.changed_files(log, roots, 32)
-    assert found is not None and [rel for _, rel in found[2]] == ["projects/-p/f0.jsonl"]
+    assert found is not None and [rel for _, rel in found.changed] == ["projects/-p/f0.jsonl"]
     assert statcache.changed_files(log, roots, 0) is None  # more than the limit
     files[1].unlink()
     assert statcache.changed_files(log, roots, 32) is None  # vanished: the full run says so
     st = capture(log, roots)
     assert st.missing == 1 and st.bytes == 8
-    assert statcache.changed_files(log, roots, 32) == (3, 1, [])
+    assert _few(statcache.changed_files(log, roots, 32)) == (3, 1, [])

@@ -35,6 +35,33 @@ def test_every_agent_has_a_reader_with_the_protocol() -> None:
     assert registry.layouts() == LAYOUTS
 
 
+def test_discovery_rules_are_the_readers_own_functions() -> None:
+    """`rules` (what every capture's walk uses, without the parsers when `paths` is set) gives
+    the very `classify`/`descend` each reader module exports."""
+    for agent in registry.REGISTRY:
+        mod = registry.reader(agent.name)
+        assert registry.rules(agent.name) == (mod.classify, mod.descend), agent.name
+
+
+def test_walking_the_roots_imports_no_parser(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    for rel in ("projects/-w-p/s.jsonl", "sessions/2025/01/01/rollout-x.jsonl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}\n")
+    code = ("import sys\nfrom readers.discovery import walk\n"
+            "from readers.statcache import cached_files\n"
+            f"for a in ('claude', 'codex', 'opencode', 'runs'):\n"
+            f"    list(walk(a, {str(tmp_path)!r}))\n"
+            f"    list(cached_files(a, {str(tmp_path)!r}, {{}}, {{}}, {{}}))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('readers.parse')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[]\n"
+
+
 def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
     from cli.commands.capture import capture, restore
     from cli.mcp.server import SEARCH_SCHEMA

@@ -23,20 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from cli import settings_files as sf
+from cli.retention_warning import claude_dir as claude_dir  # the Claude folder, shared
+from cli.retention_warning import claude_settings as claude_settings
 
 CLAUDE_EVENTS = ("SessionEnd", "PreCompact")
 HOOK_TIMEOUT_S = 60
 _OURS = re.compile(r"(agentlog|cli\.main)\S*['\"]?\s.*\bhooks run (claude|codex)\b")
-
-
-def claude_dir(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
-    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return Path(base)
-
-
-def claude_settings(env: dict[str, str] | None = None) -> Path:
-    return claude_dir(env) / "settings.json"
 
 
 def codex_config(env: dict[str, str] | None = None) -> Path:

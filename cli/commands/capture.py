@@ -73,7 +73,6 @@ def capture(
     interrupted. Summary: files, bytes, appended, duplicates (--json for scripts).
     """
     from eventlog import EventLogError
-    from readers.capture import Capturer, Options
 
     home = get_home(ctx)
     flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
@@ -83,55 +82,26 @@ def capture(
         if watch:
             raise click.UsageError("--path and --watch do not go together")
         return _capture_paths(home, roots, paths, settle, index, as_json)
+    if not watch:
+        from cli.capture_run import CaptureFailed, run
+
+        try:
+            run(home, roots, as_json=as_json, index=index, settle=settle,
+                progress=not as_json and sys.stderr.isatty())
+        except CaptureFailed as exc:
+            raise click.ClickException(str(exc)) from exc
+        return None
+    from cli.retention_warning import warn_once
+
+    warn_once(home)
     try:
-        if watch:
-            from cli.commands.retention_warning import warn_once
-
-            warn_once(home)
-            stats = _watch(home, index, settle, roots=roots, announce=not as_json)
-        else:
-            from cli.catchup import Follower
-
-            engine = Capturer(home.log(), roots, Options(settle_s=settle))
-            follower = Follower(home) if index else None
-            try:
-                stats = _once(engine, show_progress=not as_json and sys.stderr.isatty(),
-                              follower=follower)
-            finally:
-                if follower is not None:
-                    follower.finish()  # history.db swapped in (or rebuilt below instead)
+        stats = _watch(home, index, settle, roots=roots, announce=not as_json)
     except EventLogError as exc:
         raise click.ClickException(str(exc)) from exc
-    out = stats.to_dict()
-    out["roots"] = [r.to_dict() for r in roots]
-    # a default folder that does not exist is an agent not installed, not a problem
-    out["missing_roots"] = [str(r.path) for r in roots if not r.exists and r.origin != "default"]
-    if as_json:
-        emit_json(out)
-    else:
-        missing = f"; missing roots: {', '.join(out['missing_roots'])}" if out[
-            "missing_roots"] else ""
-        pending = f", {out['pending']} pending" if out["pending"] else ""
-        if out["appended"] == 0:
-            click.echo(f"nothing new in {out['files']} files{pending}{missing}")
-        else:
-            click.echo(
-                f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
-                f"{out['appended']} events appended ({out['duplicates']} duplicates), "
-                f"{out['pending']} pending{missing}"
-            )
-        for err in out["errors"]:
-            click.echo(f"warning: {err}", err=True)
-        for skipped in out["skipped"]:
-            click.echo(f"skipped: {skipped}", err=True)
-    if stats.appended and index and not watch:
-        from cli import hooks
+    from cli.capture_run import report
 
-        hooks.after_append(home)
-    if not watch:
-        from cli.commands.retention_warning import warn_once
-
-        warn_once(home)
+    report(stats, roots, as_json=as_json)
+    return None
 
 
 def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle: float,
@@ -139,7 +109,7 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
     from cli.commands.capture_path import capture_named, summary
 
     named = capture_named(home, [Path(p) for p in paths], roots, settle=settle, index=index)
-    from cli.commands.retention_warning import warn_once
+    from cli.retention_warning import warn_once
 
     warn_once(home)
     out = summary(named)
@@ -156,29 +126,6 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
         click.echo(f"warning: {p} is not agent history", err=True)
     if named.outside and not named.sources:
         raise SystemExit(1)
-
-
-def _once(engine: Any, *, show_progress: bool, follower: Any = None) -> Any:
-    if not show_progress:
-        return engine.run_once(follower.tick if follower is not None else None)
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("capturing"), BarColumn(), TextColumn("{task.description}"),
-        TextColumn("{task.fields[mb]}"), transient=True,
-    ) as bar:
-        # the total is unknown until the first tick: never show it as "None"
-        task = bar.add_task("discovering files", total=None, mb="")
-
-        def tick(e: Any) -> None:
-            total = len(e.sources)
-            done = min(total - len(e.ready) if e.discovery_done else e._sweep_pos, total)
-            bar.update(task, total=max(total, 1), completed=done,
-                       description=f"{done}/{total} files", mb=human_bytes(e.stats.bytes))
-            if follower is not None:
-                follower.tick(e)
-
-        return engine.run_once(tick)
 
 
 def _watch(home: Home, index: bool, settle: float, *, roots: list[Any],

@@ -123,7 +123,7 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
     from cli.commands.currency import describe
 
     click.echo(describe(home, client))
-    from cli.commands.retention_warning import warn_once
+    from cli.retention_warning import warn_once
 
     warn_once(home)
 

@@ -24,7 +24,7 @@ def retention(ctx: click.Context, client: str, days: int | None, as_json: bool) 
     """Claude Code's transcript cleanup: what it will delete soon; raise it with --days."""
     from cli import settings_files as sf
     from cli.commands.agent_hooks import claude_settings
-    from cli.commands.retention_warning import message, report
+    from cli.retention_warning import message, report
     from readers.retention import read_setting
 
     path = claude_settings()

@@ -96,7 +96,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Whether the service runs, since when, the last capture and what is pending."""
     home = get_home(ctx)
     out = service_status(home)
-    from cli.commands.retention_warning import warn_once
+    from cli.retention_warning import warn_once
 
     warn_once(home)
     if as_json:

@@ -3,28 +3,40 @@
 `capture`, `mcp install` and `service status` call `warn_once(home)`: when
 `cleanupPeriodDays` is unset or below 90 it prints, on stderr and at most once a day per
 home (state: `<home>/retention-warning.json`), how many transcripts Claude Code will delete
-within 7 days and how many of them are already captured in full. It never raises.
+within 7 days and how many of them are already captured in full. It never raises. Without
+click, and cheap when not due (no Claude folder, or warned within the day: nothing more is
+read or imported), since every `capture` calls it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from cli.config import Home
+if TYPE_CHECKING:
+    from cli.config import Home
 
 STATE_FILE = "retention-warning.json"
 EVERY_S = 86_400
 
 
+def claude_dir(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return Path(base)
+
+
+def claude_settings(env: dict[str, str] | None = None) -> Path:
+    return claude_dir(env) / "settings.json"
+
+
 def report(home: Home, now_ns: int | None = None) -> Any:
     """The `readers.retention.AtRisk` of this machine's Claude Code."""
-    from cli.commands.agent_hooks import claude_dir, claude_settings
     from readers.retention import at_risk, read_setting
 
     lookup = None
@@ -53,29 +65,31 @@ def message(risk: Any) -> str:
 def warn_once(home: Home, *, now_ns: int | None = None) -> bool:
     """Print the warning when due; True when printed."""
     try:
-        from cli.commands.agent_hooks import claude_dir
-        from readers.retention import SAFE_DAYS, read_setting
-
         if not claude_dir().is_dir():
-            return False
-        from cli.commands.agent_hooks import claude_settings
-
-        setting = read_setting(claude_settings())
-        if setting is not None and setting >= SAFE_DAYS:
             return False
         now = time.time_ns() if now_ns is None else now_ns
         state = home.root / STATE_FILE
         if now / 1e9 - _last(state) < EVERY_S:
             return False
-        click.echo(message(report(home, now)), err=True)
+        from readers.retention import SAFE_DAYS, read_setting
+
+        setting = read_setting(claude_settings())
+        if setting is not None and setting >= SAFE_DAYS:
+            return False
+        _say(message(report(home, now)))
         if home.root.is_dir():
             tmp = state.with_name(state.name + ".tmp")
             tmp.write_text(json.dumps({"lastWarningAt": int(now / 1e6)}) + "\n")
             os.replace(tmp, state)
         return True
     except Exception as exc:  # a warning never breaks the command it rides on
-        click.echo(f"agentlog: retention check failed: {exc}", err=True)
+        _say(f"agentlog: retention check failed: {exc}")
         return False
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def _last(state: Path) -> float:
