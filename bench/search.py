@@ -9,10 +9,15 @@ Prints:
   `projections.query.search` (goals at 1M docs: rare p50 <= 5 ms, common p99 <= 100 ms),
   and of the plain engine for the rare query (a small sample: it scans);
 - ranking (`--rank` alone skips the rest): for rare, mid (two words), common (one word of
-  rank 3..300) and hot (one of the 3 most common words) queries, p50/p99 of the former
-  bounded ranking (newest 5,000 matches), FTS5's own full bm25, the full bm25 x role weight
-  without champion lists, and agentlog's ranking (lists + certificate, else the full one);
-  how many answers differ from the full ranking (must be 0); the time to make the lists;
+  rank 3..300), hot (one of the 3 most common words) and several common words (2 hot: two of
+  the 10 most common; 2 common: two of rank 3..300; 3 common: three of the 50 most common)
+  queries, p50/p99 of the former bounded ranking (newest 5,000 matches), FTS5's own full
+  bm25, the full bm25 x role weight without champion lists, and agentlog's ranking (lists +
+  certificate, else the full one); how many answers differ from the full ranking (must be
+  0); the time to make the lists. The file with every list made is kept under `--cache`
+  (default $TMPDIR/agentlog-bench-cache, keyed by documents, schema and list settings): a
+  later `--rank` run of the same size skips the build (~25 min at 1M) and measures only
+  "all lists"; `--no-cache` builds afresh;
 - the ratio to `rg --hidden` over the same text as files, when rg is installed;
 - history.db size against the size of the indexed text;
 - `agentlog search --json` whole-process p50, next to `python -c pass` as the floor;
@@ -21,6 +26,7 @@ Prints:
   single-thread floor, with CPU / wall (see bench/cold.py).
 
 Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR] [--rank]
+         [--cache DIR | --no-cache]
        .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR] [--reps N]
 """
 
@@ -82,6 +88,17 @@ def make_texts(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
         texts.append(f"{frags[picks[0]]} {frags[picks[1]]} uniq{i:08d} {frags[picks[2]]}."
                      f" {frags[picks[3]]}")
     return texts, vocab
+
+
+def cache_path(n: int, cache: Path) -> Path:
+    """Where `--rank` keeps the synthetic `n`-document history.db with every champion list
+    made, keyed by what shapes it (documents, text seed, schema, rank format and settings),
+    so later runs skip the build (~25 min at 1M). Delete it to force a fresh build."""
+    from projections import db as dbm
+    from projections import rank
+
+    return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{rank.HOT_DF}"
+                    f"-ch{rank.CHAMPIONS}") / "history.db"
 
 
 def make_log(path: Path, texts: list[str]) -> EventLog:
@@ -155,6 +172,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     ap.add_argument("--rank", action="store_true", help="only the ranking figures")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir())
+                    / "agentlog-bench-cache", help="with --rank: keep/reuse the built"
+                    " history.db here (keyed by its parameters)")
+    ap.add_argument("--no-cache", action="store_true", help="with --rank: build afresh")
     ap.add_argument("--capture", choices=("quick", "gb"), default=None,
                     help="only time `capture` from empty until searchable on a synthetic home"
                          " of all three agents (quick: ~30 MB; gb: ~1 GB)")
@@ -182,15 +203,22 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         reps = args.reps or (5 if n <= 100_000 else 1)
-        run(work, n, nq, rank_only=args.rank, reps=reps)
+        run(work, n, nq, rank_only=args.rank, reps=reps,
+            cache=None if args.no_cache else args.cache)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1) -> None:
+def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1,
+        cache: Path | None = None) -> None:
     print(f"agentlog search bench: {n:,} docs, {nq} queries per kind, SQLite "
           f"{sqlite3.sqlite_version}, Python {sys.version.split()[0]}")
+    kept = cache_path(n, cache) if rank_only and cache is not None else None
+    if kept is not None and kept.exists():
+        print(f"  cached history.db (lists made): {kept}")
+        ranking(kept, _vocab(random.Random(7)), n, nq, cached=True)
+        return
     t0 = time.perf_counter()
     texts, vocab = make_texts(n)
     text_bytes = sum(len(t.encode()) for t in texts)
@@ -231,6 +259,10 @@ def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1) 
     if rank_only:
         ranking(db, vocab, n, nq)
         log.close()
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(db, kept)
+            print(f"  kept history.db for later runs: {kept}")
         return
 
     rng = random.Random(11)
@@ -299,18 +331,20 @@ def _timed(fn: Any, queries: list[str]) -> list[float]:
     return out
 
 
-def ranking(db_path: Path, vocab: list[str], n: int, nq: int) -> None:
+def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = False) -> None:
     """Ranking every match: agentlog against the former bounded ranking, FTS5's full bm25
-    and the full bm25 x weight, on the same file; answers compared with the full ranking."""
+    and the full bm25 x weight, on the same file; answers compared with the full ranking.
+    `cached`: the file has every list already (only the "all lists" figures)."""
     from projections import db as dbm
-    from projections import rank, search
+    from projections import rank, rank_multi, search
     from projections.filters import Filters
 
     con = dbm.connect(db_path, readonly=True)
     rng = random.Random(13)
     lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
-    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists made by"
-          f" the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
+    made = "made (cached file)" if cached else (
+        f"made by the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
+    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made}")
     sets = {
         "rare": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
         "mid": [f"{rng.choice(vocab[300:3000])} {rng.choice(vocab[300:3000])}"
@@ -318,6 +352,14 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int) -> None:
         "common": [vocab[rng.randrange(3, 300)] for _ in range(nq)],
         "hot": [vocab[rng.randrange(0, 3)] for _ in range(nq)],
     }
+    def distinct(lo: int, hi: int, m: int) -> str:
+        return " ".join(vocab[r] for r in rng.sample(range(lo, hi), m))
+
+    # several common words (rank_multi): two of the 10 most common (each in 38-99 % of the
+    # documents), two of rank 3..300, three of the 50 most common
+    sets["2 hot"] = [distinct(0, 10, 2) for _ in range(nq)]
+    sets["2 common"] = [distinct(3, 300, 2) for _ in range(nq)]
+    sets["3 common"] = [distinct(0, 50, 3) for _ in range(nq)]
     w = rank.WEIGHT_SQL
     bounded = (f"SELECT r FROM (SELECT d.rowid AS r, bm25(documents_fts) * {w} AS s"
                " FROM documents_fts JOIN documents d ON d.rowid = documents_fts.rowid"
@@ -332,22 +374,32 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int) -> None:
     def toks(q: str) -> list[str]:
         return q.split()
 
-    def measure(label: str) -> None:
+    def from_lists(q: str) -> bool:
+        """Whether agentlog answers `q` from champion lists (certified)."""
+        def accept(scored: list[tuple[float, int]], bound: float) -> Any:
+            return search._certified(con, scored, bound, Filters(), 10)
+
+        if len(q.split()) > 1:
+            return rank_multi.search(con, toks(q), accept) is not None
+        got = rank.candidates(con, q)
+        return got is not None and accept(got[0], got[1]) is not None
+
+    def measure(label: str, only: tuple[str, ...] = ()) -> None:
         for name, qs in sets.items():
             qs_slow = qs if name in ("rare", "mid") else qs[: max(5, nq // 10)]
+            if only and name not in only:
+                continue
             old = _timed(lambda q: con.execute(bounded, (expr(q),)).fetchall(), qs)
             fts = _timed(lambda q: con.execute(full, (expr(q),)).fetchall(), qs_slow)
             every = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
                                                         lists=False), qs_slow)
             ours = _timed(lambda q: query.search(db_path, q, limit=10), qs)
-            listed = sum(1 for q in qs if len(q.split()) == 1 and (got := rank.candidates(
-                con, q)) is not None and search._certified(con, got[0], got[1], Filters(), 10)
-                is not None)
+            listed = sum(1 for q in qs if from_lists(q))
             differ = sum(
                 [r[0] for r in search.fts_search(con, toks(q), Filters(), 10)]
                 != [r[0] for r in search.fts_search(con, toks(q), Filters(), 10, lists=False)]
                 for q in qs_slow)
-            print(f"  {label} {name:<6} agentlog p50 {pct(ours, 50):7.2f} p99 {pct(ours, 99):8.2f}"
+            print(f"  {label} {name:<8} agentlog p50 {pct(ours, 50):7.2f} p99 {pct(ours, 99):8.2f}"
                   f" ms | bounded (newest 5,000) p50 {pct(old, 50):7.2f} p99 {pct(old, 99):7.2f}"
                   f" | FTS5 full bm25 p50 {pct(fts, 50):7.2f} p99 {pct(fts, 99):8.2f}"
                   f" | full bm25 x weight p50 {pct(every, 50):7.2f} p99 {pct(every, 99):8.2f}"
@@ -355,7 +407,11 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int) -> None:
                   f" | answers differing from the full ranking: {differ}/{len(qs_slow)}")
 
     query.search(db_path, sets["hot"][0])  # warm the page cache and connections
-    measure("after reindex:")
+    if cached:
+        measure("all lists:    ")
+        con.close()
+        return
+    measure("after reindex:", ("rare", "mid", "common", "hot"))
     con.close()
     wcon = dbm.connect(db_path)
     t0 = time.perf_counter()

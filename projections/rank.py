@@ -19,7 +19,11 @@ Promises:
   not change the order;
 - scores are computed with FTS5's own formula and operation order (bit-identical doubles);
 - `refresh` (catch-up) folds new and changed documents into the lists (same bound, carried
-  forward); `build` (rebuild) makes them from scratch. The tables are a cache of
+  forward); `build` (rebuild) makes them from scratch;
+- `rank_terms.df` is the word's document count as of `wm`, exactly (multi-word idf,
+  `projections.rank_multi`): build counts it, refresh adds the fresh documents' hits and
+  subtracts those of `rank_was` (the text a changed document had at `wm`), a list made
+  later subtracts what changed since `wm`. The tables are a cache of
   documents_fts: `drift` does not compare them, and a missing or stale list only costs time.
 """
 
@@ -27,10 +31,16 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable
 
+from projections.rank_tokens import TextOf as TextOf
+from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
+from projections.rank_tokens import frequencies as frequencies
+from projections.rank_tokens import has_was as has_was
+from projections.rank_tokens import index_term as index_term
+from projections.rank_tokens import texts_of as texts_of
+from projections.rank_tokens import totals as totals
 from projections.text import fts_phrase
 
 K1 = 1.2
@@ -39,7 +49,6 @@ HOT_DF = 5_000  # a word in more documents gets a champion list
 CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
 REFRESH_AT = 1_000  # new/changed documents that make catch-up fold them into the lists
-TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
 MARGIN = 1e-9  # relative slack for the bound's own rounding
 ADOPT_TOP = 20  # refresh checks the words in most new documents for a new list
 BUILD_BUDGET = 3  # a rebuild makes lists until it ranked this many matches per document
@@ -53,14 +62,19 @@ CREATE TABLE rank_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, tau REAL, av
 CREATE TABLE rank_champions(term TEXT NOT NULL, doc INTEGER NOT NULL, f INTEGER NOT NULL,
   dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc)) WITHOUT ROWID;
 CREATE TABLE rank_dirty(doc INTEGER PRIMARY KEY);
+CREATE TABLE rank_was(doc INTEGER PRIMARY KEY, body);  -- text as of wm of changed documents
 """
 
 TRIGGERS = """
 CREATE TRIGGER rank_dirty_au AFTER UPDATE OF body, role, kind ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
+    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
 END;
 CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
   INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
+  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
+    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
 END;
 """
 
@@ -90,110 +104,13 @@ def idf(nrow: int, nhit: int) -> float:
     return v if v > 0.0 else 1e-6
 
 
-def varints(blob: bytes) -> list[int]:
-    """SQLite varints (FTS5's structure and docsize records)."""
-    out: list[int] = []
-    i = 0
-    while i < len(blob):
-        v = 0
-        for j in range(9):
-            c = blob[i]
-            i += 1
-            if j == 8:
-                v = (v << 8) | c
-                break
-            v = (v << 7) | (c & 0x7F)
-            if not c & 0x80:
-                break
-        out.append(v)
-    return out
-
-
-def totals(con: sqlite3.Connection) -> tuple[int, int]:
-    """(documents, tokens) of documents_fts: FTS5's own averages record (the bm25 inputs)."""
-    row = con.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
-    if row is None or not row[0]:
-        return 0, 0
-    vals = varints(bytes(row[0]))
-    return vals[0], sum(vals[1:])
-
-
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_meta'"
     ).fetchone() is not None
 
 
-def index_term(token: str) -> str | None:
-    """The one term FTS5 indexes `token` as (its tokenizer's own folding), None when it is
-    not exactly one term (then no list applies)."""
-    if token.isascii() and token.isalnum():
-        return token.lower()
-    con = _tokenizer()
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM t")
-        con.execute("INSERT INTO t(rowid, text) VALUES (1, ?)", (token,))
-        terms = [str(r[0]) for r in con.execute("SELECT term FROM r")]
-    finally:
-        con.execute("ROLLBACK")
-    return terms[0] if len(terms) == 1 else None
-
-
-# -- the in-memory tokenizer: (f, D) of a few documents, by FTS5 itself ------------------
-
-_local = threading.local()
-
-
-def _tokenizer() -> sqlite3.Connection:
-    con: sqlite3.Connection | None = getattr(_local, "tok", None)
-    if con is None:
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        con.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZE}')")
-        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-        con.execute("CREATE VIRTUAL TABLE r USING fts5vocab(t, row)")
-        _local.tok = con
-    return con
-
-
-def frequencies(
-    texts: Iterable[tuple[int, str]], terms: list[str], top: int = 0
-) -> tuple[dict[tuple[str, int], int], dict[int, int], list[str]]:
-    """({(term, doc): f}, {doc: D}, the `top` words in most of them) of `texts` as
-    documents_fts tokenizes them."""
-    con = _tokenizer()
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM t")
-        con.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", texts)
-        marks = ",".join("?" * len(terms))
-        freq = {(str(t), int(d)): int(n) for t, d, n in con.execute(
-            f"SELECT term, doc, count(*) FROM v WHERE term IN ({marks}) GROUP BY term, doc",
-            terms)}
-        sizes = {int(i): varints(bytes(sz))[0] for i, sz in con.execute(
-            "SELECT id, sz FROM t_docsize")}
-        common = [str(r[0]) for r in con.execute(
-            "SELECT term FROM r ORDER BY doc DESC, term LIMIT ?", (top,))] if top else []
-    finally:
-        con.execute("ROLLBACK")
-    return freq, sizes, common
-
-
 # -- building and refreshing (writers) -------------------------------------------------------
-
-TextOf = Callable[[sqlite3.Connection, list[int]], list[tuple[int, str, Any, Any]]]
-
-
-def texts_of(con: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
-    """(rowid, text, role, kind) of documents."""
-    out: list[tuple[int, str, Any, Any]] = []
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i : i + 500]
-        out += [(int(r), str(t), role, kind) for r, t, role, kind in con.execute(
-            f"SELECT rowid, text, role, kind FROM documents WHERE rowid IN"
-            f" ({','.join('?' * len(chunk))})", chunk)]
-    return out
-
 
 def build(con: sqlite3.Connection, *, hot_df: int | None = None,
           budget: int | None = None) -> int:
@@ -203,6 +120,8 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
     hot = HOT_DF if hot_df is None else hot_df
     for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
         con.execute(f"DELETE FROM {table}")
+    if has_was(con):
+        con.execute("DELETE FROM rank_was")
     nrow, ntok = totals(con)
     wm = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
     con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, ?, ?)",
@@ -222,19 +141,25 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
         return 0
     avgdl = ntok / nrow
     spent = made = 0
+    since: dict[str, int] | None = None  # df now - df as of wm, per word (rank_multi)
     for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
                                 " ORDER BY df DESC, term").fetchall():
         if budget is not None and spent + df > budget and spent:
             break
         spent += df
-        if _build_one(con, str(term), nrow, avgdl):
+        if since is None:
+            wanted = [str(r[0]) for r in con.execute(
+                "SELECT term FROM rank_terms WHERE tau IS NULL")]
+            since = df_since(con, wanted)
+        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0)):
             made += 1
         else:
             con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
     return made
 
 
-def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> bool:
+def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
+               since: int = 0) -> bool:
     """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
     (f, D) recovered exactly from the score (D from FTS5's docsize). False: no list."""
     df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
@@ -262,7 +187,7 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float) -> b
                     out)
     tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in out)
     con.execute("UPDATE rank_terms SET df = ?, tau = ?, avgdl = ? WHERE term = ?",
-                (df, tau, avgdl, term))
+                (df - since, tau, avgdl, term))
     return True
 
 
@@ -272,15 +197,6 @@ def _docsizes(con: sqlite3.Connection, rowids: list[int]) -> Iterable[tuple[int,
         for rid, sz in con.execute(f"SELECT id, sz FROM documents_fts_docsize WHERE id IN"
                                    f" ({','.join('?' * len(chunk))})", chunk):
             yield int(rid), varints(bytes(sz))[0]
-
-
-def _fresh(con: sqlite3.Connection, wm: int) -> list[int]:
-    """Rowids of documents added or changed since the lists were made (still present)."""
-    new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
-    dirty = [int(r[0]) for r in con.execute(
-        "SELECT r.doc FROM rank_dirty r JOIN documents d ON d.rowid = r.doc WHERE r.doc <= ?",
-        (wm,))]
-    return dirty + new
 
 
 def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = STEP,
@@ -303,7 +219,7 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     a_now = ntok / nrow if nrow else 1.0
     lists = {str(t): (float(tau), float(a)) for t, tau, a in con.execute(
         "SELECT term, tau, avgdl FROM rank_terms WHERE tau IS NOT NULL")}
-    fresh = _fresh(con, wm)
+    fresh = fresh_docs(con, wm)
     freq: dict[tuple[str, int], int] = {}
     sizes: dict[int, int] = {}
     weights: dict[int, float] = {}
@@ -319,6 +235,12 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     # today's avgdl; a fresh document joins a list when it beats the bound (else the bound
     # covers it); a list grown past twice its size is cut back to its best.
     con.execute("DELETE FROM rank_champions WHERE doc IN (SELECT doc FROM rank_dirty)")
+    if has_was(con):  # df as of the new wm: + fresh documents with the word - old texts
+        gone = was_hits(con, wm, list(lists))
+        now = Counter(t for t, _ in freq)
+        con.executemany("UPDATE rank_terms SET df = df + ? WHERE term = ?",
+                        [(now[t] - gone.get(t, 0), t) for t in lists])
+        con.execute("DELETE FROM rank_was")
     con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
                 " WHERE tau IS NOT NULL", (a_now, a_now))
     taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}

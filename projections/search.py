@@ -4,9 +4,10 @@ fts5: every query token is a quoted FTS5 phrase (never syntax) ANDed in the main
 CJK runs of >= 2 characters match through the bigram side index; single CJK characters
 and the non-CJK part of mixed tokens are literal substring conditions. EVERY match is
 ranked: s = bm25 x role weight (user prompts above assistant text above tool output), best
-first, ties newest first. A one-word query whose word has a champion list
-(`projections.rank`) is answered from it when the list's certificate holds (the same hits
-the full ranking gives), else — and for every other query — all matches are ranked in SQLite.
+first, ties newest first. A query of words that all have champion lists is answered from
+them when the lists' certificate holds (`projections.rank` for one word, `rank_multi` for
+several: the same hits the full ranking gives), else — and for every other query — all
+matches are ranked in SQLite.
 
 plain: case/diacritic-folded literal substring AND over every token, newest first. Used when
 SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from projections import cjk, rank
+from projections import cjk, rank, rank_multi
 from projections.filters import Filters
 from projections.rank import ROLE_WEIGHT, WEIGHT_SQL
 from projections.text import fold, fts_phrase
@@ -66,12 +67,15 @@ def fts_search(
     for lit in lits:
         conds.append("instr(fold(d.text), ?) > 0")
         cparams.append(fold(lit))
-    if lists and main and not grams and not lits and len(main) == 1:
-        got = rank.candidates(con, main[0])
-        if got is not None:
-            hits = _certified(con, got[0], got[1], filters, limit)
-            if hits is not None:
-                return hits
+    if lists and main and not grams and not lits:
+        if len(main) == 1:
+            got = rank.candidates(con, main[0])
+            hits = None if got is None else _certified(con, got[0], got[1], filters, limit)
+        else:
+            hits = rank_multi.search(
+                con, main, lambda scored, bound: _certified(con, scored, bound, filters, limit))
+        if hits is not None:
+            return hits
     if main:
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:

@@ -1,0 +1,193 @@
+"""FTS5's own view of a few texts, for the champion lists (projections.rank, rank_multi).
+
+Promises: `frequencies` and `index_term` tokenize with documents_fts's tokenizer, by FTS5
+itself (an in-memory FTS5 table per thread), so f and D are exactly what documents_fts
+holds (`counts` splits ASCII texts in Python exactly as unicode61 does — a test compares
+them with FTS5 — and asks FTS5 for the others); `totals` reads FTS5's own averages record
+(bm25's nRow and token total);
+`fresh_docs`, `was_hits` and `df_since` tell what changed since the lists' watermark `wm`
+(new rowids, `rank_dirty`, `rank_was`: see projections.rank). Read-only.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
+_ASCII_TOKEN = re.compile(r"[0-9A-Za-z]+")  # unicode61's token characters below 128
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite varints (FTS5's structure and docsize records)."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        v = 0
+        for j in range(9):
+            c = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | c
+                break
+            v = (v << 7) | (c & 0x7F)
+            if not c & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def totals(con: sqlite3.Connection) -> tuple[int, int]:
+    """(documents, tokens) of documents_fts: FTS5's own averages record (the bm25 inputs)."""
+    row = con.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0, 0
+    vals = varints(bytes(row[0]))
+    return vals[0], sum(vals[1:])
+
+
+def index_term(token: str) -> str | None:
+    """The one term FTS5 indexes `token` as (its tokenizer's own folding), None when it is
+    not exactly one term (then no list applies)."""
+    if token.isascii() and token.isalnum():
+        return token.lower()
+    con = _tokenizer()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM t")
+        con.execute("INSERT INTO t(rowid, text) VALUES (1, ?)", (token,))
+        terms = [str(r[0]) for r in con.execute("SELECT term FROM r")]
+    finally:
+        con.execute("ROLLBACK")
+    return terms[0] if len(terms) == 1 else None
+
+
+_local = threading.local()
+
+
+def _tokenizer() -> sqlite3.Connection:
+    con: sqlite3.Connection | None = getattr(_local, "tok", None)
+    if con is None:
+        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        con.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZE}')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        con.execute("CREATE VIRTUAL TABLE r USING fts5vocab(t, row)")
+        _local.tok = con
+    return con
+
+
+def frequencies(
+    texts: Iterable[tuple[int, str]], terms: list[str], top: int = 0
+) -> tuple[dict[tuple[str, int], int], dict[int, int], list[str]]:
+    """({(term, doc): f}, {doc: D}, the `top` words in most of them) of `texts` as
+    documents_fts tokenizes them."""
+    con = _tokenizer()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM t")
+        con.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", texts)
+        marks = ",".join("?" * len(terms))
+        freq = {(str(t), int(d)): int(n) for t, d, n in con.execute(
+            f"SELECT term, doc, count(*) FROM v WHERE term IN ({marks}) GROUP BY term, doc",
+            terms)}
+        sizes = {int(i): varints(bytes(sz))[0] for i, sz in con.execute(
+            "SELECT id, sz FROM t_docsize")}
+        common = [str(r[0]) for r in con.execute(
+            "SELECT term FROM r ORDER BY doc DESC, term LIMIT ?", (top,))] if top else []
+    finally:
+        con.execute("ROLLBACK")
+    return freq, sizes, common
+
+
+def counts(
+    texts: Iterable[tuple[int, str]], terms: list[str]
+) -> tuple[dict[tuple[str, int], int], dict[int, int]]:
+    """`frequencies` without the common words, faster: an ASCII text is split here the way
+    unicode61 splits ASCII (runs of [0-9A-Za-z], lower-cased), any other text by FTS5."""
+    freq: dict[tuple[str, int], int] = {}
+    sizes: dict[int, int] = {}
+    rest = []
+    for r, text in texts:
+        if text.isascii():
+            toks = _ASCII_TOKEN.findall(text.lower())
+            sizes[r] = len(toks)
+            for t in terms:
+                n = toks.count(t)
+                if n:
+                    freq[(t, r)] = n
+        else:
+            rest.append((r, text))
+    if rest:
+        more, more_sizes, _ = frequencies(rest, terms)
+        freq.update(more)
+        sizes.update(more_sizes)
+    return freq, sizes
+
+
+# -- what changed since the lists' watermark (rank_meta.wm) -------------------------------
+
+def has_was(con: sqlite3.Connection) -> bool:
+    """Whether the file keeps `rank_was` (and so exact `rank_terms.df` as of wm: what
+    multi-word ranking needs; files made before it rank multi-word queries fully)."""
+    return con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_was'"
+    ).fetchone() is not None
+
+
+TextOf = Callable[[sqlite3.Connection, list[int]], list[tuple[int, str, Any, Any]]]
+
+
+def texts_of(con: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+    """(rowid, text, role, kind) of documents."""
+    out: list[tuple[int, str, Any, Any]] = []
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i : i + 500]
+        out += [(int(r), str(t), role, kind) for r, t, role, kind in con.execute(
+            f"SELECT rowid, text, role, kind FROM documents WHERE rowid IN"
+            f" ({','.join('?' * len(chunk))})", chunk)]
+    return out
+
+
+def fresh_docs(con: sqlite3.Connection, wm: int) -> list[int]:
+    """Rowids of documents added or changed since the lists were made (still present)."""
+    new = [int(r[0]) for r in con.execute("SELECT rowid FROM documents WHERE rowid > ?", (wm,))]
+    dirty = [int(r[0]) for r in con.execute(  # (not a join: the planner would walk documents)
+        "SELECT doc FROM rank_dirty WHERE doc <= ?"
+        " AND EXISTS (SELECT 1 FROM document_rows WHERE rowid = doc)", (wm,))]
+    return dirty + new
+
+
+def was_hits(con: sqlite3.Connection, wm: int, terms: list[str]) -> Counter[str]:
+    """Per word, the changed documents whose text as of `wm` contained it."""
+    out: Counter[str] = Counter()
+    if not terms:
+        return out
+    rows = [(int(d), str(t)) for d, t in con.execute(
+        "SELECT doc, doc_text(body) FROM rank_was WHERE doc <= ?", (wm,))]
+    for i in range(0, len(rows), 2000):
+        freq, _, _ = frequencies(rows[i : i + 2000], terms)
+        out.update(t for t, _ in freq)
+    return out
+
+
+def df_since(con: sqlite3.Connection, terms: list[str],
+             text_of: TextOf = texts_of) -> dict[str, int]:
+    """Per word, documents containing it now minus as of `wm` ({} without `rank_was`)."""
+    if not terms or not has_was(con):
+        return {}
+    meta = con.execute("SELECT wm FROM rank_meta WHERE id = 1").fetchone()
+    if meta is None:
+        return {}
+    wm = int(meta[0])
+    fresh = fresh_docs(con, wm)
+    now: Counter[str] = Counter()
+    for i in range(0, len(fresh), 2000):
+        docs = text_of(con, fresh[i : i + 2000])
+        freq, _, _ = frequencies(((r, t) for r, t, _, _ in docs), terms)
+        now.update(t for t, _ in freq)
+    gone = was_hits(con, wm, terms)
+    return {t: now[t] - gone[t] for t in terms if now[t] or gone[t]}

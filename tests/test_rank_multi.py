@@ -1,0 +1,217 @@
+"""Queries of several common words ranked from champion lists (projections.rank_multi): the
+certified answer is the full ranking's, every candidate's score is bit-identical to FTS5's
+bm25 x weight (so idf uses the exact document counts), before and after new, changed and
+deleted documents and a refresh (real SQLite FTS5, small lists so that they exist)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from projections import db, rank, rank_multi, rank_tokens, search
+from projections.filters import Filters
+from projections.rows import put_document
+from projections.text import fts_phrase
+
+WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
+ROLES = [None, "user", "assistant", "tool_result", "thinking"]
+
+
+@pytest.fixture(autouse=True)
+def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rank, "CHAMPIONS", 4)
+    monkeypatch.setattr(rank, "HOT_DF", 6)
+    monkeypatch.setattr(rank, "REFRESH_AT", 1)
+    monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
+    monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
+
+
+def _home(path: Path) -> sqlite3.Connection:
+    con = db.connect(path)
+    con.execute("PRAGMA synchronous = OFF")
+    db.create_schema(con, engine="fts5")
+    return con
+
+
+def _put(con: sqlite3.Connection, i: int, text: str, role: str | None, session: str) -> None:
+    put_document(con, {"id": f"transcript:{i}", "kind": "transcript", "agent": "claude",
+                       "at": 1000 + i, "session": session, "role": role, "text": text})
+
+
+def ids(rows: list[tuple[Any, ...]]) -> list[int]:
+    return [int(r[0]) for r in rows]
+
+
+def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
+    """bm25(documents_fts) x weight of every match, by FTS5 itself."""
+    expr = " AND ".join(fts_phrase(w) for w in words)
+    return {int(r): float(s) for r, s in con.execute(
+        f"SELECT f.rowid, bm25(documents_fts) * {rank.WEIGHT_SQL} FROM documents_fts f"
+        " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?", (expr,))}
+
+
+def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bool:
+    """The answer equals the full ranking's; every certified candidate's score is FTS5's,
+    bit for bit, and every other match is under the threshold it was certified against.
+    True when the lists answered."""
+    full = ids(search.fts_search(con, words, flt, k, lists=False))
+    assert ids(search.fts_search(con, words, flt, k)) == full
+    seen: list[tuple[list[tuple[float, int]], float]] = []
+
+    def accept(scored: list[tuple[float, int]], threshold: float) -> list[Any] | None:
+        seen.append((list(scored), threshold))
+        return search._certified(con, scored, threshold, flt, k)
+
+    hits = rank_multi.search(con, words, accept)
+    ref = fts5_scores(con, words)
+    for scored, threshold in seen:
+        for v, rid in scored:
+            assert -v == ref[rid], (rid, v, ref[rid])  # also: every candidate matches
+        listed = {rid for _, rid in scored}
+        assert all(-s <= threshold for rid, s in ref.items() if rid not in listed)
+    if hits is None:
+        return False
+    assert ids(hits) == full
+    return True
+
+
+def df_is_exact(con: sqlite3.Connection) -> None:
+    """rank_terms.df (as of wm) plus what changed since is every list word's count now."""
+    terms = [str(r[0]) for r in con.execute("SELECT term FROM rank_terms")]
+    since = rank_tokens.df_since(con, terms)
+    for t in terms:
+        df = con.execute("SELECT df FROM rank_terms WHERE term = ?", (t,)).fetchone()[0]
+        now = con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
+                          (fts_phrase(t),)).fetchone()[0]
+        assert df + since.get(t, 0) == now, t
+
+
+docs_st = st.lists(
+    st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12),
+              st.sampled_from(ROLES), st.sampled_from(["s1", "s2"])),
+    min_size=8, max_size=40)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
+          deadline=None)
+@given(docs=docs_st, later=docs_st,
+       words=st.lists(st.sampled_from(WORDS), min_size=2, max_size=3),
+       k=st.integers(1, 6), session=st.sampled_from([None, "s1"]), change=st.integers(0, 7))
+def test_multi_word_top_k_equals_the_full_ranking(
+    tmp_path: Path, docs: list[Any], later: list[Any], words: list[str], k: int,
+    session: str | None, change: int,
+) -> None:
+    path = tmp_path / f"h{abs(hash((str(docs), str(words), k, session, change)))}.db"
+    con = _home(path)
+    try:
+        con.execute("BEGIN")
+        for i, (ws, role, sess) in enumerate(docs):
+            _put(con, i, " ".join(ws), role, sess)
+        rank.build(con)
+        con.execute("COMMIT")
+        flt = Filters(session=session)
+        check(con, words, flt, k)
+        df_is_exact(con)
+        # new documents, a changed one and a deleted one, before and after a refresh
+        con.execute("BEGIN")
+        for i, (ws, role, sess) in enumerate(later):
+            _put(con, 1000 + i, " ".join(ws), role, sess)
+        _put(con, change % len(docs), " ".join(words * 3), "user", "s1")
+        _put(con, (change + 1) % len(docs), "zeta", None, "s2")
+        con.execute("DELETE FROM document_rows WHERE rowid = ?", ((change + 2) % len(docs) + 1,))
+        con.execute("COMMIT")
+        check(con, words, flt, k)
+        df_is_exact(con)
+        con.execute("BEGIN")
+        rank.refresh(con, force=True)
+        con.execute("COMMIT")
+        df_is_exact(con)
+        check(con, words, flt, k)
+    finally:
+        con.close()
+        path.unlink(missing_ok=True)
+
+
+def _corpus(con: sqlite3.Connection, n: int) -> None:
+    """Documents of two common words; a few short user prompts are the best matches."""
+    con.execute("BEGIN")
+    for i in range(n):
+        text = f"fix the error in step{i} " + "and more words here " * (1 + i % 3)
+        _put(con, i, text, "tool_result" if i % 2 else "assistant", f"s{i % 3}")
+    for i in range(3):
+        _put(con, n + i, f"fix error now {'fix ' * i}", "user", "s0")
+    con.execute("COMMIT")
+
+
+def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: Path) -> None:
+    con = _home(tmp_path / "h.db")
+    _corpus(con, 60)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    assert check(con, ["fix", "error"], Filters(), 3)  # certified from the lists
+    assert check(con, ["error", "FIX", "fix"], Filters(), 2)  # order, case, a repeated word
+    # deeper than the lists reach: the certificate fails, the full ranking answers
+    assert not check(con, ["fix", "error"], Filters(), 20)
+    # a filter that leaves out the champions: not certified, same answer
+    assert not check(con, ["fix", "error"], Filters(session="s1"), 3)
+    # a word without a list, or one that is not a single term: no candidates
+    assert rank_multi._prepare(con, ["fix", "step7"], rank.texts_of) is None
+    assert rank_multi._prepare(con, ["fix", "error-now"], rank.texts_of) is None
+    # new better documents are seen before catch-up folds them in
+    _put(con, 500, "fix error fix error", "user", "s1")
+    assert check(con, ["fix", "error"], Filters(), 3)
+    assert ids(search.fts_search(con, ["fix", "error"], Filters(), 1)) == [
+        con.execute("SELECT rowid FROM documents WHERE id = 'transcript:500'").fetchone()[0]]
+    df_is_exact(con)
+    con.close()
+
+
+def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
+    con = _home(tmp_path / "h.db")
+    _corpus(con, 40)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
+    con.execute("DROP TABLE rank_was")  # a file made before it: df not kept as of wm
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
+    check(con, ["fix", "error"], Filters(), 3)
+    con.close()
+
+
+def test_few_expected_matches_are_ranked_fully(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = _home(tmp_path / "h.db")
+    _corpus(con, 60)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63)  # 63 docs, both words in all of them
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63.5)
+    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
+    check(con, ["fix", "error"], Filters(), 3)
+    con.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.text(st.characters(max_codepoint=0x17F), max_size=60), min_size=1,
+                      max_size=6),
+       extra=st.lists(st.sampled_from(["a", "abc", "x1", "1", "e", "é"]), max_size=3))
+def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) -> None:
+    # ASCII texts are split in Python, the others by FTS5: both must give FTS5's (f, D)
+    words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
+                   | {rank.index_term(e) or e for e in extra})
+    rows = list(enumerate(texts, 1))
+    freq, sizes, _ = rank.frequencies(rows, words)
+    got_freq, got_sizes = rank_tokens.counts(rows, words)
+    assert got_freq == freq
+    assert {r: n for r, n in got_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
