@@ -5,7 +5,8 @@
 Builds a new history.db from the log at LOG_DIR (e.g. a home kept by bench/memory.py
 --keep) into a temporary folder, sampling /proc/self/status every 50 ms, and prints, per
 phase (the load, the query-index sort, the FTS fill, the CJK fill, optimize), the peak RSS
-and its anonymous and file-backed parts in MiB, then the whole build's VmHWM and time.
+and its anonymous and file-backed parts in MiB with its wall and CPU time, then the whole
+build's VmHWM and time.
 `--set` overrides a setting for the run, e.g. `--set db.BULK_HASHSIZE=268435456
 --set rebuild.LOAD_CACHE_KIB=65536` (the settings before issue 13's memory work), so two
 runs compare settings on the same log. With `--parallel` the parse process's peak is
@@ -15,6 +16,7 @@ printed too.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -48,6 +50,7 @@ def main() -> None:
                                               else value))
     phase = ["load"]
     peaks: dict[str, list[int]] = {}
+    marks: list[tuple[str, float, float]] = []  # (phase, wall, this process's CPU) at its start
     stop = threading.Event()
 
     def sample() -> None:
@@ -66,8 +69,9 @@ def main() -> None:
     def trace(sql: str) -> None:
         if sql[:1] in "CI":
             for prefix, name in PHASES:
-                if sql.startswith(prefix):
+                if sql.startswith(prefix) and phase[0] != name:
                     phase[0] = name
+                    marks.append((name, time.perf_counter(), time.process_time()))
 
     real = db.connect
 
@@ -81,20 +85,29 @@ def main() -> None:
     log = EventLog(args.log, readonly=True)
     with tempfile.TemporaryDirectory(prefix="agentlog-phases-") as tmp:
         t0 = time.perf_counter()
+        marks.append(("load", t0, time.process_time()))
         r = rebuild.build(Path(tmp) / "history.db", log, parallel=args.parallel)
         took = time.perf_counter() - t0
+        marks.append(("end", time.perf_counter(), time.process_time()))
     stop.set()
     log.close()
     with open("/proc/self/status") as f:
         hwm = next(int(x.split()[1]) >> 10 for x in f if x.startswith("VmHWM"))
     print(f"rebuild of {r.documents:,} documents in {took:.1f} s; settings {args.set or 'default'}")
+    spans = {m[0]: (n[1] - m[1], n[2] - m[2]) for m, n in itertools.pairwise(marks)}
     for name, (rss, anon, file) in peaks.items():
-        print(f"  {name:<11} peak RSS {rss:5d} MiB (anon {anon:5d}, file {file:4d})")
+        wall, cpu = spans.get(name, (float("nan"), float("nan")))
+        print(f"  {name:<11} peak RSS {rss:5d} MiB (anon {anon:5d}, file {file:4d}); "
+              f"{wall:6.1f} s wall, {cpu:6.1f} s CPU of this process")
     extra = ""
     if args.parallel:
+        import resource
+
         from projections import pipeline
 
-        extra = f"; parse process {pipeline.last_peak >> 20} MiB"
+        child = resource.getrusage(resource.RUSAGE_CHILDREN)
+        extra = (f"; parse process {pipeline.last_peak >> 20} MiB, "
+                 f"{child.ru_utime + child.ru_stime:.1f} s CPU")
     print(f"VmHWM {hwm} MiB{extra}")
 
 

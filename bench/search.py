@@ -234,15 +234,17 @@ def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1,
     db = home / "history.db"
     walls: dict[str, list[float]] = {"bare": [], "reindex": []}
     cpus: dict[str, list[float]] = {"bare": [], "reindex": []}
+    main_cpu: list[float] = []  # the building thread alone (full-text work is on another)
     for rep in range(reps):
         c0 = time.process_time()
         walls["bare"].append(bare_fts(work / f"bare{rep}.db", texts))
         cpus["bare"].append(time.process_time() - c0)
         if rep:
             (work / f"bare{rep}.db").unlink()
-        c0 = time.process_time()
+        c0, m0 = time.process_time(), time.thread_time()
         walls["reindex"].append(rebuild(db, log).seconds)
         cpus["reindex"].append(time.process_time() - c0)
+        main_cpu.append(time.thread_time() - m0)
     bare, reindex_s = min(walls["bare"]), min(walls["reindex"])
     med = {k: statistics.median(v) for k, v in walls.items()}
     cpu = {k: min(v) for k, v in cpus.items()}
@@ -251,8 +253,9 @@ def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1,
           f" {bare:.2f} s (median {med['bare']:.2f} s, CPU {cpu['bare']:.2f} s); {reps}"
           f" interleaved rounds, load average {os.getloadavg()[0]:.1f}")
     print(f"  reindex / bare FTS5 insert: best {reindex_s / bare:.2f}x, median"
-          f" {med['reindex'] / med['bare']:.2f}x, CPU {cpu['reindex'] / cpu['bare']:.2f}x"
-          " (goal <= 2.0x)")
+          f" {med['reindex'] / med['bare']:.2f}x, CPU {cpu['reindex'] / cpu['bare']:.2f}x;"
+          f" the building thread's CPU {min(main_cpu):.2f} s = {min(main_cpu) / cpu['bare']:.2f}x"
+          " (goal <= 2.0x, wall)")
     if rank_only:
         ranking(db, vocab, n, nq)
         log.close()

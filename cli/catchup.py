@@ -163,7 +163,15 @@ class Follower:
 
     def finish(self) -> None:
         if self.builder is not None:
-            from projections import follow
+            import gc
 
+            from projections import follow, heap
+
+            # the capture is over: while the builder catches up (minutes on a big home),
+            # this process hands back the log's mapped pages and its freed heap
+            gc.collect()
+            if self.home.has_log():
+                self.home.log().release_pages()
+            heap.trim()
             follow.finish(self.builder)
             self.builder = None

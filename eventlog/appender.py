@@ -60,6 +60,7 @@ class Appender:
         self.command = command
         self.max_map_size = max_map_size
         self.wrote_writer = False  # this process's WriterStarted is in the log
+        self.written = 0  # record bytes committed (the store releases the map's pages by it)
 
     def commit(
         self, batch: list[tuple[bytes, Event]], state: Mapping[bytes, bytes | None], at: int
@@ -167,6 +168,7 @@ class Appender:
                     prev = h.digest()
                     rows.append((skey, join((fmt, prev, stored))))
             if rows:
+                self.written += sum(len(v) for _, v in rows)
                 cur = txn.cursor(db=self.dbs[b"events"])
                 _, added = cur.putmulti(rows, append=True)
                 if added != len(rows):

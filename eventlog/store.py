@@ -7,8 +7,9 @@ Promises (see docs/ARCHITECTURE.md, invariants 1-3):
   waited for with a timeout) around the write transaction, which `eventlog.appender` owns
   (gapless seqs, MDB_APPEND, one transaction per batch with its capture state, idempotency
   keys counted as duplicates, the map doubling up to a cap);
-- reads happen in short read transactions of bounded size, hand out copies, and a long read
-  releases the log's mapped pages every `RELEASE_BYTES` (so no scan keeps the log resident).
+- reads happen in short read transactions of bounded size and hand out copies; every
+  `RELEASE_BYTES` read or appended by one EventLog, the log's mapped pages are released (so
+  neither a scan nor a long capture keeps the log resident).
 """
 
 from __future__ import annotations
@@ -153,7 +154,15 @@ class EventLog:
         stamp = now_ms() if at is None else at
         batch = list(items)
         with self.exclusive():
-            return self._appender.commit(batch, state or {}, stamp)
+            result = self._appender.commit(batch, state or {}, stamp)
+        # appending reads the key index and the tree's edges through the map: a long capture
+        # must not keep them resident either
+        self._unreleased += self._appender.written
+        self._appender.written = 0
+        if self._unreleased >= RELEASE_BYTES:
+            self._unreleased = 0
+            self.release_pages()
+        return result
 
     def grow_map(self) -> None:
         """Double the map after a `MapFullError` (for writers outside `append`: `import --log`);

@@ -40,7 +40,8 @@ from projections.text import fold
 # 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
 # 10: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
 SCHEMA_VERSION = 10
-BULK_HASHSIZE = 32 * 1024 * 1024  # FTS5's term hash in a rebuild: bounds its peak RSS
+BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak RSS (a cold
+# capture runs it beside the capture and the parse process: their summed RSS is the goal)
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 

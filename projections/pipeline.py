@@ -26,7 +26,11 @@ Promises:
   parser states on through the same JSON round trip at the same batch boundaries;
 - bounded memory: a log batch (at most `BATCH_BYTES` of stored events) goes over the pipe
   in parts of about `PART_BYTES` of payload, the records msgpack-encoded; one part is in
-  flight (a send blocks until the previous part was taken);
+  flight (a send blocks until the previous part was taken); a log batch whose records touch
+  more than `STATE_BYTES` of parser state (each touched state is held decoded until the
+  batch ends, and re-sent whole) is ended early and the rest goes on as the next batch --
+  batch boundaries change no row (tests build with one event per batch); the parse process
+  hands its freed heap back to the system after every batch (`projections.heap.trim`);
 - the parse process writes nothing but its stdout; it only reads the log (read-only);
 - a damaged record raises `CorruptRecord` here (the build stops, nothing is swapped in); a
   parse process that dies raises `ProjectionError`; when this process dies (even kill -9)
@@ -62,6 +66,9 @@ from readers.records import ParseResult
 Op = tuple[Any, ...]
 PICKLE = pickle.HIGHEST_PROTOCOL
 PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
+# parser state (JSON bytes, as loaded) a log batch may touch before it is ended early: one
+# batch of the 1 GB bench home touched ~1,000 Codex states (~9 KB each): +51 MiB decoded
+STATE_BYTES = 1 << 20
 # A send that waits longer than this share of the time spent preparing its part means the
 # building process is the slower one: this process then packs the next part's bodies.
 PACK_WAIT = 0.1
@@ -85,7 +92,7 @@ def load(
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       release_bytes, part_bytes or PART_BYTES, PACK_WAIT])
+                       release_bytes, part_bytes or PART_BYTES, PACK_WAIT, STATE_BYTES])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
@@ -196,16 +203,17 @@ def apply_ops(
 
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
-            part_bytes: int, pack_wait: float = PACK_WAIT) -> None:
+            part_bytes: int, pack_wait: float = PACK_WAIT,
+            state_bytes: int = STATE_BYTES) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
     the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
     try:
         from eventlog.records import ChainCheck
-        from projections import pages
+        from projections import heap, pages
 
         log = EventLog(Path(log_dir), readonly=True)
-        parser = Parser(part_bytes, pack_wait)
+        parser = Parser(part_bytes, pack_wait, state_bytes)
         check = ChainCheck()
         seq, unreleased = 1, 0
         follow = stop < 0
@@ -222,6 +230,7 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
             unreleased += sum(len(r.value) for r in records)
             seq = records[-1].seq + 1
             parser.batch(records, lambda ops: _send(out, ops))
+            heap.trim()  # the batch's decoded states and parts: back to the system
             if unreleased >= release_bytes:
                 pages.release(log.path)
                 unreleased = 0
@@ -262,10 +271,13 @@ class Parser:
     """The parse half of the capture appliers over a log read from seq 1: each source's
     assembly cursor and the parser states, as the sequential build would read them back."""
 
-    def __init__(self, part_bytes: int = PART_BYTES, pack_wait: float = PACK_WAIT) -> None:
+    def __init__(self, part_bytes: int = PART_BYTES, pack_wait: float = PACK_WAIT,
+                 state_bytes: int = STATE_BYTES) -> None:
         from projections.db import parser_module
 
         self.part_bytes = part_bytes
+        self.state_bytes = state_bytes
+        self.state_load = 0  # state JSON bytes touched in the batch being assembled
         self.parser = parser_module()
         self.sources: dict[str, list[Any]] = {}  # source -> [SourceInfo, Cursor]
         self.texts: dict[str, str] = {}  # scope -> state JSON as of the last batch
@@ -278,17 +290,31 @@ class Parser:
 
     def batch(self, records: list[RawRecord], send: Callable[[list[Op]], None]) -> None:
         """Send one log batch as operations, in parts of about `PART_BYTES`; its last part
-        ends with the parser states it changed and its "end" (last seq and hash)."""
+        ends with the parser states it changed and its "end" (last seq and hash). Once the
+        states touched pass `STATE_BYTES`, the records so far end as a batch of their own."""
         ops: list[Op] = []
         st: StoredEvent | None = None
-        self.part = 0
+        self.part = self.state_load = 0
+        n, left = 0, len(records)
         for raw in records:
             st = decode_record(raw)
             ops.append(self.prepare(st, raw))
-            if self.part >= self.part_bytes:
+            n, left = n + 1, left - 1
+            if self.state_load >= self.state_bytes and left:
+                self._end(ops, st, n)
+                self._send(send, ops)
+                ops, n = [], 0
+                self.part = self.state_load = 0
+            elif self.part >= self.part_bytes:
                 self._send(send, ops)
                 ops = []
                 self.part = 0
+        assert st is not None
+        self._end(ops, st, n)
+        self._send(send, ops)
+
+    def _end(self, ops: list[Op], st: StoredEvent, n: int) -> None:
+        """Close a log batch of `n` records ending with `st`: the states it changed, "end"."""
         if self.dirty:
             items = []
             for scope in sorted(self.dirty):
@@ -298,9 +324,7 @@ class Parser:
             ops.append(("states", items))
         self.states.clear()
         self.dirty.clear()
-        assert st is not None
-        ops.append(("end", st.seq, st.hash.hex(), len(records)))
-        self._send(send, ops)
+        ops.append(("end", st.seq, st.hash.hex(), n))
 
     def _send(self, send: Callable[[list[Op]], None], ops: list[Op]) -> None:
         """Send a part, and decide who packs the bodies of the next one: a send that had to
@@ -331,6 +355,7 @@ class Parser:
         if state is None:
             text = self.texts.get(scope)
             state = self.states[scope] = json.loads(text) if text is not None else {}
+            self.state_load += 256 if text is None else len(text)
         self.dirty.add(scope)
         return state
 

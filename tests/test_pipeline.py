@@ -111,12 +111,37 @@ def test_parallel_build_equals_sequential_on_random_logs(tmp_path: Path,
     for round_ in range(4):  # any sub-sequence (orphans, gaps), any batch size
         monkeypatch.setattr(rebuild, "BATCH", rng.randint(1, 9))
         monkeypatch.setattr(pipeline, "PART_BYTES", rng.choice((1, 200, 1 << 20)))
+        monkeypatch.setattr(pipeline, "STATE_BYTES", rng.choice((1, 300, 2 << 20)))
         events = [ev for ev in every if rng.random() < 0.7]
         log = EventLog(tmp_path / f"log{round_}")
         append(log, events)
         seq, par = _both(tmp_path, log)
         assert seq == par, f"round {round_}"
         log.close()
+
+
+def test_a_batch_touching_much_parser_state_ends_early(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parse process closes a log batch once its records touched `STATE_BYTES` of parser
+    state; the batches it sends still cover every record once, in order, and build the
+    sequential build's rows."""
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events() + _awkward())
+    records = log.read_raw(1, 10_000)
+    sent: list[list[pipeline.Op]] = []
+    pipeline.Parser(state_bytes=1).batch(records, sent.append)
+    ends = [op for ops in sent for op in ops if op[0] == "end"]
+    assert len(ends) > 2  # one batch became several
+    assert sum(op[3] for op in ends) == len(records)
+    assert [op[1] for op in ends] == sorted({op[1] for op in ends})
+    assert ends[-1][1] == records[-1].seq
+    whole: list[list[pipeline.Op]] = []
+    pipeline.Parser().batch(records, whole.append)
+    assert [op[0] for ops in whole for op in ops].count("end") == 1
+    monkeypatch.setattr(pipeline, "STATE_BYTES", 1)
+    seq, par = _both(tmp_path, log)
+    assert seq == par
+    log.close()
 
 
 def test_a_damaged_record_stops_the_parallel_build(tmp_path: Path) -> None:

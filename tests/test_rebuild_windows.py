@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import store
-from projections import db, drift, heap, query, rebuild
+from projections import db, drift, heap, pipeline, query, rebuild
 from tests.test_projections_support import (
     CLAUDE_SRC,
     CODEX_SRC,
@@ -63,6 +63,7 @@ def test_smallest_windows_build_the_same_rows(
         monkeypatch.setattr(rebuild, "THREADS", 0)
         monkeypatch.setattr(db, "BULK_HASHSIZE", 4096)
         monkeypatch.setattr(heap, "ENABLED", False)
+        monkeypatch.setattr(pipeline, "STATE_BYTES", 1)  # a batch per parser state touched
         narrow = tmp_path / "narrow.db"
         rebuild.build(narrow, log, parallel=parallel)
     finally:
