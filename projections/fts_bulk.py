@@ -1,5 +1,14 @@
-"""The full-text indexes of a bulk load (a rebuild): built on the second core, from the
-text in hand.
+"""The full-text indexes of a bulk load (a rebuild): built from the text in hand, into a
+scratch file, during the load.
+
+By default (`THREAD` False) the building thread itself indexes each chunk of rows as it is
+sent, on a second connection. A thread of its own (`THREAD` True) was measured to cost
+more than it gives on two cores: the GIL hand-offs between two threads that both call
+SQLite and zstd many times a second added ~6 s of CPU to a 28 s sequential rebuild of a
+317 MB home (wall unchanged), 0.92x wall / 0.88x CPU for a cold capture, and reindex of
+100,000 messages 7.3 s -> 6.2 s best without it (docs/performance.md, session 19). The
+description below of "the thread" holds for both: inline, each operation simply runs at
+once, in order.
 
 A rebuild loads `document_rows` without triggers. `projections.rows.put_row` hands each
 row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by
@@ -46,6 +55,7 @@ from projections import cjk
 
 FLUSH_CHARS = 1 << 20  # characters of text gathered before a chunk goes to the thread
 QUEUE = 4  # chunks in flight
+THREAD = False  # index on a thread of its own (the module doc: measured slower on 2 cores)
 SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's storage
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
@@ -74,10 +84,13 @@ class BulkFeed:
         self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue(QUEUE)
         with contextlib.suppress(FileNotFoundError):
             self.scratch.unlink()
-        self.thread = threading.Thread(
-            target=self._run, args=(ddl, pragmas, hashsize, default_hashsize),
-            name="fts-bulk", daemon=True)
-        self.thread.start()
+        self.args = (ddl, pragmas, hashsize, default_hashsize)
+        self.con: sqlite3.Connection | None = None  # inline: the scratch file's connection
+        self.thread = threading.Thread(target=self._run, name="fts-bulk", daemon=True)
+        if THREAD:
+            self.thread.start()
+        else:
+            self.con = self._open()
 
     # -- the building thread ------------------------------------------------------------
     def put(self, rowid: int, text: str, old: str | None = None) -> None:
@@ -100,6 +113,16 @@ class BulkFeed:
 
     def _put(self, op: tuple[Any, ...]) -> None:
         self.sent = True
+        if self.con is not None:  # inline
+            try:
+                done = self._apply(self.con, op)
+            except Exception as exc:
+                self.error = exc
+                self._raise()
+            if done:
+                self.con.close()
+                self.con = None
+            return
         while True:
             if self.error is not None or not self.thread.is_alive():
                 self._raise()
@@ -131,7 +154,8 @@ class BulkFeed:
         try:
             if not self.ended:
                 self.end()
-            self.thread.join()
+            if self.thread.is_alive():
+                self.thread.join()
             if self.error is not None:
                 self._raise()
             self._copy()
@@ -144,6 +168,11 @@ class BulkFeed:
             with contextlib.suppress(queue.Full):
                 self.queue.put(("stop",), timeout=5)
             self.thread.join(30)
+        if self.con is not None:  # inline, given up: nothing of it is kept
+            with contextlib.suppress(sqlite3.Error):
+                self.con.execute("ROLLBACK")
+            self.con.close()
+            self.con = None
         for suffix in ("", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.scratch) + suffix)
@@ -166,12 +195,9 @@ class BulkFeed:
             con.close()
 
     # -- the full-text thread -----------------------------------------------------------
-    def _run(self, ddl: str, pragmas: list[str], hashsize: int, default_hashsize: int) -> None:
-        try:
-            con = sqlite3.connect(self.scratch, isolation_level=None, check_same_thread=False)
-        except BaseException as exc:  # handed to the building thread
-            self.error = exc
-            return
+    def _open(self) -> sqlite3.Connection:
+        ddl, pragmas, hashsize, _ = self.args
+        con = sqlite3.connect(self.scratch, isolation_level=None, check_same_thread=False)
         try:
             for pragma in pragmas:
                 con.execute(pragma)
@@ -181,37 +207,53 @@ class BulkFeed:
                 con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                             (hashsize,))
                 con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
-            while True:
-                op = self.queue.get()
-                if op[0] == "add":
-                    rows: list[tuple[int, str]] = op[1]
-                    con.executemany("INSERT INTO documents_fts(rowid, text) VALUES (?, ?)", rows)
-                    grams = [(rowid, cjk_grams(text)) for rowid, text in rows if has_cjk(text)]
-                    if grams:
-                        con.executemany("INSERT INTO documents_cjk(rowid, grams) VALUES (?, ?)",
-                                        grams)
-                elif op[0] == "delete":
-                    _, rowid, old = op
-                    con.execute("INSERT INTO documents_fts(documents_fts, rowid, text)"
-                                " VALUES ('delete', ?, ?)", (rowid, old))
-                    if has_cjk(old):
-                        con.execute("INSERT INTO documents_cjk(documents_cjk, rowid, grams)"
-                                    " VALUES ('delete', ?, ?)", (rowid, cjk_grams(old)))
-                elif op[0] == "segment":  # a savepoint: FTS5 writes its term hash out
-                    con.execute("SAVEPOINT fts_bulk")
-                    con.execute("RELEASE fts_bulk")
-                elif op[0] == "done":
-                    for table in TABLES:  # merged one level up (the segments above)
-                        con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-                    for table in TABLES:  # what the new file keeps: the defaults
-                        con.execute(f"INSERT INTO {table}({table}, rank)"
-                                    " VALUES ('hashsize', ?)", (default_hashsize,))
-                        con.execute(f"DELETE FROM {table}_config WHERE k = 'automerge'")
-                    con.execute("COMMIT")
-                    return
-                else:  # "stop": the build gave up
-                    con.execute("ROLLBACK")
-                    return
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _apply(self, con: sqlite3.Connection, op: tuple[Any, ...]) -> bool:
+        """Carry out one operation; True once the index is complete (or given up)."""
+        if op[0] == "add":
+            rows: list[tuple[int, str]] = op[1]
+            con.executemany("INSERT INTO documents_fts(rowid, text) VALUES (?, ?)", rows)
+            grams = [(rowid, cjk_grams(text)) for rowid, text in rows if has_cjk(text)]
+            if grams:
+                con.executemany("INSERT INTO documents_cjk(rowid, grams) VALUES (?, ?)",
+                                grams)
+        elif op[0] == "delete":
+            _, rowid, old = op
+            con.execute("INSERT INTO documents_fts(documents_fts, rowid, text)"
+                        " VALUES ('delete', ?, ?)", (rowid, old))
+            if has_cjk(old):
+                con.execute("INSERT INTO documents_cjk(documents_cjk, rowid, grams)"
+                            " VALUES ('delete', ?, ?)", (rowid, cjk_grams(old)))
+        elif op[0] == "segment":  # a savepoint: FTS5 writes its term hash out
+            con.execute("SAVEPOINT fts_bulk")
+            con.execute("RELEASE fts_bulk")
+        elif op[0] == "done":
+            for table in TABLES:  # merged one level up (the segments above)
+                con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            for table in TABLES:  # what the new file keeps: the defaults
+                con.execute(f"INSERT INTO {table}({table}, rank)"
+                            " VALUES ('hashsize', ?)", (self.args[3],))
+                con.execute(f"DELETE FROM {table}_config WHERE k = 'automerge'")
+            con.execute("COMMIT")
+            return True
+        else:  # "stop": the build gave up
+            con.execute("ROLLBACK")
+            return True
+        return False
+
+    def _run(self) -> None:
+        try:
+            con = self._open()
+        except BaseException as exc:  # handed to the building thread
+            self.error = exc
+            return
+        try:
+            while not self._apply(con, self.queue.get()):
+                pass
         except BaseException as exc:  # handed to the building thread
             self.error = exc
             while True:  # unblock a sender waiting on a full queue

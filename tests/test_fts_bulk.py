@@ -25,6 +25,13 @@ from projections.rows import put_document
 
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
+
+@pytest.fixture(autouse=True, params=["inline", "thread"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of feeding the scratch index (fts_bulk.THREAD) keep every promise."""
+    monkeypatch.setattr(fts_bulk, "THREAD", request.param == "thread")
+    return str(request.param)
+
 LONG = "the quick brown fox jumps over the lazy dog naïve résumé " * 8
 CJK = "我们使用中文搜索引擎来查找历史记录，" * 12
 
