@@ -4,26 +4,12 @@ invalid stamps alike (the parsers' records and so history.db must not change wit
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from readers import parse_common
 
-
-def _general(value: str) -> int | None:
-    """The general path, as `iso_ms` takes it for any other shape."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return int(moment.timestamp() * 1000)
+_general = parse_common.general_ms  # the path `iso_ms` takes for any other shape
 
 
 EDGES = [
