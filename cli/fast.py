@@ -53,6 +53,16 @@ def _command(args: list[str], command: str) -> tuple[str | None, list[str]] | No
     return home, args[i + 1:]
 
 
+def _value(rest: list[str], j: int, eq: str, value: str) -> tuple[str, int] | None:
+    """An option's value (after `=`, else the next argument) and the index after it;
+    None when it is missing."""
+    if eq:
+        return value, j
+    if j >= len(rest):
+        return None
+    return rest[j], j + 1
+
+
 def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[str]] | None:
     """(home option, value options, flags, query words) of a JSON search, else None."""
     found = _command(args, "search")
@@ -81,11 +91,10 @@ def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[s
                 flags.discard("exclude-archived" if name == "include-archived"
                               else "include-archived")
         elif name in SEARCH_VALUES:
-            if not eq:
-                if j >= len(rest):
-                    return None
-                value, j = rest[j], j + 1
-            values[name] = value  # click keeps the last of a repeated option
+            got = _value(rest, j, eq, value)
+            if got is None:
+                return None
+            values[name], j = got  # click keeps the last of a repeated option
         else:
             return None
     if "json" not in flags or not words:
@@ -134,11 +143,10 @@ def parse_capture(args: list[str]) -> tuple[str | None, dict[str, str], set[str]
             flags.discard("no-index" if name == "index" else "index")
             flags.add(name)
         elif name in value_names:
-            if not eq:
-                if j >= len(rest):
-                    return None
-                value, j = rest[j], j + 1
-            values[name] = value  # click keeps the last of a repeated option
+            got = _value(rest, j, eq, value)
+            if got is None:
+                return None
+            values[name], j = got  # click keeps the last of a repeated option
         else:
             return None
     return home, values, flags
