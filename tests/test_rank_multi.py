@@ -13,13 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections import db, rank, rank_multi, rank_tokens, search
+from projections import rank, rank_multi, rank_tokens, search
 from projections.filters import Filters
-from projections.rows import put_document
 from projections.text import fts_phrase
-
-WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
-ROLES = [None, "user", "assistant", "tool_result", "thinking"]
+from tests.test_rank import ROLES, WORDS, _home, _put, ids
 
 
 @pytest.fixture(autouse=True)
@@ -30,22 +27,6 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
     monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
-
-
-def _home(path: Path) -> sqlite3.Connection:
-    con = db.connect(path)
-    con.execute("PRAGMA synchronous = OFF")
-    db.create_schema(con, engine="fts5")
-    return con
-
-
-def _put(con: sqlite3.Connection, i: int, text: str, role: str | None, session: str) -> None:
-    put_document(con, {"id": f"transcript:{i}", "kind": "transcript", "agent": "claude",
-                       "at": 1000 + i, "session": session, "role": role, "text": text})
-
-
-def ids(rows: list[tuple[Any, ...]]) -> list[int]:
-    return [int(r[0]) for r in rows]
 
 
 def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
