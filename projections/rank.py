@@ -37,6 +37,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
+from projections import rank_deep
 from projections.rank_tokens import TextOf as TextOf
 from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
 from projections.rank_tokens import frequencies as frequencies
@@ -125,6 +126,7 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
         con.execute(f"DELETE FROM {table}")
     if has_was(con):
         con.execute("DELETE FROM rank_was")
+    rank_deep.drop(con)
     nrow, ntok = totals(con)
     wm = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
     con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, ?, ?)",
@@ -164,14 +166,17 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
 def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
                since: int = 0) -> bool:
     """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
-    (f, D) recovered exactly from the score (D from FTS5's docsize). False: no list."""
+    (f, D) recovered exactly from the score (D from FTS5's docsize), and for a very
+    common word the deeper list of `projections.rank_deep` from the same ranking.
+    False: no list."""
     df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
                          (fts_phrase(term),)).fetchone()[0])
+    deep = rank_deep.depth(df, CHAMPIONS)
     rows = con.execute(
         f"SELECT f.rowid, bm25(documents_fts), {WEIGHT_SQL} AS w FROM documents_fts f"
         " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?"
         " ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?",
-        (fts_phrase(term), CHAMPIONS)).fetchall()
+        (fts_phrase(term), max(CHAMPIONS, deep))).fetchall()
     if len(rows) < CHAMPIONS:
         return False
     i = idf(nrow, df)
@@ -183,14 +188,24 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
         k = K1 * (1 - B + B * dl / avgdl)
         f = round(g * k / (K1 + 1.0 - g)) if g < K1 + 1.0 else 0
         if f < 1 or -1.0 * (0.0 + i * tf(float(f), float(dl), avgdl)) != b:
-            return False  # (f, D) not recovered exactly: no list (the full ranking answers)
+            if len(out) < CHAMPIONS:
+                return False  # (f, D) not recovered exactly: no list (the full ranking)
+            deep = 0  # no deep list; the champions stand
+            break
         out.append((term, int(rowid), f, dl, float(w)))
+    champions = out[:CHAMPIONS]
     con.execute("DELETE FROM rank_champions WHERE term = ?", (term,))
     con.executemany("INSERT INTO rank_champions(term, doc, f, dl, w) VALUES (?, ?, ?, ?, ?)",
-                    out)
-    tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in out)
+                    champions)
+    tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in champions)
     con.execute("UPDATE rank_terms SET df = ?, tau = ?, avgdl = ? WHERE term = ?",
                 (df - since, tau, avgdl, term))
+    if deep and len(out) > CHAMPIONS:
+        entries = [(d, f, dl, w) for _, d, f, dl, w in out]
+        low = min(w * tf(float(f), float(dl), avgdl) for _, f, dl, w in entries)
+        rank_deep.store(con, term, low, avgdl, entries)
+    else:
+        rank_deep.drop(con, term)
     return True
 
 
@@ -248,13 +263,21 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
                 " WHERE tau IS NOT NULL", (a_now, a_now))
     taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}
+    deep = rank_deep.fold_marks(con, a_now)  # changed documents leave the deep lists too
     joins = []
+    deeper = []
     for (term, doc), f in freq.items():
         dl, w = sizes[doc], weights[doc]
-        if w * tf(float(f), float(dl), a_now) > taus[term]:
+        v = w * tf(float(f), float(dl), a_now)
+        if v > taus[term]:
             joins.append((term, doc, f, dl, w))
+        if term in deep and v > deep[term]:
+            deeper.append((term, doc, f, dl, w))
     con.executemany("INSERT OR REPLACE INTO rank_champions(term, doc, f, dl, w)"
                     " VALUES (?, ?, ?, ?, ?)", joins)
+    if deeper:
+        con.executemany("INSERT OR REPLACE INTO rank_deep_add(term, doc, f, dl, w)"
+                        " VALUES (?, ?, ?, ?, ?)", deeper)
     for term in sorted({j[0] for j in joins}):
         size = con.execute("SELECT count(*) FROM rank_champions WHERE term = ?",
                            (term,)).fetchone()[0]

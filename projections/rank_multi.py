@@ -25,14 +25,15 @@ texts as of `wm` (`rank_was`, filled by the rank_dirty triggers). Files without 
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from projections import rank, rank_tokens
+from projections import rank, rank_deep, rank_tokens
 
-MAX_TOKENIZE = 4_000  # candidates a query tokenizes at most; beyond: rank every match
+MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
@@ -55,40 +56,133 @@ def search(
     the lists cannot answer (the caller ranks every match). `scored` is best first as
     (-s, rowid); every match not in it has -s <= threshold; `accept` returns None when it
     needs more (fewer hits beat the threshold than it wants after filters and dedupe).
-    Candidates whose score needs their text are tokenized best upper bound first, in
-    growing batches, until `accept` is satisfied or the threshold is the bound U."""
-    got = _prepare(con, tokens, text_of)
-    if got is None:
+    The threshold falls as the lists are walked (documents in some of the lists get an
+    upper bound from the others' bounds) and as the best-bounded of them are tokenized
+    (growing batches), until `accept` is satisfied or it is U."""
+    st = _prepare(con, tokens, text_of)
+    if st is None:
         return None
-    scored, unsure, bound, words, phrases, idfs, a_now, budget = got
     done = 0
     batch = 50
+    tried = -1
     while True:
-        scored.sort(key=lambda c: (-c[0], -c[1]))
-        threshold = max(bound, unsure[done][0]) if done < len(unsure) else bound
-        hits = accept([c for c in scored if c[0] > threshold], threshold)
-        if hits is not None or done >= len(unsure):
-            return hits
-        if done + batch > budget:  # ranking every match is likely cheaper
+        threshold = st.threshold()
+        ok = sorted((c for c in st.scored if c[0] > threshold), key=lambda c: (-c[0], -c[1]))
+        if len(ok) > tried:  # (accept fetches rows: ask again only when more are certain)
+            hits = accept(ok, threshold)
+            if hits is not None:
+                return hits
+            tried = len(ok)
+        if threshold <= st.bound:
             return None
-        chunk = [d for _, d in unsure[done : done + batch]]
+        if st.walk_bound >= st.best_unsure():
+            st.walk()
+            continue
+        if done + batch > st.budget:  # ranking every match is likely cheaper
+            return None
+        chunk = st.pop_unsure(batch, max(st.bound, st.walk_bound))
         done += len(chunk)
         batch *= 2
         docs = text_of(con, chunk)
-        freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), words)
+        freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), st.words)
         for r, _, role, kind in docs:
-            fs = [freq.get((t, r), 0) for t in phrases]
+            fs = [freq.get((t, r), 0) for t in st.phrases]
             if all(fs):
-                scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+                st.scored.append((_score(fs, sizes[r], rank.weight(role, kind), st.idfs,
+                                         st.a_now), r))
 
 
-def _prepare(
-    con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf
-) -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, list[str], list[str],
-           list[float], float, int] | None:
-    """(exactly scored candidates, the others as (upper bound, rowid) best first, U, the
-    distinct words, the phrases' words, their idf, avgdl now, how many of the others may
-    be tokenized), or None."""
+class _List:
+    """One word's list as the query sees it: members (doc -> (f, D, w)), the order to walk
+    them in (best first at `a_ref`), and T, the bound of every other document's v."""
+
+    def __init__(self, top: float, a_ref: float, a_now: float) -> None:
+        self.top = top
+        self.ratio = max(1.0, a_now / a_ref) * (1 + rank.MARGIN)
+        self.a_ref = a_ref
+        self.members: dict[int, tuple[int, int, float]] = {}
+        self.order: list[int] = []
+        self.at = 0
+
+    def head(self) -> float:
+        """A bound of v (now) of every member from the walk's position on."""
+        while self.at < len(self.order) and self.order[self.at] not in self.members:
+            self.at += 1
+        if self.at >= len(self.order):
+            return 0.0
+        f, dl, w = self.members[self.order[self.at]]
+        return w * rank.tf(float(f), float(dl), self.a_ref) * self.ratio
+
+
+class _State:
+    def __init__(self, lists: dict[str, _List], words: list[str], phrases: list[str],
+                 idfs: list[float], a_now: float, bound: float, budget: int) -> None:
+        self.lists, self.words, self.phrases = lists, words, phrases
+        self.idfs, self.a_now, self.bound, self.budget = idfs, a_now, bound, budget
+        self.weight_of = {t: sum(i for i, p in zip(idfs, phrases, strict=True) if p == t)
+                          for t in words}
+        self.scored: list[tuple[float, int]] = []
+        self.unsure: list[tuple[float, int]] = []  # heap of (-upper bound, -doc)
+        self.seen: set[int] = set()
+        self.walk_bound = 0.0
+
+    def visit(self, d: int) -> None:
+        """Score `d` from the lists when it is in all of them, else queue its upper bound."""
+        if d in self.seen:
+            return
+        self.seen.add(d)
+        known = {t: li.members.get(d) for t, li in self.lists.items()}
+        if all(v is not None for v in known.values()):
+            fs = [known[t][0] for t in self.phrases]  # type: ignore[index]
+            _, dl, w = next(iter(known.values()))  # type: ignore[misc]
+            self.scored.append((_score(fs, dl, w, self.idfs, self.a_now), d))
+            return
+        upper = 0.0
+        for t, got in known.items():
+            if got is None:
+                upper += self.weight_of[t] * self.lists[t].top
+            else:
+                f, dl, w = got
+                upper += self.weight_of[t] * w * rank.tf(float(f), float(dl), self.a_now)
+        upper = upper * (1 + rank.MARGIN) + self.bound * rank.MARGIN
+        if upper > self.bound:  # it might beat U: its exact score decides
+            heapq.heappush(self.unsure, (-upper, -d))
+
+    def update_walk(self) -> None:
+        """Every document not visited yet (in any list) has -s <= walk_bound."""
+        if all(li.head() == 0.0 for li in self.lists.values()):
+            self.walk_bound = float("-inf")  # every member visited
+            return
+        w = sum(self.weight_of[t] * max(li.top, li.head()) for t, li in self.lists.items())
+        self.walk_bound = w * (1 + rank.MARGIN) + self.bound * rank.MARGIN
+
+    def walk(self, step: int = 256) -> None:
+        """Visit the next `step` members of the list whose head keeps the bound highest."""
+        t = max(self.lists, key=lambda u: self.weight_of[u] * (
+            self.lists[u].head() - self.lists[u].top))
+        li = self.lists[t]
+        end = min(len(li.order), li.at + step)
+        for d in li.order[li.at : end]:
+            if d in li.members:
+                self.visit(d)
+        li.at = end
+        self.update_walk()
+
+    def best_unsure(self) -> float:
+        return -self.unsure[0][0] if self.unsure else float("-inf")
+
+    def threshold(self) -> float:
+        return max(self.bound, self.walk_bound, self.best_unsure())
+
+    def pop_unsure(self, n: int, floor: float) -> list[int]:
+        out = []
+        while self.unsure and len(out) < n and -self.unsure[0][0] > floor:
+            out.append(-heapq.heappop(self.unsure)[1])
+        return out
+
+
+def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -> _State | None:
+    """The query's lists, candidates and bounds, or None when the lists cannot answer."""
     terms = [rank.index_term(t) for t in tokens]
     if len(terms) < 2 or not rank.has_lists(con) or not rank.has_was(con):
         return None
@@ -110,55 +204,75 @@ def _prepare(
     dirty = {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
     if pending + len(dirty) > rank.FRESH_MAX:
         return None
+    nrow, ntok = rank.totals(con)
+    if not nrow:
+        return None
+    a_now = ntok / nrow
+    expect = float(nrow)
+    for _, _, df in rows.values():
+        expect *= df / nrow
+    if expect < FULL_BELOW:  # (df as of wm: close enough to decide what pays)
+        return None
     fresh = rank_tokens.fresh_docs(con, wm)
     docs = text_of(con, fresh) if fresh else []
     freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), words)
     now = Counter(t for t, _ in freq)
     gone = rank_tokens.was_hits(con, wm, words)
-    nrow, ntok = rank.totals(con)
-    if not nrow:
-        return None
-    a_now = ntok / nrow
     hits = {t: df + now[t] - gone[t] for t, (_, _, df) in rows.items()}
-    expect = float(nrow)
-    for n in hits.values():
-        expect *= n / nrow
-    if expect < FULL_BELOW:
-        return None
     idf = {t: rank.idf(nrow, n) for t, n in hits.items()}
     idfs = [idf[t] for t in phrases]
-    top = {t: tau * max(1.0, a_now / a) * (1 + rank.MARGIN) for t, (tau, a, _) in rows.items()}
-    bound = sum(i * top[t] for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
-    scored = []
+    skip = dirty | set(fresh)
+    lists = _lists(con, words, rows, wm, skip, a_now)
+    bound = sum(i * lists[t].top for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
+    st = _State(lists, words, phrases, idfs, a_now, bound,
+                min(MAX_TOKENIZE, int(expect / PER_MATCH)))
     for r, _, role, kind in docs:
         fs = [freq.get((t, r), 0) for t in phrases]
         if all(fs):
-            scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
-    skip = dirty | set(fresh)
-    known: dict[int, dict[str, int]] = {}
-    shape: dict[int, tuple[int, float]] = {}
+            st.scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+    st.seen.update(skip)
+    first = min(lists.values(), key=lambda li: len(li.members))
+    for d in [d for d in first.members if all(d in li.members for li in lists.values())]:
+        st.visit(d)  # in every list: scored from them
+    for li in lists.values():  # members outside the walk order (deep lists' adds)
+        if len(li.order) < len(li.members):
+            walked = set(li.order)
+            for d in li.members:
+                if d not in walked:
+                    st.visit(d)
+    st.update_walk()
+    return st
+
+
+def _lists(con: sqlite3.Connection, words: list[str],
+           rows: dict[str, tuple[float, float, int]], wm: int, skip: set[int],
+           a_now: float) -> dict[str, _List]:
+    """Each word's deep list when it has one, else its champion list."""
+    deep = rank_deep.load(con, words)
+    out = {}
     for t in words:
-        for d, f, dl, w in con.execute(
+        if t in deep:
+            tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds = deep[t]
+            li = _List(tau * max(1.0, a_now / tavgdl) * (1 + rank.MARGIN), a_blob, a_now)
+            members = {d: (f, dl, w) for d, f, dl, w in zip(docs, fs, dls, ws, strict=True)
+                       if d <= wm}
+            for d in stale:
+                members.pop(d, None)
+            for d, f, dl, w in adds:
+                if d <= wm:
+                    members[d] = (f, dl, w)
+            li.order = list(docs)
+        else:
+            tau, a_ref, _ = rows[t]
+            li = _List(tau * max(1.0, a_now / a_ref) * (1 + rank.MARGIN), a_ref, a_now)
+            members = {int(d): (int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
                 "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?",
-                (t, wm)).fetchall():
-            if d not in skip:
-                known.setdefault(d, {})[t] = f
-                shape[d] = (dl, w)
-    # an upper bound: the words whose list lacks the document count at their bound T
-    weight_of = {t: sum(i for i, p in zip(idfs, phrases, strict=True) if p == t) for t in words}
-    free = sum(weight_of[t] * top[t] for t in words)
-    unsure = []
-    for d, fs_of in known.items():
-        dl, w = shape[d]
-        if len(fs_of) == len(words):
-            scored.append((_score([fs_of[t] for t in phrases], dl, w, idfs, a_now), d))
-            continue
-        upper = free
-        for t, f in fs_of.items():
-            upper += weight_of[t] * (w * rank.tf(float(f), float(dl), a_now) - top[t])
-        upper = upper * (1 + rank.MARGIN) + bound * rank.MARGIN
-        if upper > bound:  # it might beat U: its exact score decides
-            unsure.append((upper, d))
-    unsure.sort(key=lambda c: (-c[0], -c[1]))
-    budget = min(MAX_TOKENIZE, int(expect / PER_MATCH))
-    return scored, unsure, bound, words, phrases, idfs, a_now, budget
+                (t, wm))}
+            li.order = sorted(members, key=lambda d: (
+                -members[d][2] * rank.tf(float(members[d][0]), float(members[d][1]), a_ref),
+                -d))
+        for d in skip:
+            members.pop(d, None)
+        li.members = members
+        out[t] = li
+    return out

@@ -1,7 +1,8 @@
 """Queries of several common words ranked from champion lists (projections.rank_multi): the
 certified answer is the full ranking's, every candidate's score is bit-identical to FTS5's
 bm25 x weight (so idf uses the exact document counts), before and after new, changed and
-deleted documents and a refresh (real SQLite FTS5, small lists so that they exist)."""
+deleted documents and refreshes, with and without deep lists (projections.rank_deep: their
+adds and stale marks) (real SQLite FTS5, small lists so that they exist)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections import rank, rank_multi, rank_tokens, search
+from projections import rank, rank_deep, rank_multi, rank_tokens, search
 from projections.filters import Filters
 from projections.text import fts_phrase
 from tests.test_rank import ROLES, WORDS, _home, _put, ids
@@ -27,6 +28,17 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
     monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
+
+
+@pytest.fixture(params=[False, True], ids=["champions", "deep"])
+def deep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """With deep lists: every word in >= 8 documents keeps its best 8 (or all of them)."""
+    if request.param:
+        monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+        monkeypatch.setattr(rank_deep, "DEEP_MAX", 8)
+    else:
+        monkeypatch.setattr(rank_deep, "DEEP_MAX", 0)
+    return bool(request.param)
 
 
 def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
@@ -85,7 +97,7 @@ docs_st = st.lists(
        words=st.lists(st.sampled_from(WORDS), min_size=2, max_size=3),
        k=st.integers(1, 6), session=st.sampled_from([None, "s1"]), change=st.integers(0, 7))
 def test_multi_word_top_k_equals_the_full_ranking(
-    tmp_path: Path, docs: list[Any], later: list[Any], words: list[str], k: int,
+    tmp_path: Path, deep: bool, docs: list[Any], later: list[Any], words: list[str], k: int,
     session: str | None, change: int,
 ) -> None:
     path = tmp_path / f"h{abs(hash((str(docs), str(words), k, session, change)))}.db"
@@ -96,6 +108,8 @@ def test_multi_word_top_k_equals_the_full_ranking(
             _put(con, i, " ".join(ws), role, sess)
         rank.build(con)
         con.execute("COMMIT")
+        if deep and max(sum(w in ws for ws, _, _ in docs) for w in WORDS) >= 8:
+            assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0]
         flt = Filters(session=session)
         check(con, words, flt, k)
         df_is_exact(con)
@@ -114,6 +128,18 @@ def test_multi_word_top_k_equals_the_full_ranking(
         con.execute("COMMIT")
         df_is_exact(con)
         check(con, words, flt, k)
+        # changes after the fold: deep lists' entries go stale, better texts are added
+        con.execute("BEGIN")
+        _put(con, (change + 3) % len(docs), " ".join(words * 2), "user", "s1")
+        _put(con, 2000, " ".join(words * 4), "question", "s2")
+        con.execute("DELETE FROM document_rows WHERE rowid = ?", ((change + 4) % len(docs) + 1,))
+        con.execute("COMMIT")
+        check(con, words, flt, k)
+        con.execute("BEGIN")
+        rank.refresh(con, force=True)
+        con.execute("COMMIT")
+        check(con, words, flt, k)
+        df_is_exact(con)
     finally:
         con.close()
         path.unlink(missing_ok=True)
@@ -151,6 +177,36 @@ def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: P
     assert ids(search.fts_search(con, ["fix", "error"], Filters(), 1)) == [
         con.execute("SELECT rowid FROM documents WHERE id = 'transcript:500'").fetchone()[0]]
     df_is_exact(con)
+    con.close()
+
+
+def test_deep_lists_certify_what_champion_lists_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
+    con = _home(tmp_path / "h.db")
+    _corpus(con, 60)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0] >= 2
+    assert check(con, ["fix", "error"], Filters(), 20)  # champions (4) alone cannot
+    assert check(con, ["fix", "error"], Filters(session="s1"), 3)
+    # a changed document goes stale in the deep lists; a better new one is added
+    _put(con, 7, "fix fix error", "user", "s1")
+    _put(con, 501, "fix error error", "user", "s2")
+    con.execute("BEGIN")
+    rank.refresh(con, force=True)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM rank_deep_stale").fetchone()[0] >= 2
+    assert con.execute("SELECT count(*) FROM rank_deep_add").fetchone()[0] >= 2
+    assert check(con, ["fix", "error"], Filters(), 20)
+    con.execute("BEGIN")
+    rank.build(con)  # a rebuild forgets them
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM rank_deep_stale").fetchone()[0] == 0
+    assert check(con, ["fix", "error"], Filters(), 20)
     con.close()
 
 

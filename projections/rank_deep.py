@@ -1,0 +1,158 @@
+"""Deep lists: the `depth` best documents of a very common word, packed, for multi-word
+ranking (projections.rank_multi).
+
+A one-word query needs only the word's champion list (projections.rank, ~1,000 rows).
+An AND query of several common words needs far deeper lists: its best documents hold
+every word moderately often and sit thousands of places down each word's own ranking
+(bm25's g(f) saturates). So a word in more than `DEEP_SHARE` x 2 x `rank.CHAMPIONS`
+documents also keeps a deep list of its best min(`DEEP_MAX`, df / `DEEP_SHARE`) documents
+(by v = weight x g(f, D), the champions' order), packed into one zlib blob per word
+(`rank_deep`: ~8 bytes a document; rows would cost ~30 bytes and ~0.4 us each to read).
+
+Promises (the same certificate as a champion list, one level deeper):
+- every document of the word that is in none of (the blob minus `rank_deep_stale`, plus
+  `rank_deep_add`) and is not new or changed since `rank_meta.wm` has
+  v <= tau * max(1, avgdl_now / tavgdl);
+- entries give exact (f, D, weight) as FTS5 indexed them (recovered from FTS5's bm25 like
+  the champions, or tokenized by the fold); the blob is in v order at its own avgdl
+  (`bavgdl`), best first, which bounds every later entry at another avgdl by the ratio;
+- upkeep is catch-up's fold (`projections.rank.refresh`): a new or changed document that
+  beats the carried bound becomes a row of `rank_deep_add`; a changed or deleted one is
+  marked stale for every deep word (its blob entry no longer counts); remaking a word's
+  list (rank._build_one) clears both for that word. The blob itself is only written when
+  the list is made. A cache of documents_fts like the other rank tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import zlib
+from array import array
+from collections.abc import Sequence
+
+DEEP_MAX = 20_000  # documents a deep list keeps at most
+DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_SHARE)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS rank_deep(term TEXT PRIMARY KEY, tau REAL NOT NULL,
+  tavgdl REAL NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_deep_add(term TEXT NOT NULL, doc INTEGER NOT NULL,
+  f INTEGER NOT NULL, dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc))
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_deep_stale(term TEXT NOT NULL, doc INTEGER NOT NULL,
+  PRIMARY KEY(term, doc)) WITHOUT ROWID;
+"""
+
+_HEAD = struct.Struct("<2sdIB")  # magic, the blob's avgdl, entries, distinct weights
+
+
+def depth(df: int, champions: int) -> int:
+    """How many documents a word in `df` documents keeps in its deep list (0: none)."""
+    d = min(DEEP_MAX, df // DEEP_SHARE)
+    return d if d >= 2 * champions else 0
+
+
+def ensure(con: sqlite3.Connection) -> None:
+    """Create the deep tables (writers; files made before them gain them here)."""
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            con.execute(statement)
+
+
+def has_deep(con: sqlite3.Connection) -> bool:
+    return con.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_deep_stale'"
+    ).fetchone() is not None
+
+
+def pack(avgdl: float, docs: Sequence[int], fs: Sequence[int], dls: Sequence[int],
+         ws: Sequence[float]) -> bytes:
+    """The blob of entries given best first."""
+    kinds = sorted(set(ws))
+    if len(kinds) > 255:
+        raise ValueError("too many distinct weights")
+    index = {w: i for i, w in enumerate(kinds)}
+    body = b"".join((
+        _HEAD.pack(b"D1", avgdl, len(docs), len(kinds)),
+        array("d", kinds).tobytes(), array("q", docs).tobytes(), array("q", fs).tobytes(),
+        array("q", dls).tobytes(), bytes(index[w] for w in ws)))
+    return zlib.compress(body, 1)
+
+
+def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list[float]]:
+    """(the blob's avgdl, docs, f, D, weights), best first."""
+    raw = zlib.decompress(blob)
+    magic, avgdl, n, k = _HEAD.unpack_from(raw)
+    if magic != b"D1":
+        raise ValueError("not a deep list")
+    at = _HEAD.size
+    kinds = array("d")
+    kinds.frombytes(raw[at : at + 8 * k])
+    at += 8 * k
+    cols = []
+    for _ in range(3):
+        col = array("q")
+        col.frombytes(raw[at : at + 8 * n])
+        cols.append(col)
+        at += 8 * n
+    ws = [kinds[i] for i in raw[at : at + n]]
+    return avgdl, cols[0], cols[1], cols[2], ws
+
+
+def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
+          entries: Sequence[tuple[int, int, int, float]]) -> None:
+    """Write `term`'s deep list (entries (doc, f, D, w) best first at `avgdl`, every other
+    document of the word has v <= tau); its adds and stale marks go."""
+    ensure(con)
+    blob = pack(avgdl, [e[0] for e in entries], [e[1] for e in entries],
+                [e[2] for e in entries], [e[3] for e in entries])
+    con.execute("INSERT OR REPLACE INTO rank_deep(term, tau, tavgdl, n, data)"
+                " VALUES (?, ?, ?, ?, ?)", (term, tau, avgdl, len(entries), blob))
+    con.execute("DELETE FROM rank_deep_add WHERE term = ?", (term,))
+    con.execute("DELETE FROM rank_deep_stale WHERE term = ?", (term,))
+
+
+def drop(con: sqlite3.Connection, term: str | None = None) -> None:
+    """Forget one word's deep list, or every one."""
+    if not has_deep(con):
+        return
+    for table in ("rank_deep", "rank_deep_add", "rank_deep_stale"):
+        if term is None:
+            con.execute(f"DELETE FROM {table}")
+        else:
+            con.execute(f"DELETE FROM {table} WHERE term = ?", (term,))
+
+
+def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:
+    """Catch-up's fold, first half (inside its transaction, before rank_dirty is cleared):
+    changed and deleted documents become stale in every deep list and leave the adds; the
+    bounds are carried to `a_now`. Returns each deep word's bound now."""
+    if not has_deep(con):
+        return {}
+    con.execute("INSERT OR IGNORE INTO rank_deep_stale(term, doc)"
+                " SELECT d.term, r.doc FROM rank_deep d, rank_dirty r")
+    con.execute("DELETE FROM rank_deep_add WHERE doc IN (SELECT doc FROM rank_dirty)")
+    con.execute("UPDATE rank_deep SET tau = tau * max(1.0, ? / tavgdl), tavgdl = ?",
+                (a_now, a_now))
+    return {str(t): float(tau) for t, tau in con.execute("SELECT term, tau FROM rank_deep")}
+
+
+def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, tuple[
+        float, float, float, array[int], array[int], array[int], list[float],
+        set[int], list[tuple[int, int, int, float]]]]:
+    """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
+    first, stale docs, adds as (doc, f, D, w)). Read-only."""
+    out = {}
+    if not terms or not has_deep(con):
+        return out
+    marks = ",".join("?" * len(terms))
+    for t, tau, tavgdl, blob in con.execute(
+            f"SELECT term, tau, tavgdl, data FROM rank_deep WHERE term IN ({marks})", terms):
+        avgdl, docs, fs, dls, ws = unpack(bytes(blob))
+        stale = {int(r[0]) for r in con.execute(
+            "SELECT doc FROM rank_deep_stale WHERE term = ?", (t,))}
+        adds = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
+            "SELECT doc, f, dl, w FROM rank_deep_add WHERE term = ?", (t,))]
+        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds)
+    return out
