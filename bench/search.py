@@ -95,10 +95,11 @@ def cache_path(n: int, cache: Path) -> Path:
     made, keyed by what shapes it (documents, text seed, schema, rank format and settings),
     so later runs skip the build (~25 min at 1M). Delete it to force a fresh build."""
     from projections import db as dbm
-    from projections import rank
+    from projections import rank, rank_deep
 
     return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{rank.HOT_DF}"
-                    f"-ch{rank.CHAMPIONS}") / "history.db"
+                    f"-ch{rank.CHAMPIONS}-deep{rank_deep.DEEP_MAX}s{rank_deep.DEEP_SHARE}"
+                    ) / "history.db"
 
 
 def make_log(path: Path, texts: list[str]) -> EventLog:
@@ -336,7 +337,7 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     and the full bm25 x weight, on the same file; answers compared with the full ranking.
     `cached`: the file has every list already (only the "all lists" figures)."""
     from projections import db as dbm
-    from projections import rank, rank_multi, search
+    from projections import rank, rank_deep, rank_multi, search
     from projections.filters import Filters
 
     con = dbm.connect(db_path, readonly=True)
@@ -344,7 +345,10 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
     made = "made (cached file)" if cached else (
         f"made by the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
-    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made}")
+    deep = con.execute("SELECT count(*), coalesce(sum(n), 0), coalesce(sum(length(data)), 0)"
+                       " FROM rank_deep").fetchone() if rank_deep.has_deep(con) else (0, 0, 0)
+    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made};"
+          f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB)")
     sets = {
         "rare": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
         "mid": [f"{rng.choice(vocab[300:3000])} {rng.choice(vocab[300:3000])}"
@@ -429,9 +433,12 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     made = rank.make_wanted(wcon, None)
     wcon.execute("COMMIT")
     size = wcon.execute("SELECT count(*) FROM rank_champions").fetchone()[0]
+    deep = wcon.execute("SELECT count(*), coalesce(sum(n), 0), coalesce(sum(length(data)), 0)"
+                        " FROM rank_deep").fetchone() if rank_deep.has_deep(wcon) else (0, 0, 0)
     wcon.close()
     print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
-          f" ({size:,} champion rows)")
+          f" ({size:,} champion rows; {deep[0]} deep lists, {deep[1]:,} documents,"
+          f" {deep[2] / 1e6:.1f} MB)")
     con = dbm.connect(db_path, readonly=True)
     measure("all lists:    ")
     con.close()

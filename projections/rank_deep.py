@@ -96,7 +96,7 @@ def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list
         col.frombytes(raw[at : at + 8 * n])
         cols.append(col)
         at += 8 * n
-    ws = [kinds[i] for i in raw[at : at + n]]
+    ws = list(map(kinds.__getitem__, raw[at : at + n]))
     return avgdl, cols[0], cols[1], cols[2], ws
 
 

@@ -25,7 +25,9 @@ texts as of `wm` (`rank_was`, filled by the rank_dirty triggers). Files without 
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -67,12 +69,12 @@ def search(
     tried = -1
     while True:
         threshold = st.threshold()
-        ok = sorted((c for c in st.scored if c[0] > threshold), key=lambda c: (-c[0], -c[1]))
-        if len(ok) > tried:  # (accept fetches rows: ask again only when more are certain)
-            hits = accept(ok, threshold)
+        n = bisect.bisect_left(st.scored, (-threshold, -math.inf))
+        if n > tried:  # (accept fetches rows: ask again only when more are certain)
+            hits = accept([(-s, -r) for s, r in st.scored[:n]], threshold)
             if hits is not None:
                 return hits
-            tried = len(ok)
+            tried = n
         if threshold <= st.bound:
             return None
         if st.walk_bound >= st.best_unsure():
@@ -82,14 +84,14 @@ def search(
             return None
         chunk = st.pop_unsure(batch, max(st.bound, st.walk_bound))
         done += len(chunk)
+        st.tokenized = done
         batch *= 2
         docs = text_of(con, chunk)
         freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), st.words)
         for r, _, role, kind in docs:
             fs = [freq.get((t, r), 0) for t in st.phrases]
             if all(fs):
-                st.scored.append((_score(fs, sizes[r], rank.weight(role, kind), st.idfs,
-                                         st.a_now), r))
+                st.add(_score(fs, sizes[r], rank.weight(role, kind), st.idfs, st.a_now), r)
 
 
 class _List:
@@ -121,29 +123,37 @@ class _State:
         self.idfs, self.a_now, self.bound, self.budget = idfs, a_now, bound, budget
         self.weight_of = {t: sum(i for i, p in zip(idfs, phrases, strict=True) if p == t)
                           for t in words}
-        self.scored: list[tuple[float, int]] = []
+        self.scored: list[tuple[float, int]] = []  # (s, -rowid) of the scored: best first
         self.unsure: list[tuple[float, int]] = []  # heap of (-upper bound, -doc)
         self.seen: set[int] = set()
         self.walk_bound = 0.0
+        self.parts = [(t, li, self.weight_of[t]) for t, li in lists.items()]
+        self.visits = self.tokenized = 0
+
+    def add(self, score: float, d: int) -> None:
+        bisect.insort(self.scored, (-score, -d))
 
     def visit(self, d: int) -> None:
         """Score `d` from the lists when it is in all of them, else queue its upper bound."""
         if d in self.seen:
             return
         self.seen.add(d)
-        known = {t: li.members.get(d) for t, li in self.lists.items()}
-        if all(v is not None for v in known.values()):
-            fs = [known[t][0] for t in self.phrases]  # type: ignore[index]
-            _, dl, w = next(iter(known.values()))  # type: ignore[misc]
-            self.scored.append((_score(fs, dl, w, self.idfs, self.a_now), d))
-            return
+        self.visits += 1
         upper = 0.0
-        for t, got in known.items():
+        missing = False
+        got = None
+        for t, li, weight in self.parts:
+            got = li.members.get(d)
             if got is None:
-                upper += self.weight_of[t] * self.lists[t].top
+                upper += weight * li.top
+                missing = True
             else:
                 f, dl, w = got
-                upper += self.weight_of[t] * w * rank.tf(float(f), float(dl), self.a_now)
+                upper += weight * w * rank.tf(float(f), float(dl), self.a_now)
+        if not missing and got is not None:
+            fs = [self.lists[t].members[d][0] for t in self.phrases]
+            self.add(_score(fs, got[1], got[2], self.idfs, self.a_now), d)
+            return
         upper = upper * (1 + rank.MARGIN) + self.bound * rank.MARGIN
         if upper > self.bound:  # it might beat U: its exact score decides
             heapq.heappush(self.unsure, (-upper, -d))
@@ -229,10 +239,10 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     for r, _, role, kind in docs:
         fs = [freq.get((t, r), 0) for t in phrases]
         if all(fs):
-            st.scored.append((_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r))
+            st.add(_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r)
     st.seen.update(skip)
-    first = min(lists.values(), key=lambda li: len(li.members))
-    for d in [d for d in first.members if all(d in li.members for li in lists.values())]:
+    first, *rest = sorted(lists.values(), key=lambda li: len(li.members))
+    for d in set(first.members).intersection(*(li.members.keys() for li in rest)):
         st.visit(d)  # in every list: scored from them
     for li in lists.values():  # members outside the walk order (deep lists' adds)
         if len(li.order) < len(li.members):
@@ -254,8 +264,10 @@ def _lists(con: sqlite3.Connection, words: list[str],
         if t in deep:
             tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds = deep[t]
             li = _List(tau * max(1.0, a_now / tavgdl) * (1 + rank.MARGIN), a_blob, a_now)
-            members = {d: (f, dl, w) for d, f, dl, w in zip(docs, fs, dls, ws, strict=True)
-                       if d <= wm}
+            members = dict(zip(docs, zip(fs, dls, ws, strict=True), strict=True))
+            if docs and max(docs) > wm:  # (made after wm: those are fresh)
+                for d in [d for d in docs if d > wm]:
+                    del members[d]
             for d in stale:
                 members.pop(d, None)
             for d, f, dl, w in adds:
