@@ -36,6 +36,7 @@ from typing import Any
 from projections import rank, rank_deep, rank_tokens
 
 MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
+MAX_VISITS = 20_000  # list members a query bounds one by one at most; beyond: the same
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
@@ -78,6 +79,8 @@ def search(
         if threshold <= st.bound:
             return None
         if st.walk_bound >= st.best_unsure():
+            if st.visits > MAX_VISITS:  # ranking every match is likely cheaper
+                return None
             st.walk()
             continue
         if done + batch > st.budget:  # ranking every match is likely cheaper
