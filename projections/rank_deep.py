@@ -7,7 +7,8 @@ every word moderately often and sit thousands of places down each word's own ran
 (bm25's g(f) saturates). So a word in more than `DEEP_SHARE` x 2 x `rank.CHAMPIONS`
 documents also keeps a deep list of its best min(`DEEP_MAX`, df / `DEEP_SHARE`) documents
 (by v = weight x g(f, D), the champions' order), packed into one zlib blob per word
-(`rank_deep`: ~8 bytes a document; rows would cost ~30 bytes and ~0.4 us each to read).
+(`rank_deep_blob`: ~2-3 bytes a document at 1M documents; rows would cost ~30 bytes and
+~0.4 us each to read); `rank_deep` holds its bound, carried by every fold.
 
 Promises (the same certificate as a champion list, one level deeper):
 - every document of the word that is in none of (the blob minus `rank_deep_stale`, plus
@@ -36,7 +37,9 @@ DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_S
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rank_deep(term TEXT PRIMARY KEY, tau REAL NOT NULL,
-  tavgdl REAL NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID;
+  tavgdl REAL NOT NULL, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_deep_blob(term TEXT PRIMARY KEY, data BLOB NOT NULL)
+  WITHOUT ROWID;  -- apart, so that carrying tau (every fold) rewrites no blob
 CREATE TABLE IF NOT EXISTS rank_deep_add(term TEXT NOT NULL, doc INTEGER NOT NULL,
   f INTEGER NOT NULL, dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc))
   WITHOUT ROWID;
@@ -107,8 +110,10 @@ def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
     ensure(con)
     blob = pack(avgdl, [e[0] for e in entries], [e[1] for e in entries],
                 [e[2] for e in entries], [e[3] for e in entries])
-    con.execute("INSERT OR REPLACE INTO rank_deep(term, tau, tavgdl, n, data)"
-                " VALUES (?, ?, ?, ?, ?)", (term, tau, avgdl, len(entries), blob))
+    con.execute("INSERT OR REPLACE INTO rank_deep(term, tau, tavgdl, n) VALUES (?, ?, ?, ?)",
+                (term, tau, avgdl, len(entries)))
+    con.execute("INSERT OR REPLACE INTO rank_deep_blob(term, data) VALUES (?, ?)",
+                (term, blob))
     con.execute("DELETE FROM rank_deep_add WHERE term = ?", (term,))
     con.execute("DELETE FROM rank_deep_stale WHERE term = ?", (term,))
 
@@ -117,7 +122,7 @@ def drop(con: sqlite3.Connection, term: str | None = None) -> None:
     """Forget one word's deep list, or every one."""
     if not has_deep(con):
         return
-    for table in ("rank_deep", "rank_deep_add", "rank_deep_stale"):
+    for table in ("rank_deep", "rank_deep_blob", "rank_deep_add", "rank_deep_stale"):
         if term is None:
             con.execute(f"DELETE FROM {table}")
         else:
@@ -148,7 +153,8 @@ def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, tuple[
         return out
     marks = ",".join("?" * len(terms))
     for t, tau, tavgdl, blob in con.execute(
-            f"SELECT term, tau, tavgdl, data FROM rank_deep WHERE term IN ({marks})", terms):
+            "SELECT d.term, d.tau, d.tavgdl, b.data FROM rank_deep d JOIN rank_deep_blob b"
+            f" ON b.term = d.term WHERE d.term IN ({marks})", terms):
         avgdl, docs, fs, dls, ws = unpack(bytes(blob))
         stale = {int(r[0]) for r in con.execute(
             "SELECT doc FROM rank_deep_stale WHERE term = ?", (t,))}
