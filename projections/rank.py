@@ -181,7 +181,7 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
         return False
     i = idf(nrow, df)
     sizes = dict(_docsizes(con, [int(r[0]) for r in rows]))
-    out = []
+    out: list[tuple[str, int, int, int, float]] = []
     for rowid, b, w in rows:
         dl = sizes[int(rowid)]
         g = -b / i

@@ -143,12 +143,14 @@ def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:
     return {str(t): float(tau) for t, tau in con.execute("SELECT term, tau FROM rank_deep")}
 
 
-def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, tuple[
-        float, float, float, array[int], array[int], array[int], list[float],
-        set[int], list[tuple[int, int, int, float]]]]:
+Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", list[float],
+             set[int], list[tuple[int, int, int, float]]]
+
+
+def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
     """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
     first, stale docs, adds as (doc, f, D, w)). Read-only."""
-    out = {}
+    out: dict[str, Deep] = {}
     if not terms or not has_deep(con):
         return out
     marks = ",".join("?" * len(terms))

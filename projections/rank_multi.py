@@ -130,7 +130,7 @@ class _State:
         self.unsure: list[tuple[float, int]] = []  # heap of (-upper bound, -doc)
         self.seen: set[int] = set()
         self.walk_bound = 0.0
-        self.parts = [(t, li, self.weight_of[t]) for t, li in lists.items()]
+        self.parts = [(li, self.weight_of[t]) for t, li in lists.items()]
         self.visits = self.tokenized = 0
 
     def add(self, score: float, d: int) -> None:
@@ -145,7 +145,7 @@ class _State:
         upper = 0.0
         missing = False
         got = None
-        for t, li, weight in self.parts:
+        for li, weight in self.parts:
             got = li.members.get(d)
             if got is None:
                 upper += weight * li.top
@@ -188,7 +188,7 @@ class _State:
         return max(self.bound, self.walk_bound, self.best_unsure())
 
     def pop_unsure(self, n: int, floor: float) -> list[int]:
-        out = []
+        out: list[int] = []
         while self.unsure and len(out) < n and -self.unsure[0][0] > floor:
             out.append(-heapq.heappop(self.unsure)[1])
         return out
