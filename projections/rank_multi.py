@@ -106,7 +106,8 @@ class _List:
         self.ratio = max(1.0, a_now / a_ref) * (1 + rank.MARGIN)
         self.a_ref = a_ref
         self.members: dict[int, tuple[int, int, float]] = {}
-        self.order: list[int] = []
+        self.order: list[int] = []  # members in walk order (best first at a_ref) ...
+        self.extra: list[int] = []  # ... and the members not in it (visited first)
         self.at = 0
 
     def head(self) -> float:
@@ -248,11 +249,9 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     for d in set(first.members).intersection(*(li.members.keys() for li in rest)):
         st.visit(d)  # in every list: scored from them
     for li in lists.values():  # members outside the walk order (deep lists' adds)
-        if len(li.order) < len(li.members):
-            walked = set(li.order)
-            for d in li.members:
-                if d not in walked:
-                    st.visit(d)
+        for d in li.extra:
+            if d in li.members:
+                st.visit(d)
     st.update_walk()
     return st
 
@@ -276,6 +275,7 @@ def _lists(con: sqlite3.Connection, words: list[str],
             for d, f, dl, w in adds:
                 if d <= wm:
                     members[d] = (f, dl, w)
+                    li.extra.append(d)
             li.order = list(docs)
         else:
             tau, a_ref, _ = rows[t]
