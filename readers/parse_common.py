@@ -176,7 +176,7 @@ def make_record(**fields: Any) -> Record:
         if value.__class__ is str:
             if not value.isascii():  # ASCII is always clean: skip the call
                 fields[key] = clean(value)
-        elif isinstance(value, str):
+        elif value is not None and isinstance(value, str):
             fields[key] = clean(value)
     return Record(**fields)
 
