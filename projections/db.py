@@ -45,6 +45,16 @@ BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 
+# sqlite3 (CPython <= 3.13) binds int, float, str and bytearray parameters directly, but
+# sends every other one (None, bytes) through its adapter registry, which for an
+# unregistered type formats and drops an AttributeError on each of them: ~10 of a row's 24
+# columns are NULL, and the body is bytes. With these two identities registered, each is
+# one dict lookup and one C call, and binds exactly as before (NULL, BLOB): measured 5.7 %
+# of a rebuild's building-process instructions (docs/performance.md).
+_NONE: dict[None, None] = {}
+sqlite3.register_adapter(type(None), _NONE.get)
+sqlite3.register_adapter(bytes, bytes)
+
 # The columns of the `documents` view (what every reader sees): the stored row, with `source`
 # and `text` decoded. `documents_indexed_by` gives the same rows through a forced index.
 _VIEW_COLUMNS = (
@@ -368,12 +378,14 @@ def _fold(text: object) -> str:
 
 
 def create_schema(
-    con: sqlite3.Connection, *, engine: str | None = None, bulk: bool = False
+    con: sqlite3.Connection, *, engine: str | None = None, bulk: bool = False,
+    fts_mode: str = "inline",
 ) -> str:
     """Create every table in an empty database; returns the engine chosen.
 
     With `bulk`, the query-only indexes and the FTS triggers are left for `finish_bulk`
-    (a rebuild loads the rows first, then indexes them in one pass).
+    (a rebuild loads the rows first, then indexes them in one pass); `fts_mode` says where
+    the full-text indexes are built meanwhile ("inline" or "process": fts_bulk.BulkFeed).
     """
     if engine is None:
         engine = "fts5" if fts5_available() else "plain"
@@ -399,7 +411,7 @@ def create_schema(
             con.bulk_fts = BulkFeed(path, _FTS_INDEXES, [
                 *pragmas, "PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF",
                 f"PRAGMA cache_size = {-BULK_CACHE_KIB}", "PRAGMA temp_store = FILE"],
-                BULK_HASHSIZE, DEFAULT_HASHSIZE)
+                BULK_HASHSIZE, DEFAULT_HASHSIZE, fts_mode)
     con.execute(
         "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
         " VALUES (1, 0, '', ?, ?, ?)",
