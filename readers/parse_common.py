@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from readers.records import Record
+from readers.records import ParseResult, Record
 
 MAX_TEXT = 64 * 1024
 MAX_TOOL_INPUT = 16 * 1024
@@ -52,6 +52,16 @@ def load_json(data: bytes) -> Any:
 def load_object(data: bytes) -> dict[str, Any] | None:
     value = load_json(data)
     return value if isinstance(value, dict) else None
+
+
+def row_object(agent: str, data: bytes) -> tuple[ParseResult, dict[str, Any] | None]:
+    """A database row's JSON for `parse_row`: the result to fill and the row object, or `None`
+    with the row counted as `<agent>:row-undecodable` in that result."""
+    result = ParseResult()
+    row = load_object(data)
+    if row is None:
+        result.count_unknown(f"{agent}:row-undecodable")
+    return result, row
 
 
 def load_text_json(value: Any) -> Any:
