@@ -434,16 +434,22 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     text in hand, projections/fts_bulk.py), query indexes, then triggers.
 
     The load's page cache is handed back to the OS before the sort starts
-    (`projections.heap`); the full-text thread's closing merge runs beside the sort (its
-    term hash is written out by then), so their working sets stay small together."""
+    (`projections.heap`); the full-text indexer's closing merge runs beside the sort, so
+    their working sets stay small together. When the indexer runs in this thread
+    (fts_bulk "inline"), the sort runs on a thread of its own meanwhile: each side is one
+    long SQLite statement at a time, which holds no GIL, so the two share the two cores
+    instead of taking turns on one."""
     feed = None
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
     try:
-        if feed is not None:
-            feed.end()  # its last rows; the thread merges them while the indexes sort
         heap.trim()  # the load's page cache
-        con.executescript(_QUERY_INDEXES)
+        if feed is not None and feed.inline:
+            _beside(lambda: con.executescript(_QUERY_INDEXES), feed.end)
+        else:
+            if feed is not None:
+                feed.end()  # its last rows; the indexer merges them while the indexes sort
+            con.executescript(_QUERY_INDEXES)
         if feed is not None:
             feed.finish()  # both full-text indexes copied in
     except BaseException:
@@ -454,6 +460,29 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
+
+
+def _beside(other: Callable[[], object], here: Callable[[], object]) -> None:
+    """`other` on a thread of its own while `here` runs in this one; the first error of
+    either is raised once both are done."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            other()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="query-indexes")
+    thread.start()
+    try:
+        here()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

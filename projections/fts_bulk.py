@@ -114,6 +114,11 @@ class BulkFeed:
         else:
             self.con = open_scratch(self.scratch, *self.args[:3])
 
+    @property
+    def inline(self) -> bool:
+        """Whether the indexing runs in the building thread itself (until `end`)."""
+        return self.con is not None
+
     # -- the building thread ------------------------------------------------------------
     def put(self, rowid: int, text: str, old: str | None = None) -> None:
         """Row `rowid` now holds `text`; `old`: the text it held before (an update)."""

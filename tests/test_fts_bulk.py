@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -194,3 +195,35 @@ def test_null_and_blob_parameters_bind_as_before(tmp_path: Path) -> None:
                        ).fetchone() == ("null", "blob", b"\x00\xffz", "blob", b"mv", "blob")
     assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
     con.close()
+
+
+def test_inline_merge_runs_beside_the_query_index_sort(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Inline, the closing 'optimize' runs while another thread creates the query indexes
+    (db.finish_bulk); an error on that thread still stops the build."""
+    if mode != "inline":
+        return  # a thread or child process merges beside the sort anyway
+    seen: list[set[str]] = []
+    apply = fts_bulk.apply_op
+
+    def spy(con: sqlite3.Connection, op: tuple[object, ...], default: int) -> bool:
+        if op[0] == "done":
+            seen.append({t.name for t in threading.enumerate()})
+        return apply(con, op, default)
+
+    monkeypatch.setattr(fts_bulk, "apply_op", spy)
+    log = _log(tmp_path / "log", 20)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    assert len(seen) == 1 and "query-indexes" in seen[0]
+    con = db.connect(path)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    con.close()
+    assert {"documents_at", "documents_conv", "documents_project", "documents_job"} <= names
+    before = query.search(path, "w3")["hits"]
+    monkeypatch.setattr(db, "_QUERY_INDEXES", "CREATE INDEX broken ON no_such_table(x);")
+    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+        rebuild(path, log)
+    assert query.search(path, "w3")["hits"] == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
+        "history.db", "history.db.lock"]
