@@ -370,8 +370,9 @@ def child(scratch: str, ddl: str, pragmas: list[str], hashsize: int, default: in
             said = "ok"
     except BaseException as exc:
         said, code = f"{type(exc).__name__}: {exc}", 1
-    sys.stdout.buffer.write(said.encode("utf-8", "replace"))
-    sys.stdout.buffer.flush()
+    with contextlib.suppress(OSError):  # a parent that died reads nothing
+        sys.stdout.buffer.write(said.encode("utf-8", "replace"))
+        sys.stdout.buffer.flush()
     sys.exit(code)
 
 

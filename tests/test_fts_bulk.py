@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -203,19 +205,29 @@ def test_inline_merge_runs_beside_the_query_index_sort(
     (db.finish_bulk); an error on that thread still stops the build."""
     if mode != "inline":
         return  # a thread or child process merges beside the sort anyway
-    seen: list[set[str]] = []
-    apply = fts_bulk.apply_op
+    sorting, merged = threading.Event(), threading.Event()
+    seen: list[bool] = []
+    apply, script = fts_bulk.apply_op, db.Connection.executescript
 
     def spy(con: sqlite3.Connection, op: tuple[object, ...], default: int) -> bool:
-        if op[0] == "done":
-            seen.append({t.name for t in threading.enumerate()})
+        if op[0] == "done":  # the merge starts: is the sort under way on its thread?
+            seen.append(sorting.wait(30))
+            merged.set()
         return apply(con, op, default)
 
+    def sort(con: db.Connection, sql: str) -> sqlite3.Cursor:
+        if "documents_at" in sql and threading.current_thread().name == "query-indexes":
+            sorting.set()
+            merged.wait(30)  # held until the merge has begun: both at once
+        return script(con, sql)
+
     monkeypatch.setattr(fts_bulk, "apply_op", spy)
+    monkeypatch.setattr(db.Connection, "executescript", sort)
     log = _log(tmp_path / "log", 20)
     path = tmp_path / "history.db"
     rebuild(path, log)
-    assert len(seen) == 1 and "query-indexes" in seen[0]
+    assert seen == [True]
+    monkeypatch.setattr(db.Connection, "executescript", script)
     con = db.connect(path)
     names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     con.close()
@@ -227,3 +239,36 @@ def test_inline_merge_runs_beside_the_query_index_sort(
     assert query.search(path, "w3")["hits"] == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
         "history.db", "history.db.lock"]
+
+
+def test_the_full_text_process_exits_when_its_build_is_killed(tmp_path: Path, mode: str) -> None:
+    """kill -9 of the building process: its child reads the end of the pipe and exits (no
+    orphan keeps indexing); the next rebuild removes the scratch files."""
+    if mode != "process":
+        return
+    _log(tmp_path / "log", 30).close()
+    script = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from eventlog.store import EventLog\n"
+        "from projections import fts_bulk, rebuild\n"
+        "fts_bulk.MODE = 'process'\n"
+        "def hold(seq, stop):\n"
+        "    print(fts_bulk.last_child[-1], flush=True)\n"
+        "    time.sleep(600)\n"
+        "rebuild.rebuild(Path(sys.argv[1]) / 'history.db', EventLog(Path(sys.argv[1]) / 'log'),"
+        " progress=hold)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                            stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{child}").exists() and b"zombie" not in _state(child):
+        assert time.monotonic() < deadline, "the full-text process outlived its build"
+        time.sleep(0.05)
+    assert any(p.name.endswith(".fts") for p in tmp_path.iterdir())
+    rebuild(tmp_path / "history.db", EventLog(tmp_path / "log"))
+    assert not any(".reindex-" in p.name for p in tmp_path.iterdir())
+    assert [h["id"] for h in query.search(tmp_path / "history.db", "w1")["hits"]] == ["message:m1"]
