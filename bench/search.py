@@ -351,8 +351,9 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
     made = "made (cached file)" if cached else (
         f"made by the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
-    deep = con.execute("SELECT count(*), coalesce(sum(n), 0), coalesce(sum(length(data)), 0)"
-                       " FROM rank_deep").fetchone() if rank_deep.has_deep(con) else (0, 0, 0)
+    deep = con.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
+                       "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
+        if rank_deep.has_deep(con) else (0, 0, 0)
     print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made};"
           f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB)")
     sets = {
@@ -439,8 +440,9 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     made = rank.make_wanted(wcon, None)
     wcon.execute("COMMIT")
     size = wcon.execute("SELECT count(*) FROM rank_champions").fetchone()[0]
-    deep = wcon.execute("SELECT count(*), coalesce(sum(n), 0), coalesce(sum(length(data)), 0)"
-                        " FROM rank_deep").fetchone() if rank_deep.has_deep(wcon) else (0, 0, 0)
+    deep = wcon.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
+                        "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
+        if rank_deep.has_deep(wcon) else (0, 0, 0)
     wcon.close()
     print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
           f" ({size:,} champion rows; {deep[0]} deep lists, {deep[1]:,} documents,"
