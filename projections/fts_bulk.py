@@ -76,7 +76,7 @@ SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's sto
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
 _LEN = struct.Struct(">Q")
-last_child: list[int] = []  # pids of the child processes started (tests)
+last_child: list[int] = [0, 0]  # the last child process's pid, how many were started (tests)
 
 
 def has_cjk(text: str) -> int:
@@ -244,7 +244,7 @@ class BulkFeed:
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      close_fds=True)
-        last_child.append(self.proc.pid)
+        last_child[:] = [self.proc.pid, last_child[1] + 1]
         assert self.proc.stdin is not None
         with contextlib.suppress(AttributeError, OSError):  # Linux: a deeper pipe
             import fcntl
