@@ -62,6 +62,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -293,6 +294,29 @@ class BulkFeed:
                     break
         finally:
             con.close()
+
+
+def beside(other: Callable[[], object], here: Callable[[], object], name: str) -> None:
+    """`other` on a thread of its own (named `name`) while `here` runs in this one; the
+    first error of either is raised once both are done (db.finish_bulk: the query indexes
+    sort beside the inline closing merge)."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            other()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    try:
+        here()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
+
 
 
 # -- the indexer (any of the three) ---------------------------------------------------------
