@@ -34,7 +34,7 @@ def after_append(home: Home) -> None:
         return
     try:
         try:
-            catch_up(home.history_db, home.log(readonly=True))
+            catch_up(home.history_db, home.log(readonly=True), count=False)
         except ProjectionDamaged as exc:
             rebuild_damaged(home, exc)
         if _full_said:

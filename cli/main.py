@@ -4,7 +4,9 @@ Commands are imported only when invoked, so `agentlog search` or `agentlog mcp` 
 for the imports of the others (start-up time is part of the product). `main` first offers
 the arguments to `cli.fast` (`search ... --json`, `hooks run` and a plain `capture` without
 click, whose import costs more than the search); everything else, and anything the fast
-path does not fully understand, goes to the click group in `cli.group`.
+path does not fully understand, goes to the click group in `cli.group`. A process whose
+command a fast path answered leaves its objects to the operating system at exit
+(`cli.fast.skip_final_collection`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def main(argv: list[str] | None = None) -> Any:
     from cli.fast import capture_plain, hooks_run, search_json
 
     if search_json(args) or hooks_run(args) or capture_plain(args):
+        if argv is None:  # this process's own command line: it ends right after the answer
+            from cli.fast import skip_final_collection
+
+            skip_final_collection()
         return None
     from cli.group import cli
 

@@ -7,13 +7,15 @@ reads `body`: readers see the text through the `documents` view, whose `text` co
 the full-text indexes through the same function.
 
 Promises: `unpack(pack(t)) == t` for every str SQLite can store; `pack` is deterministic for
-a given text; zstandard is imported only when a BLOB is met or written (the search path of
-a history without long texts never loads it).
+a given text, and `pack_many(ts) == [pack(t) for t in ts]` (the same frames, made in one
+call); zstandard is imported only when a BLOB is met or written (the search path of a history
+without long texts never loads it).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 # Bytes of UTF-8 below which a text stays as it is: compressing shorter texts saves ~1 % of the
@@ -54,6 +56,33 @@ def pack(text: str) -> str | bytes:
         return text
     packed: bytes = _compressor().compress(raw)
     return packed if len(packed) < len(raw) else text
+
+
+def pack_many(texts: Sequence[str]) -> list[str | bytes]:
+    """`[pack(t) for t in texts]`, the zstd frames made by one call (`multi_compress_to_buffer`
+    writes the same frames as `compress`, without a Python call per text)."""
+    out: list[str | bytes] = list(texts)
+    where: list[int] = []
+    raws: list[bytes] = []
+    for i, text in enumerate(texts):
+        if len(text) * 4 < MIN_PACK:
+            continue
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        if len(raw) >= MIN_PACK:
+            where.append(i)
+            raws.append(raw)
+    if not raws:
+        return out
+    comp = _compressor()
+    many = getattr(comp, "multi_compress_to_buffer", None)  # the C backend's (not cffi's)
+    frames: Any = many(raws) if many is not None and len(raws) > 1 else map(comp.compress, raws)
+    for i, raw, frame in zip(where, raws, frames, strict=True):
+        if len(frame) < len(raw):
+            out[i] = bytes(frame)
+    return out
 
 
 def unpack(body: object) -> str:

@@ -7,6 +7,11 @@ Promises:
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
 - a batch's new documents are full-text indexed by one statement before its commit
   (`fts_defer.defer_fts`/`index_deferred`): one new FTS5 segment per batch, not one per row;
+- a batch's documents are folded into the champion lists (`projections.rank`, a cache of
+  the full-text index) in the same transaction, so a +1 session costs one commit (its
+  journal and directory syncs), not two; the fold runs under a savepoint: if it fails, it
+  alone is rolled back, the batch commits and the error is raised after the commit (the
+  next fold takes those documents too, the lists are behind the watermark, never wrong);
 - a batch is at most `BATCH` events and about `BATCH_BYTES` of stored event bytes, decoded
   one event at a time, and the log's mapped pages are released as the reads go on, also
   across many small catch-ups of one process (`EventLog.read_raw`), so memory stays
@@ -81,8 +86,12 @@ def catch_up(
     batch: int = BATCH,
     max_events: int | None = None,
     progress: Progress | None = None,
+    count: bool = True,
 ) -> BuildResult:
-    """Bring `db_path` up to the log head (or `max_events` further); rebuild when needed."""
+    """Bring `db_path` up to the log head (or `max_events` further); rebuild when needed.
+
+    Without `count` a catch-up does not count the documents (a scan of an index, which
+    grows with the history; the +1 path does not report it): `documents` is then -1."""
     from projections.rebuild import BuildResult, rebuild
 
     started = time.monotonic()
@@ -107,17 +116,17 @@ def catch_up(
                 con.close()  # a rebuild loads in bulk: far faster than batches via triggers
                 return rebuild(db_path, log, progress=progress)
             try:
-                done = _apply_batches(con, log, batch, max_events, progress, head.seq)
+                done = _apply_batches(con, log, batch, max_events, progress, head.seq,
+                                      fold=cp.engine == "fts5")
             except sqlite3.OperationalError as exc:
                 if getattr(exc, "sqlite_errorcode", None) == db_moved_code():
                     continue  # the file was swapped under us by a rebuild: reopen
                 if "locked" in str(exc) or "busy" in str(exc):
                     raise ProjectionBusy(f"{db_path} is locked by another writer: {exc}") from exc
                 raise
-            if done and cp.engine == "fts5":
-                _refresh_rank(con)
             last = db.read_checkpoint(con)
-            docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
+            docs = (int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
+                    if count else -1)
             return BuildResult(db_path, last.last_seq if last else 0, done, docs,
                                time.monotonic() - started, cp.engine, rebuilt=False)
         finally:
@@ -125,20 +134,23 @@ def catch_up(
     return rebuild(db_path, log, progress=progress)
 
 
-def _refresh_rank(con: sqlite3.Connection) -> None:
-    """Fold the documents this catch-up applied into the champion lists (projections.rank,
-    a cache of documents_fts), in its own transaction: a few each time (~10 ms for a
-    session), never a thousand at once, and no list is made here (`make_lists`)."""
+def _fold(con: sqlite3.Connection) -> Exception | None:
+    """Fold the batch's documents into the champion lists (projections.rank, a cache of
+    documents_fts) inside the batch's transaction, under a savepoint: a few each time
+    (~10 ms for a session), never a thousand at once, and no list is made here
+    (`make_lists`). A failed fold is rolled back alone and returned (the caller commits
+    the batch, then raises it)."""
     from projections import rank
 
-    con.execute("BEGIN IMMEDIATE")
+    con.execute("SAVEPOINT rank_fold")
     try:
         rank.refresh(con, force=True, step=0)
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
+    except Exception as exc:
+        con.execute("ROLLBACK TO rank_fold")
+        con.execute("RELEASE rank_fold")
+        return exc
+    con.execute("RELEASE rank_fold")
+    return None
 
 
 def make_lists(db_path: Path, *, steps: int | None = None) -> int:
@@ -246,6 +258,8 @@ def _apply_batches(
     max_events: int | None,
     progress: Progress | None,
     head_seq: int,
+    *,
+    fold: bool = False,
 ) -> int:
     from eventlog import chain
     from eventlog.records import ChainCheck
@@ -253,6 +267,7 @@ def _apply_batches(
 
     table = appliers()
     done = 0
+    failure: Exception | None = None  # of a fold: raised once every batch is in
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
         con.execute("BEGIN IMMEDIATE")
@@ -262,7 +277,7 @@ def _apply_batches(
             records = log.read_raw(cp.last_seq + 1, size, max_bytes=BATCH_BYTES)
             if not records:
                 con.execute("ROLLBACK")
-                return done
+                break
             prev = bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS
             ChainCheck(prev, cp.last_seq + 1).all(records)  # CorruptRecord: nothing applied
             n = len(records)
@@ -270,13 +285,18 @@ def _apply_batches(
             last_seq, last_hash = apply_records(con, records, table)
             fts_defer.index_deferred(con)
             db.write_checkpoint(con, last_seq, last_hash)
+            failed = _fold(con) if fold else None
             con.execute("COMMIT")
         except BaseException:
             fts_defer.undefer_fts(con)
             if con.in_transaction:
                 con.execute("ROLLBACK")
             raise
+        if failed is not None:  # the batch is in; the lists catch up at the next catch-up
+            fold, failure = False, failure or failed
         done += n
         if progress is not None:
             progress(last_seq, head_seq)
+    if failure is not None:
+        raise failure
     return done

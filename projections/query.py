@@ -289,21 +289,28 @@ def get_conversation(
         sql += " AND (at, ord, rowid) > (?, ?, ?)"
         params += list(start)
     rows = con.execute(sql + " ORDER BY at, ord, rowid LIMIT ?", [*params, n + 1]).fetchall()
+    return conversation_items(conv, (*_ITEM_COLS, "rowid"), rows, n)
+
+
+def conversation_items(
+    conv: str, names: tuple[str, ...], rows: list[Any], n: int
+) -> dict[str, Any]:
+    """A conversation page from up to n + 1 rows whose columns are `names`, the last two
+    being `ord` and the row's id: {"id", "items", "next"}, "next" the cursor
+    "at:ord:id" of the last item when a row beyond the page exists (SQLite and PostgreSQL)."""
     items = []
     for row in rows[:n]:
-        r = dict(zip((*_ITEM_COLS, "rowid"), row, strict=True))
+        r = dict(zip(names[:-2], row[:-2], strict=True))
         text = r.pop("text") or ""
-        ordv = r.pop("ord")
-        rowid = r.pop("rowid")
         r["text"] = text[:MAX_ITEM_CHARS]
         r["truncated"] = len(text) > MAX_ITEM_CHARS
         r["link"] = _link(r["kind"], r)
         r["sourceLink"] = source_link(r["id"])
-        r["after"] = f"{r['at']}:{ordv if ordv is not None else 0}:{rowid}"
         items.append(r)
-    nxt = items[-1]["after"] if len(rows) > n and items else None
-    for it in items:
-        del it["after"]
+    nxt = None
+    if len(rows) > n and items:
+        last = rows[n - 1]
+        nxt = f"{items[-1]['at']}:{last[-2] if last[-2] is not None else 0}:{last[-1]}"
     return {"id": conv, "items": items, "next": nxt}
 
 

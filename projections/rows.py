@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from projections.body import pack, unpack
+from projections.body import pack, pack_many, unpack
 from readers import registry
 
 if TYPE_CHECKING:
@@ -93,6 +93,11 @@ def stored(text: object) -> tuple[str, str | bytes]:
     """(the text a row keeps, its stored body)."""
     kept = bounded(text)
     return kept, pack(kept)
+
+
+def stored_bodies(texts: list[str]) -> list[str | bytes]:
+    """`[stored(t)[1] for t in texts]`, the bodies compressed in one call."""
+    return pack_many([bounded(t) for t in texts])
 
 
 def put_row(

@@ -45,7 +45,7 @@ from projections.rows import (
     agent_family,
     put_row,
     run_basename,
-    stored,
+    stored_bodies,
 )
 from readers.records import (
     ParseResult,
@@ -153,6 +153,8 @@ def chunk_rows(
         con.execute("UPDATE sources SET gaps = gaps + 1 WHERE source = ?", (info.source,))
     if s.old:
         return
+    if bodies is None:  # packed here, all of the chunk's at once (`rows.stored_bodies`)
+        bodies = record_bodies(results)
     records = 0
     unknown: dict[str, int] = {}
     for i, res in enumerate(results):
@@ -366,8 +368,9 @@ def record_text(rec: Record) -> str:
 def record_bodies(results: list[ParseResult]) -> list[list[str | bytes | None]]:
     """The stored bodies of every transcript record of `results` (None for run metadata,
     which `projections.runlogs` stores): what `_record` would pack, packed elsewhere."""
-    return [[None if rec.run else stored(record_text(rec))[1] for rec in res.records]
-            for res in results]
+    packed = iter(stored_bodies([record_text(rec) for res in results for rec in res.records
+                                 if not rec.run]))
+    return [[None if rec.run else next(packed) for rec in res.records] for res in results]
 
 
 def _lookup(con: sqlite3.Connection, memo: object, key: tuple[str, ...], sql: str,

@@ -31,9 +31,9 @@ from readers.parse_common import (
     MAX_TITLE,
     compact_json,
     iso_ms,
-    load_object,
     load_text_json,
     make_record,
+    row_object,
     str_or_none,
     text_of,
     trim_map,
@@ -71,10 +71,8 @@ def project_of(source: SourceInfo) -> str:
 def parse_row(
     source: SourceInfo, state: dict[str, Any], table: str, row_id: str, data: bytes
 ) -> ParseResult:
-    result = ParseResult()
-    row = load_object(data)
+    result, row = row_object("crush", data)
     if row is None:
-        result.count_unknown("crush:row-undecodable")
         return result
     if table == "sessions":
         _session(source, state, row, row_id, result)

@@ -35,6 +35,7 @@ from readers.parse_common import (
     load_object,
     load_text_json,
     make_record,
+    row_object,
     str_or_none,
     text_of,
     trim_map,
@@ -72,10 +73,8 @@ def sql_time(value: Any) -> int | None:
 def parse_row(
     source: SourceInfo, state: dict[str, Any], table: str, row_id: str, data: bytes
 ) -> ParseResult:
-    result = ParseResult()
-    row = load_object(data)
+    result, row = row_object("goose", data)
     if row is None:
-        result.count_unknown("goose:row-undecodable")
         return result
     if table == "sessions":
         session = str_or_none(row.get("id"), 200) or row_id

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from readers.records import Record
+from readers.records import ParseResult, Record
 
 MAX_TEXT = 64 * 1024
 MAX_TOOL_INPUT = 16 * 1024
@@ -52,6 +52,16 @@ def load_json(data: bytes) -> Any:
 def load_object(data: bytes) -> dict[str, Any] | None:
     value = load_json(data)
     return value if isinstance(value, dict) else None
+
+
+def row_object(agent: str, data: bytes) -> tuple[ParseResult, dict[str, Any] | None]:
+    """A database row's JSON for `parse_row`: the result to fill and the row object, or `None`
+    with the row counted as `<agent>:row-undecodable` in that result."""
+    result = ParseResult()
+    row = load_object(data)
+    if row is None:
+        result.count_unknown(f"{agent}:row-undecodable")
+    return result, row
 
 
 def load_text_json(value: Any) -> Any:
@@ -126,13 +136,26 @@ def iso_ms(value: Any) -> int | None:
         return int(value * 1000) if value < 1e11 else int(value)
     if not isinstance(value, str) or not 10 <= len(value) <= 40:
         return None
-    fast = _utc_ms(value)
-    return fast if fast is not None else general_ms(value)
+    if value[-1] == "Z":  # the common shape: datetime reads the "Z" itself (3.11+)
+        try:
+            moment = _fromiso(value)
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None:
+            try:
+                return int(moment.timestamp() * 1000)
+            except (OverflowError, OSError, ValueError):
+                return None
+    return general_ms(value)
+
+
+_fromiso = datetime.fromisoformat
 
 
 def general_ms(value: str) -> int | None:
     """Epoch ms of any ISO-8601 stamp with a zone (`datetime.fromisoformat`), else None:
-    the path `iso_ms` takes for every shape its fast path does not read."""
+    what `iso_ms` gives for every stamp (its "Z" shortcut only skips the rewrite to
+    "+00:00", which `datetime.fromisoformat` reads the same since Python 3.11)."""
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -146,46 +169,6 @@ def general_ms(value: str) -> int | None:
         return int(moment.timestamp() * 1000)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-_HOURS: dict[str, int] = {}  # "YYYY-MM-DDTHH" -> epoch seconds of that UTC hour
-
-
-def _utc_ms(value: str) -> int | None:
-    """`iso_ms` of the common shape "YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z" without datetime
-    (one parse per hour, cached); None for any other shape (the general path decides).
-    Same arithmetic as `datetime.timestamp()` (microseconds / 10**6, then * 1000), so the
-    result is the general path's to the millisecond."""
-    n = len(value)
-    if not (n in (20, 24, 27) and value[-1] == "Z" and value[10] == "T" and value[13] == ":"
-            and value[16] == ":" and value.isascii()):
-        return None
-    if n == 20:
-        frac = 0
-    else:
-        digits = value[20:-1]
-        if value[19] != "." or not digits.isdigit():
-            return None
-        frac = int(digits) * (1000 if n == 24 else 1)
-    mm, ss = value[14:16], value[17:19]
-    if not (mm.isdigit() and ss.isdigit()) or mm > "59" or ss > "59":
-        return None
-    hour = value[:13]
-    base = _HOURS.get(hour)
-    if base is None:
-        try:
-            moment = datetime.fromisoformat(hour + ":00:00+00:00")
-        except ValueError:
-            return None
-        if not (hour[:4].isdigit() and hour[5:7].isdigit() and hour[8:10].isdigit()
-                and hour[11:13].isdigit()):
-            return None  # fromisoformat's own leniencies: the general path decides
-        base = int(moment.timestamp())
-        if len(_HOURS) >= 4096:
-            _HOURS.clear()
-        _HOURS[hour] = base
-    micros = (base + int(mm) * 60 + int(ss)) * 1_000_000 + frac
-    return int(micros / 1_000_000 * 1000)
 
 
 def digest(*parts: str) -> str:
@@ -203,7 +186,7 @@ def make_record(**fields: Any) -> Record:
         if value.__class__ is str:
             if not value.isascii():  # ASCII is always clean: skip the call
                 fields[key] = clean(value)
-        elif isinstance(value, str):
+        elif value is not None and isinstance(value, str):
             fields[key] = clean(value)
     return Record(**fields)
 

@@ -34,6 +34,7 @@ from readers.parse_common import (
     load_object,
     load_text_json,
     make_record,
+    row_object,
     str_or_none,
     text_of,
     trim_map,
@@ -79,10 +80,8 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
 def parse_row(
     source: SourceInfo, state: dict[str, Any], table: str, row_id: str, data: bytes
 ) -> ParseResult:
-    result = ParseResult()
-    row = load_object(data)
+    result, row = row_object("opencode", data)
     if row is None:
-        result.count_unknown("opencode:row-undecodable")
         return result
     if table == "session":
         _session(state, _session_of_row(row, row_id), result)

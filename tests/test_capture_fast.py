@@ -156,3 +156,27 @@ def test_msgspec_reads_every_type_the_same_without_typing_extensions() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert proc.stdout == "typing_extensions\n", proc.stderr  # importable again afterwards
+
+
+def test_a_process_answered_by_a_fast_path_skips_the_final_collection(tmp_path: Path) -> None:
+    """`agentlog capture` (the process's own command line: `main()` without arguments)
+    leaves its objects to the OS at exit (gc.freeze), with everything committed first;
+    `main(argv)` called by a program (tests, embedding) leaves its collector alone."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTLOG_HOME"}
+    env["HOME"] = str(tmp_path / "user")
+    src = _sources(tmp_path)
+    home = tmp_path / "home"
+    args = ["--home", str(home), "capture", "--json", "--claude-dir", str(src["claude"]),
+            "--codex-dir", str(src["codex"])]
+    probe = "import gc\nsys.stderr.write(' frozen: %d' % gc.get_freeze_count())\n"
+    own = _run("import sys\nfrom cli.main import main\nsys.argv[1:] = sys.argv[1:]\nmain()\n"
+               + probe, args, env)
+    assert own.returncode == 0, own.stderr
+    assert json.loads(own.stdout)["appended"] > 0
+    assert int(own.stderr.rsplit("frozen: ", 1)[1]) > 0
+    called = _run(VIA_MAIN + probe, args, env)  # the same command again: nothing new
+    assert called.returncode == 0, called.stderr
+    assert int(called.stderr.rsplit("frozen: ", 1)[1]) == 0
+    found = _run("import sys\nfrom cli.main import main\nmain()\n",
+                 ["--home", str(home), "search", "--json", "hello"], env)
+    assert json.loads(found.stdout)["hits"], found.stderr  # committed and searchable

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from eventlog import EventLog
 from projections import db, query
-from projections.body import MIN_PACK, pack, unpack
+from projections.body import MIN_PACK, pack, pack_many, unpack
 from projections.catchup import catch_up
 from projections.drift import check, digests
 from projections.rebuild import rebuild
@@ -104,6 +104,15 @@ def test_body_round_trips(text: str) -> None:
         assert len(body) < len(text.encode("utf-8"))
     else:
         assert body == text
+
+
+_BODY_TEXTS = (st.text(max_size=300) | st.text(alphabet="ab中文é ", min_size=60, max_size=400)
+               | st.text(alphabet="xyz\ud800", min_size=100, max_size=200))
+
+
+@given(st.lists(_BODY_TEXTS, max_size=8))
+def test_bodies_packed_together_are_the_ones_packed_alone(texts: list[str]) -> None:
+    assert pack_many(texts) == [pack(t) for t in texts]
 
 
 def _terms(con: sqlite3.Connection, table: str) -> list[tuple[str, int, int]]:

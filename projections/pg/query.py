@@ -21,7 +21,7 @@ from typing import Any
 from projections.errors import NotFound, QueryError
 from projections.filters import Filters, conversation_page, parse_filters, parse_limit
 from projections.pg.schema import CJK_PREDICATE
-from projections.query import MAX_ITEM_CHARS, _link, check_id, empty_coverage, source_link
+from projections.query import _link, check_id, conversation_items, empty_coverage, source_link
 from projections.search import ROLE_WEIGHT
 from projections.text import fold, query_tokens, snippet
 
@@ -312,18 +312,4 @@ def _conversation(con: Any, ident: str, start: tuple[int, int, int] | None, n: i
         params += list(start)
     rows = con.execute(sql + " ORDER BY at, coalesce(ord, 0), rid LIMIT %s",
                        [*params, n + 1]).fetchall()
-    items = []
-    for row in rows[:n]:
-        r = dict(zip(_ITEM_COLS, row, strict=True))
-        text = r.pop("text") or ""
-        ordv, rid = r.pop("ord"), r.pop("rid")
-        r["text"] = text[:MAX_ITEM_CHARS]
-        r["truncated"] = len(text) > MAX_ITEM_CHARS
-        r["link"] = _link(r["kind"], r)
-        r["sourceLink"] = source_link(r["id"])
-        r["after"] = f"{r['at']}:{ordv if ordv is not None else 0}:{rid}"
-        items.append(r)
-    nxt = items[-1]["after"] if len(rows) > n and items else None
-    for it in items:
-        del it["after"]
-    return {"id": conv, "items": items, "next": nxt}
+    return conversation_items(conv, _ITEM_COLS, rows, n)

@@ -296,3 +296,18 @@ def test_goose_legacy_jsonl() -> None:
         ("20250101_120000", "/w/p", "user", "why does make fail", 1735732800000)]
     again = _lines(src, data, {})  # a rewritten file yields the same uids
     assert [r.uid for r in again.records] == [r.uid for r in result.records]
+
+
+@pytest.mark.parametrize(("agent", "layout", "rel", "table"), [
+    ("crush", "crush.db", ".crush/crush.db", "messages"),
+    ("goose", "goose.db", "sessions/sessions.db", "sessions"),
+    ("opencode", "opencode.db", "opencode.db", "part"),
+])
+def test_a_torn_database_row_is_counted_not_raised(
+    agent: str, layout: str, rel: str, table: str
+) -> None:
+    src = _source(agent, layout, Path("/h"), rel)
+    for data in (b'{"id": "m1", "ses', b"[1, 2]", b"\xff\xfe"):
+        out = parse.parse_row(src, {}, table, "r1", data)
+        assert out.records == [] and out.titles == []
+        assert out.unknown == {f"{agent}:row-undecodable": 1}
