@@ -33,8 +33,6 @@ Promises:
   hands its freed heap back to the system after every batch (`projections.heap.trim`), and
   drops the log's mapped pages right after each read of `RELEASE_BYTES` or more, before it
   parses what it read (the records are copies), so they are never resident at its peak;
-  it keeps every scope's parser state between batches as its JSON text, zstd-compressed
-  from `PACK_STATE` bytes on (the 1 GB bench home: 13 MiB of JSON held as 5 MiB);
 - the parse process writes nothing but its stdout; it only reads the log (read-only);
 - a damaged record raises `CorruptRecord` here (the build stops, nothing is swapped in); a
   parse process that dies raises `ProjectionError`; when this process dies (even kill -9)
@@ -79,9 +77,6 @@ PACK_WAIT = 0.1
 # log bytes read after which the parse process drops the log's mapped pages (right after the
 # read); at 8 MiB, released after parsing, a cold capture's parse process held 10-15 MiB
 RELEASE_BYTES = 1 << 20
-# a parser state's JSON from this size on is kept compressed between batches (a Codex state
-# lists every line it has seen: ~9 KB each, 13 MiB for the bench home's 1,500 sessions)
-PACK_STATE = 1024
 PARSED_TAGS = frozenset(("chunk.captured", "file.snapshotted", "row.snapshotted"))
 last_peak = 0  # the last parse process's peak RSS in bytes (for benches and tests)
 _ENCODE = msgspec.msgpack.Encoder().encode
@@ -102,8 +97,7 @@ def load(
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_WAIT, STATE_BYTES,
-                       PACK_STATE])
+                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_WAIT, STATE_BYTES])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
@@ -215,7 +209,7 @@ def apply_ops(
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
             part_bytes: int, pack_wait: float = PACK_WAIT,
-            state_bytes: int = STATE_BYTES, pack_state: int = PACK_STATE) -> None:
+            state_bytes: int = STATE_BYTES) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
     the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
@@ -224,7 +218,7 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
         from projections import heap, pages
 
         log = EventLog(Path(log_dir), readonly=True)
-        parser = Parser(part_bytes, pack_wait, state_bytes, pack_state)
+        parser = Parser(part_bytes, pack_wait, state_bytes)
         check = ChainCheck()
         seq, unreleased = 1, 0
         follow = stop < 0
@@ -283,19 +277,15 @@ class Parser:
     assembly cursor and the parser states, as the sequential build would read them back."""
 
     def __init__(self, part_bytes: int = PART_BYTES, pack_wait: float = PACK_WAIT,
-                 state_bytes: int = STATE_BYTES, pack_state: int = PACK_STATE) -> None:
+                 state_bytes: int = STATE_BYTES) -> None:
         from projections.db import parser_module
 
         self.part_bytes = part_bytes
         self.state_bytes = state_bytes
-        self.pack_state = pack_state
         self.state_load = 0  # state JSON bytes touched in the batch being assembled
         self.parser = parser_module()
         self.sources: dict[str, list[Any]] = {}  # source -> [SourceInfo, Cursor]
-        # scope -> state JSON as of the last batch (zstd from PACK_STATE bytes: `_keep`)
-        self.texts: dict[str, str | bytes] = {}
-        self._zc: Any = None
-        self._zd: Any = None
+        self.texts: dict[str, str] = {}  # scope -> state JSON as of the last batch
         self.states: dict[str, dict[str, Any]] = {}  # scope -> state, this batch
         self.dirty: set[str] = set()
         self.part = 0  # bytes of payload in the part being assembled
@@ -334,34 +324,12 @@ class Parser:
             items = []
             for scope in sorted(self.dirty):
                 text = assemble.state_text(self.states[scope])
-                self.texts[scope] = self._keep(text)
+                self.texts[scope] = text
                 items.append((scope, text))
             ops.append(("states", items))
         self.states.clear()
         self.dirty.clear()
         ops.append(("end", st.seq, st.hash.hex(), n))
-
-    def _keep(self, text: str) -> str | bytes:
-        """A state's JSON as held until a later batch touches it again: from `PACK_STATE`
-        characters on, compressed (zstd level 1: ~0.1 s of CPU for the bench home's whole
-        run, beside the 30 s of parsing)."""
-        if len(text) < self.pack_state:
-            return text
-        if self._zc is None:
-            import zstandard
-
-            self._zc = zstandard.ZstdCompressor(level=1)
-            self._zd = zstandard.ZstdDecompressor()
-        packed: bytes = self._zc.compress(text.encode())
-        return packed
-
-    def _text(self, scope: str) -> str | None:
-        """The JSON of a state `_keep` holds."""
-        kept = self.texts.get(scope)
-        if isinstance(kept, bytes):
-            text: str = self._zd.decompress(kept).decode()
-            return text
-        return kept
 
     def _send(self, send: Callable[[list[Op]], None], ops: list[Op]) -> None:
         """Send a part, and decide who packs the bodies of the next one: a send that had to
@@ -390,7 +358,7 @@ class Parser:
         scope = assemble.state_scope(self.parser, info)
         state = self.states.get(scope)
         if state is None:
-            text = self._text(scope)
+            text = self.texts.get(scope)
             state = self.states[scope] = json.loads(text) if text is not None else {}
             self.state_load += 256 if text is None else len(text)
         self.dirty.add(scope)

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import zstandard
@@ -113,7 +112,6 @@ def test_parallel_build_equals_sequential_on_random_logs(tmp_path: Path,
         monkeypatch.setattr(rebuild, "BATCH", rng.randint(1, 9))
         monkeypatch.setattr(pipeline, "PART_BYTES", rng.choice((1, 200, 1 << 20)))
         monkeypatch.setattr(pipeline, "STATE_BYTES", rng.choice((1, 300, 2 << 20)))
-        monkeypatch.setattr(pipeline, "PACK_STATE", rng.choice((1, 1024, 1 << 30)))
         events = [ev for ev in every if rng.random() < 0.7]
         log = EventLog(tmp_path / f"log{round_}")
         append(log, events)
@@ -144,25 +142,6 @@ def test_a_batch_touching_much_parser_state_ends_early(tmp_path: Path,
     seq, par = _both(tmp_path, log)
     assert seq == par
     log.close()
-
-
-def test_parser_states_kept_compressed_hand_on_the_same_json(tmp_path: Path) -> None:
-    """Between batches the parse process holds each state's JSON compressed (from
-    `pack_state` bytes on); what it sends, batch after batch, is the same JSON either way."""
-    log = EventLog(tmp_path / "log")
-    append(log, mixed_events() + _awkward())
-    records = log.read_raw(1, 10_000)
-    log.close()
-    sent: dict[int, list[Any]] = {}
-    for pack in (1, 1 << 30):
-        parser = pipeline.Parser(pack_state=pack)
-        ops: list[pipeline.Op] = []
-        for rec in records:  # a batch per record: every state is read back from `texts`
-            parser.batch([rec], ops.extend)
-        sent[pack] = [op[1] for op in ops if op[0] == "states"]
-        held = list(parser.texts.values())
-        assert held and all(isinstance(v, bytes if pack == 1 else str) for v in held)
-    assert len(sent[1]) > 3 and sent[1] == sent[1 << 30]
 
 
 def test_a_damaged_record_stops_the_parallel_build(tmp_path: Path) -> None:
