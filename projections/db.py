@@ -45,6 +45,16 @@ BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 
+# sqlite3 (CPython <= 3.13) binds int, float, str and bytearray parameters directly, but
+# sends every other one (None, bytes) through its adapter registry, which for an
+# unregistered type formats and drops an AttributeError on each of them: ~10 of a row's 24
+# columns are NULL, and the body is bytes. With these two identities registered, each is
+# one dict lookup and one C call, and binds exactly as before (NULL, BLOB): measured 5.7 %
+# of a rebuild's building-process instructions (docs/performance.md).
+_NONE: dict[None, None] = {}
+sqlite3.register_adapter(type(None), _NONE.get)
+sqlite3.register_adapter(bytes, bytes)
+
 # The columns of the `documents` view (what every reader sees): the stored row, with `source`
 # and `text` decoded. `documents_indexed_by` gives the same rows through a forced index.
 _VIEW_COLUMNS = (
@@ -368,12 +378,14 @@ def _fold(text: object) -> str:
 
 
 def create_schema(
-    con: sqlite3.Connection, *, engine: str | None = None, bulk: bool = False
+    con: sqlite3.Connection, *, engine: str | None = None, bulk: bool = False,
+    fts_mode: str = "inline",
 ) -> str:
     """Create every table in an empty database; returns the engine chosen.
 
     With `bulk`, the query-only indexes and the FTS triggers are left for `finish_bulk`
-    (a rebuild loads the rows first, then indexes them in one pass).
+    (a rebuild loads the rows first, then indexes them in one pass); `fts_mode` says where
+    the full-text indexes are built meanwhile ("inline" or "process": fts_bulk.BulkFeed).
     """
     if engine is None:
         engine = "fts5" if fts5_available() else "plain"
@@ -399,7 +411,7 @@ def create_schema(
             con.bulk_fts = BulkFeed(path, _FTS_INDEXES, [
                 *pragmas, "PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF",
                 f"PRAGMA cache_size = {-BULK_CACHE_KIB}", "PRAGMA temp_store = FILE"],
-                BULK_HASHSIZE, DEFAULT_HASHSIZE)
+                BULK_HASHSIZE, DEFAULT_HASHSIZE, fts_mode)
     con.execute(
         "INSERT INTO checkpoint(id, last_seq, last_hash, schema_version, parser_version, engine)"
         " VALUES (1, 0, '', ?, ?, ?)",
@@ -422,16 +434,22 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     text in hand, projections/fts_bulk.py), query indexes, then triggers.
 
     The load's page cache is handed back to the OS before the sort starts
-    (`projections.heap`); the full-text thread's closing merge runs beside the sort (its
-    term hash is written out by then), so their working sets stay small together."""
+    (`projections.heap`); the full-text indexer's closing merge runs beside the sort, so
+    their working sets stay small together. When the indexer runs in this thread
+    (fts_bulk "inline"), the sort runs on a thread of its own meanwhile: each side is one
+    long SQLite statement at a time, which holds no GIL, so the two share the two cores
+    instead of taking turns on one."""
     feed = None
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
     try:
-        if feed is not None:
-            feed.end()  # its last rows; the thread merges them while the indexes sort
         heap.trim()  # the load's page cache
-        con.executescript(_QUERY_INDEXES)
+        if feed is not None and feed.inline:
+            _beside(lambda: con.executescript(_QUERY_INDEXES), feed.end)
+        else:
+            if feed is not None:
+                feed.end()  # its last rows; the indexer merges them while the indexes sort
+            con.executescript(_QUERY_INDEXES)
         if feed is not None:
             feed.finish()  # both full-text indexes copied in
     except BaseException:
@@ -442,6 +460,29 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
+
+
+def _beside(other: Callable[[], object], here: Callable[[], object]) -> None:
+    """`other` on a thread of its own while `here` runs in this one; the first error of
+    either is raised once both are done."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            other()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="query-indexes")
+    thread.start()
+    try:
+        here()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

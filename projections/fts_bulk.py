@@ -1,64 +1,82 @@
 """The full-text indexes of a bulk load (a rebuild): built from the text in hand, into a
 scratch file, during the load.
 
-By default (`THREAD` False) the building thread itself indexes each chunk of rows as it is
-sent, on a second connection. A thread of its own (`THREAD` True) was measured to cost
-more than it gives on two cores: the GIL hand-offs between two threads that both call
-SQLite and zstd many times a second added ~6 s of CPU to a 28 s sequential rebuild of a
-317 MB home (wall unchanged), 0.92x wall / 0.88x CPU for a cold capture, and reindex of
-100,000 messages 7.3 s -> 6.2 s best without it (docs/performance.md, session 19). The
-description below of "the thread" holds for both: inline, each operation simply runs at
-once, in order.
+Three ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs each):
+- "process" (a sequential rebuild of a log of `PROCESS_BYTES` or more, on two CPUs or
+  more: `rebuild.fts_mode`): a child process (a fresh interpreter, like the parallel
+  rebuild's parse process) indexes the chunks it is sent over a pipe, on the core the
+  sequential load leaves idle; no GIL is shared, so the two sides never wait for each
+  other's hand-offs. Measured on 100,000 messages: docs/performance.md;
+- "inline" (the parallel and follow builds, whose parse process already has the other
+  core, and small logs): the building thread itself indexes each chunk of rows as it is
+  sent, on a second connection;
+- "thread" (`THREAD`, not used by default): a thread of its own. Measured to cost more than
+  it gives on two cores: the GIL hand-offs between two threads that both call SQLite and
+  zstd many times a second added ~6 s of CPU to a 28 s sequential rebuild of a 317 MB home
+  (docs/performance.md, session 19).
+The description below of "the indexer" holds for all three: inline, each operation simply
+runs at once, in order.
 
 A rebuild loads `document_rows` without triggers. `projections.rows.put_row` hands each
 row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by
-`db.create_schema(bulk=True)`). The feed sends the texts, a few thousand rows at a time,
-to a thread that indexes them into the same full-text tables in a scratch file beside
-the new one (`<file>.fts`; SQLite releases the GIL while FTS5 tokenizes and writes, so
-this runs beside the load on the other core). After the load's commit, `db.finish_bulk`
-calls `end` (the last rows; the thread then merges each index with 'optimize' while the
-building thread sorts the query indexes) and `finish`, which waits for the thread and
-copies the scratch file's FTS5 shadow tables
-(`_data`, `_idx`, `_docsize`, `_config`) into the new file in one transaction, through a
-connection of its own: FTS5 keeps an index only in those tables, and re-reads them in
-every other connection once that transaction commits (`PRAGMA data_version`).
+`db.create_schema(bulk=True)`). The feed sends the texts, about `FLUSH_CHARS` characters at
+a time, to the indexer, which indexes them into the same full-text tables in a scratch file
+beside the new one (`<file>.fts`). After the load's commit, `db.finish_bulk` calls `end`
+(the last rows; the indexer then merges each index with 'optimize' while the building
+thread sorts the query indexes) and `finish`, which waits for the indexer and copies the
+scratch file's FTS5 shadow tables (`_data`, `_idx`, `_docsize`, `_config`) into the new
+file in one transaction, through a connection of its own: FTS5 keeps an index only in those
+tables, and re-reads them in every other connection once that transaction commits
+(`PRAGMA data_version`).
 
 Promises:
 - each index ends holding exactly what the triggers would have indexed for the rows as
   they stand: a row written again during the load is indexed with its last text (still
   waiting: replaced in place; already sent: removed with FTS5's 'delete' and the text it
-  was indexed with, then added again) — operations reach the thread in order;
+  was indexed with, then added again) — operations reach the indexer in order;
 - memory is bounded: at most `FLUSH_CHARS` characters wait in Python, at most `QUEUE`
-  chunks are in flight (a send blocks), and FTS5's term hash is `hashsize` bytes;
+  chunks are in flight to a thread (a send blocks; to a process: what the pipe holds,
+  `PIPE_BYTES`, and the chunk being indexed), and FTS5's term hash is `hashsize` bytes;
 - few segments: single-row INSERTs open no statement savepoint (FTS5 in SQLite 3.40
   flushes its term hash to a new segment at each one), automatic merges are off while
   loading ('automerge' 0, set back after), and an index with two rows or more ends the
-  load with two segments or more, so the thread's closing 'optimize' merges them one
+  load with two segments or more, so the indexer's closing 'optimize' merges them one
   level up (a lone segment would stay on level 0 and be rewritten whole by the next
   catch-ups: tests/test_fts_segments.py);
-- a failure in the thread is raised in the building thread (at the next send or at
-  `finish`); the scratch file is removed by `finish`/`close` (and, after a crash, with
-  the build's other leftovers by `projections.rebuild`).
+- a failure in the indexer (an error, or its process dying) is raised in the building
+  thread as RuntimeError (at the next send or at `finish`); the scratch file is removed by
+  `finish`/`close` (and, after a crash, with the build's other leftovers by
+  `projections.rebuild`); a child process whose parent dies reads the end of its pipe,
+  rolls back and exits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import pickle
 import queue
 import sqlite3
+import struct
+import subprocess
+import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from projections import cjk
 
-FLUSH_CHARS = 1 << 20  # characters of text gathered before a chunk goes to the thread
-QUEUE = 4  # chunks in flight
+FLUSH_CHARS = 1 << 20  # characters of text gathered before a chunk goes to the indexer
+QUEUE = 4  # chunks in flight to a thread
+PIPE_BYTES = 1 << 20  # the pipe to a child process (Linux F_SETPIPE_SZ; else the default)
 THREAD = False  # index on a thread of its own (the module doc: measured slower on 2 cores)
+MODE: str | None = None  # tests: force "inline", "thread" or "process"
 SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's storage
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
+_LEN = struct.Struct(">Q")
+last_child: list[int] = []  # pids of the child processes started (tests)
 
 
 def has_cjk(text: str) -> int:
@@ -73,7 +91,7 @@ class BulkFeed:
     """Rows waiting for the full-text indexes of one bulk-loading connection."""
 
     def __init__(self, path: Path, ddl: str, pragmas: list[str], hashsize: int,
-                 default_hashsize: int) -> None:
+                 default_hashsize: int, mode: str = "inline") -> None:
         self.path = path  # the new history.db
         self.scratch = path.parent / (path.name + ".fts")
         self.pending: dict[int, str] = {}  # rowid -> text, not yet sent
@@ -86,11 +104,20 @@ class BulkFeed:
             self.scratch.unlink()
         self.args = (ddl, pragmas, hashsize, default_hashsize)
         self.con: sqlite3.Connection | None = None  # inline: the scratch file's connection
+        self.proc: subprocess.Popen[bytes] | None = None  # process: the child
         self.thread = threading.Thread(target=self._run, name="fts-bulk", daemon=True)
-        if THREAD:
+        mode = MODE or ("thread" if THREAD else mode)
+        if mode == "thread":
             self.thread.start()
+        elif mode == "process":
+            self._spawn()
         else:
-            self.con = self._open()
+            self.con = open_scratch(self.scratch, *self.args[:3])
+
+    @property
+    def inline(self) -> bool:
+        """Whether the indexing runs in the building thread itself (until `end`)."""
+        return self.con is not None
 
     # -- the building thread ------------------------------------------------------------
     def put(self, rowid: int, text: str, old: str | None = None) -> None:
@@ -115,13 +142,16 @@ class BulkFeed:
         self.sent = True
         if self.con is not None:  # inline
             try:
-                done = self._apply(self.con, op)
+                done = apply_op(self.con, op, self.args[3])
             except Exception as exc:
                 self.error = exc
                 self._raise()
             if done:
                 self.con.close()
                 self.con = None
+            return
+        if self.proc is not None:
+            self._write(op)
             return
         while True:
             if self.error is not None or not self.thread.is_alive():
@@ -136,8 +166,8 @@ class BulkFeed:
         raise RuntimeError("the full-text build of the rebuild failed") from self.error
 
     def end(self) -> None:
-        """Send what still waits (in two segments) and the end of the load: the thread
-        then merges each index ('optimize') while this thread goes on (`finish` joins)."""
+        """Send what still waits (in two segments) and the end of the load: the indexer
+        then merges each index ('optimize') while this thread goes on (`finish` waits)."""
         rows = list(self.pending.items())
         self.pending = {}
         half = len(rows) // 2
@@ -149,13 +179,15 @@ class BulkFeed:
         self.ended = True
 
     def finish(self) -> None:
-        """`end` (if not yet), wait for the thread, then copy both indexes into the new
+        """`end` (if not yet), wait for the indexer, then copy both indexes into the new
         file. Call outside a transaction on the new file."""
         try:
             if not self.ended:
                 self.end()
             if self.thread.is_alive():
                 self.thread.join()
+            if self.proc is not None:
+                self._reap("ok")
             if self.error is not None:
                 self._raise()
             self._copy()
@@ -163,7 +195,7 @@ class BulkFeed:
             self.close()
 
     def close(self) -> None:
-        """Stop the thread (if running) and remove the scratch file."""
+        """Stop the indexer (if running) and remove the scratch file."""
         if self.thread.is_alive():
             with contextlib.suppress(queue.Full):
                 self.queue.put(("stop",), timeout=5)
@@ -173,6 +205,18 @@ class BulkFeed:
                 self.con.execute("ROLLBACK")
             self.con.close()
             self.con = None
+        if self.proc is not None:  # the end of its pipe: it rolls back and exits
+            proc, self.proc = self.proc, None
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
         for suffix in ("", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.scratch) + suffix)
@@ -194,65 +238,51 @@ class BulkFeed:
         finally:
             con.close()
 
-    # -- the full-text thread -----------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        ddl, pragmas, hashsize, _ = self.args
-        con = sqlite3.connect(self.scratch, isolation_level=None, check_same_thread=False)
+    # -- a child process ----------------------------------------------------------------
+    def _spawn(self) -> None:
+        args = json.dumps([sys.path, str(self.scratch), *self.args])
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     close_fds=True)
+        last_child.append(self.proc.pid)
+        assert self.proc.stdin is not None
+        with contextlib.suppress(AttributeError, OSError):  # Linux: a deeper pipe
+            import fcntl
+
+            fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+    def _write(self, op: tuple[Any, ...]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        body = pickle.dumps(op, pickle.HIGHEST_PROTOCOL)
         try:
-            for pragma in pragmas:
-                con.execute(pragma)
-            con.executescript(ddl)
-            con.execute("BEGIN")
-            for table in TABLES:
-                con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
-                            (hashsize,))
-                con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
-        except BaseException:
-            con.close()
-            raise
-        return con
+            self.proc.stdin.write(_LEN.pack(len(body)))
+            self.proc.stdin.write(body)
+            self.proc.stdin.flush()
+        except OSError:  # it has gone (EPIPE): its own word on why
+            self._reap(None)
+            self._raise()
 
-    def _apply(self, con: sqlite3.Connection, op: tuple[Any, ...]) -> bool:
-        """Carry out one operation; True once the index is complete (or given up)."""
-        if op[0] == "add":
-            rows: list[tuple[int, str]] = op[1]
-            con.executemany("INSERT INTO documents_fts(rowid, text) VALUES (?, ?)", rows)
-            grams = [(rowid, cjk_grams(text)) for rowid, text in rows if has_cjk(text)]
-            if grams:
-                con.executemany("INSERT INTO documents_cjk(rowid, grams) VALUES (?, ?)",
-                                grams)
-        elif op[0] == "delete":
-            _, rowid, old = op
-            con.execute("INSERT INTO documents_fts(documents_fts, rowid, text)"
-                        " VALUES ('delete', ?, ?)", (rowid, old))
-            if has_cjk(old):
-                con.execute("INSERT INTO documents_cjk(documents_cjk, rowid, grams)"
-                            " VALUES ('delete', ?, ?)", (rowid, cjk_grams(old)))
-        elif op[0] == "segment":  # a savepoint: FTS5 writes its term hash out
-            con.execute("SAVEPOINT fts_bulk")
-            con.execute("RELEASE fts_bulk")
-        elif op[0] == "done":
-            for table in TABLES:  # merged one level up (the segments above)
-                con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-            for table in TABLES:  # what the new file keeps: the defaults
-                con.execute(f"INSERT INTO {table}({table}, rank)"
-                            " VALUES ('hashsize', ?)", (self.args[3],))
-                con.execute(f"DELETE FROM {table}_config WHERE k = 'automerge'")
-            con.execute("COMMIT")
-            return True
-        else:  # "stop": the build gave up
-            con.execute("ROLLBACK")
-            return True
-        return False
+    def _reap(self, want: str | None) -> None:
+        """Read the child's last word (after "done": "ok") and wait for it."""
+        assert self.proc is not None and self.proc.stdout is not None
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        said = self.proc.stdout.read().decode("utf-8", "replace")
+        code = self.proc.wait()
+        if said != want or code != 0:
+            self.error = RuntimeError(f"the full-text process said {said[:200]!r}"
+                                      f" (exit code {code})")
 
+    # -- the full-text thread -----------------------------------------------------------
     def _run(self) -> None:
         try:
-            con = self._open()
+            con = open_scratch(self.scratch, *self.args[:3])
         except BaseException as exc:  # handed to the building thread
             self.error = exc
             return
         try:
-            while not self._apply(con, self.queue.get()):
+            while not apply_op(con, self.queue.get(), self.args[3]):
                 pass
         except BaseException as exc:  # handed to the building thread
             self.error = exc
@@ -263,3 +293,96 @@ class BulkFeed:
                     break
         finally:
             con.close()
+
+
+# -- the indexer (any of the three) ---------------------------------------------------------
+def open_scratch(path: Path, ddl: str, pragmas: list[str], hashsize: int) -> sqlite3.Connection:
+    """The scratch file, its two full-text tables made, a transaction open."""
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        for pragma in pragmas:
+            con.execute(pragma)
+        con.executescript(ddl)
+        con.execute("BEGIN")
+        for table in TABLES:
+            con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
+                        (hashsize,))
+            con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def apply_op(con: sqlite3.Connection, op: tuple[Any, ...], default_hashsize: int) -> bool:
+    """Carry out one operation; True once the index is complete (or given up)."""
+    if op[0] == "add":
+        rows: list[tuple[int, str]] = op[1]
+        con.executemany("INSERT INTO documents_fts(rowid, text) VALUES (?, ?)", rows)
+        grams = [(rowid, cjk_grams(text)) for rowid, text in rows if has_cjk(text)]
+        if grams:
+            con.executemany("INSERT INTO documents_cjk(rowid, grams) VALUES (?, ?)", grams)
+    elif op[0] == "delete":
+        _, rowid, old = op
+        con.execute("INSERT INTO documents_fts(documents_fts, rowid, text)"
+                    " VALUES ('delete', ?, ?)", (rowid, old))
+        if has_cjk(old):
+            con.execute("INSERT INTO documents_cjk(documents_cjk, rowid, grams)"
+                        " VALUES ('delete', ?, ?)", (rowid, cjk_grams(old)))
+    elif op[0] == "segment":  # a savepoint: FTS5 writes its term hash out
+        con.execute("SAVEPOINT fts_bulk")
+        con.execute("RELEASE fts_bulk")
+    elif op[0] == "done":
+        for table in TABLES:  # merged one level up (the segments above)
+            con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        for table in TABLES:  # what the new file keeps: the defaults
+            con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
+                        (default_hashsize,))
+            con.execute(f"DELETE FROM {table}_config WHERE k = 'automerge'")
+        con.execute("COMMIT")
+        return True
+    else:  # "stop": the build gave up
+        con.execute("ROLLBACK")
+        return True
+    return False
+
+
+_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
+         " from projections.fts_bulk import child; child(*a[1:])")
+
+
+def child(scratch: str, ddl: str, pragmas: list[str], hashsize: int, default: int) -> None:
+    """The child process: operations from stdin until "done" (then "ok" on stdout) or the
+    pipe's end (the build gave up or died: rolled back). Any failure: its text on stdout
+    and exit code 1 (texts of documents are never in it: SQLite's messages name none)."""
+    inp: IO[bytes] = sys.stdin.buffer
+    said, code = "stopped", 0
+    try:
+        con = open_scratch(Path(scratch), ddl, pragmas, hashsize)
+        try:
+            while True:
+                op = _read(inp) or ("stop",)
+                if apply_op(con, op, default):
+                    break
+        finally:
+            con.close()
+        if op[0] == "done":
+            said = "ok"
+    except BaseException as exc:
+        said, code = f"{type(exc).__name__}: {exc}", 1
+    with contextlib.suppress(OSError):  # a parent that died reads nothing
+        sys.stdout.buffer.write(said.encode("utf-8", "replace"))
+        sys.stdout.buffer.flush()
+    sys.exit(code)
+
+
+def _read(stream: IO[bytes]) -> tuple[Any, ...] | None:
+    head = stream.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (size,) = _LEN.unpack(head)
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    op: tuple[Any, ...] = pickle.loads(body)
+    return op

@@ -47,6 +47,7 @@ PAGE_SIZE = 16384
 SMALL_PAGE_SIZE = 4096  # below LARGE_PAGES_BYTES of log: every table and index is at least a
 LARGE_PAGES_BYTES = 32 << 20  # page, ~36 of them: 16 KiB pages add ~0.5 MB to a small file
 PARALLEL_BYTES = 32 << 20  # from this size of log on, a build may parse in a second process
+FTS_PROCESS_BYTES = 8 << 20  # ... a sequential build indexes full text in a child process
 SAMPLE = 128  # records read at each end of the log to see what it holds ...
 SAMPLE_BYTES = 1 << 20  # ... at most about this many stored bytes each
 
@@ -138,14 +139,15 @@ def build(
         con.execute(f"PRAGMA threads = {THREADS}")
         from projections.apply import appliers, apply_records
 
-        chosen = db.create_schema(con, engine=engine, bulk=True)
+        if parallel is None:
+            parallel = use_parallel(log, stop)
+        chosen = db.create_schema(con, engine=engine, bulk=True,
+                                  fts_mode=fts_mode(log, parallel or follow))
         table = appliers()
         con.execute("BEGIN")
         last_seq, last_hash, events, unreleased = 0, "", 0, 0
         seq = 1
         check = ChainCheck()  # a damaged record stops the build (CorruptRecord): no swap
-        if parallel is None:
-            parallel = use_parallel(log, stop)
         if parallel or follow:  # the same loop, with reading and parsing in a second process
             from projections import pipeline
 
@@ -195,13 +197,27 @@ def build(
     return BuildResult(path, last_seq, events, docs, time.monotonic() - started, chosen)
 
 
+def _cpus() -> int:
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return n or 1
+
+
+def fts_mode(log: EventLog, parallel: bool) -> str:
+    """Where the full-text indexes are built during the load (projections/fts_bulk.py):
+    "process" for a sequential load of at least `FTS_PROCESS_BYTES` of log on two CPUs or
+    more (the core it leaves idle indexes, with no GIL shared); else "inline" (a parallel
+    build's parse process has the other core; a small log does not pay for a process)."""
+    if parallel or _cpus() < 2 or log.size_bytes() < FTS_PROCESS_BYTES:
+        return "inline"
+    return "process"
+
+
 def use_parallel(log: EventLog, stop: int) -> bool:
     """A second process pays for itself: at least `PARALLEL_BYTES` of log, two CPUs, and
     mostly captured content to parse (by stored bytes, sampled at both ends of the log):
     broker events are applied in the building process either way, so a log of them would
     only pay for the pipe."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if stop <= 0 or (cpus or 1) < 2 or log.size_bytes() < PARALLEL_BYTES:
+    if stop <= 0 or _cpus() < 2 or log.size_bytes() < PARALLEL_BYTES:
         return False
     from eventlog.events import tag_of
     from eventlog.records import decode_record

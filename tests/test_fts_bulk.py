@@ -1,18 +1,26 @@
-"""A rebuild's full-text indexes, built on a second thread during the load
-(projections/fts_bulk.py), index exactly what the triggers would have.
+"""A rebuild's full-text indexes, built beside the load (projections/fts_bulk.py: inline, on
+a thread, or in a child process), index exactly what the triggers would have.
 
 - rows written again during the load (texts already sent to the thread, and texts still
   waiting; CJK and not, compressed and short) end indexed with their last text: the terms
   of both indexes equal those of the same final rows indexed by the triggers, FTS5's
   'integrity-check' passes, and searches find the last texts only;
-- a failure in the thread stops the build (nothing swapped in, the old file serves) and
-  leaves no scratch file; a killed build's scratch file is removed by the next rebuild.
+- a failure in the indexer (an error; a child process killed) stops the build (nothing
+  swapped in, the old file serves) and leaves no scratch file; a killed build's scratch
+  file is removed by the next rebuild;
+- a sequential rebuild of a large enough log indexes in a child process, with the same
+  result as inline.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,16 +28,17 @@ import pytest
 from eventlog.events import MessageSent
 from eventlog.store import EventLog
 from projections import db, fts_bulk, query
+from projections import rebuild as rebuild_mod
 from projections.rebuild import rebuild
 from projections.rows import put_document
 
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
 
-@pytest.fixture(autouse=True, params=["inline", "thread"])
+@pytest.fixture(autouse=True, params=["inline", "thread", "process"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways of feeding the scratch index (fts_bulk.THREAD) keep every promise."""
-    monkeypatch.setattr(fts_bulk, "THREAD", request.param == "thread")
+    """Every way of running the scratch index (fts_bulk.MODE) keeps every promise."""
+    monkeypatch.setattr(fts_bulk, "MODE", request.param)
     return str(request.param)
 
 LONG = "the quick brown fox jumps over the lazy dog naïve résumé " * 8
@@ -88,8 +97,8 @@ def _log(path: Path, n: int) -> EventLog:
     return log
 
 
-def test_a_failing_full_text_thread_stops_the_build_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_indexer_stops_the_build_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     log = _log(tmp_path / "log", 20)
     path = tmp_path / "history.db"
     rebuild(path, log)
@@ -99,7 +108,10 @@ def test_a_failing_full_text_thread_stops_the_build_and_leaves_nothing(
     def broken(text: str) -> str:
         raise ValueError("no grams today")
 
-    monkeypatch.setattr(fts_bulk, "cjk_grams", broken)
+    if mode == "process":  # a fresh interpreter: monkeypatching reaches it through its args
+        monkeypatch.setattr(db, "BULK_HASHSIZE", 0)  # FTS5 refuses it: the child fails
+    else:
+        monkeypatch.setattr(fts_bulk, "cjk_grams", broken)
     with pytest.raises(RuntimeError, match="full-text build"):
         rebuild(path, log)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
@@ -116,4 +128,147 @@ def test_a_killed_builds_scratch_file_is_removed(tmp_path: Path) -> None:
         p.write_bytes(b"leftover")
     rebuild(tmp_path / "history.db", log)
     assert not any(p.exists() for p in left)
+    assert [h["id"] for h in query.search(tmp_path / "history.db", "w1")["hits"]] == ["message:m1"]
+
+
+def test_a_killed_full_text_process_stops_the_build(tmp_path: Path, mode: str) -> None:
+    if mode != "process":
+        return  # only a child process can be killed on its own
+    log = _log(tmp_path / "log", 20)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    before = query.search(path, "w3")["hits"]
+
+    def kill(seq: int, stop: int) -> None:  # after the first batch: the child is running
+        pid = fts_bulk.last_child[-1]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and b"zombie" not in _state(pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    with pytest.raises(RuntimeError, match="full-text build"):
+        rebuild(path, log, progress=kill)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
+        "history.db", "history.db.lock"]
+    assert query.search(path, "w3")["hits"] == before
+
+
+def _state(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/status").read_bytes()
+    except OSError:
+        return b"zombie"
+
+
+def test_a_large_sequential_rebuild_indexes_in_a_child_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    if mode != "inline":
+        return  # the automatic choice: once
+    monkeypatch.setattr(fts_bulk, "MODE", None)
+    log = _log(tmp_path / "log", 30)
+    monkeypatch.setattr(rebuild_mod, "FTS_PROCESS_BYTES", 1 << 40)
+    rebuild(tmp_path / "small.db", log, parallel=False)
+    started = len(fts_bulk.last_child)
+    monkeypatch.setattr(rebuild_mod, "FTS_PROCESS_BYTES", 0)
+    monkeypatch.setattr(rebuild_mod, "_cpus", lambda: 2)
+    rebuild(tmp_path / "large.db", log, parallel=False)
+    assert len(fts_bulk.last_child) == started + 1
+    small, large = db.connect(tmp_path / "small.db"), db.connect(tmp_path / "large.db")
+    for table in ("documents_fts", "documents_cjk"):
+        assert _terms(large, table) == _terms(small, table), table
+        large.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    for name in ("documents_fts_config", "documents_fts_docsize"):
+        q = f"SELECT * FROM {name} ORDER BY 1"
+        assert large.execute(q).fetchall() == small.execute(q).fetchall(), name
+    small.close()
+    large.close()
+
+
+def test_null_and_blob_parameters_bind_as_before(tmp_path: Path) -> None:
+    """projections.db registers identity adapters for None and bytes (a fast path past
+    sqlite3's adapter lookup): they must still bind as NULL and BLOB, and a bytes subclass
+    or a memoryview as before."""
+    con = db.connect(tmp_path / "x.db")
+    con.execute("CREATE TABLE t(a, b, c, d)")
+    con.execute("INSERT INTO t VALUES (?, ?, ?, ?)",
+                (None, b"\x00\xffz", memoryview(b"mv"), bytearray(b"ba")))
+    assert con.execute("SELECT typeof(a), typeof(b), b, typeof(c), c, typeof(d) FROM t"
+                       ).fetchone() == ("null", "blob", b"\x00\xffz", "blob", b"mv", "blob")
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    con.close()
+
+
+def test_inline_merge_runs_beside_the_query_index_sort(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Inline, the closing 'optimize' runs while another thread creates the query indexes
+    (db.finish_bulk); an error on that thread still stops the build."""
+    if mode != "inline":
+        return  # a thread or child process merges beside the sort anyway
+    sorting, merged = threading.Event(), threading.Event()
+    seen: list[bool] = []
+    apply, script = fts_bulk.apply_op, db.Connection.executescript
+
+    def spy(con: sqlite3.Connection, op: tuple[object, ...], default: int) -> bool:
+        if op[0] == "done":  # the merge starts: is the sort under way on its thread?
+            seen.append(sorting.wait(30))
+            merged.set()
+        return apply(con, op, default)
+
+    def sort(con: db.Connection, sql: str) -> sqlite3.Cursor:
+        if "documents_at" in sql and threading.current_thread().name == "query-indexes":
+            sorting.set()
+            merged.wait(30)  # held until the merge has begun: both at once
+        return script(con, sql)
+
+    monkeypatch.setattr(fts_bulk, "apply_op", spy)
+    monkeypatch.setattr(db.Connection, "executescript", sort)
+    log = _log(tmp_path / "log", 20)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    assert seen == [True]
+    monkeypatch.setattr(db.Connection, "executescript", script)
+    con = db.connect(path)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    con.close()
+    assert {"documents_at", "documents_conv", "documents_project", "documents_job"} <= names
+    before = query.search(path, "w3")["hits"]
+    monkeypatch.setattr(db, "_QUERY_INDEXES", "CREATE INDEX broken ON no_such_table(x);")
+    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+        rebuild(path, log)
+    assert query.search(path, "w3")["hits"] == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
+        "history.db", "history.db.lock"]
+
+
+def test_the_full_text_process_exits_when_its_build_is_killed(tmp_path: Path, mode: str) -> None:
+    """kill -9 of the building process: its child reads the end of the pipe and exits (no
+    orphan keeps indexing); the next rebuild removes the scratch files."""
+    if mode != "process":
+        return
+    _log(tmp_path / "log", 30).close()
+    script = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from eventlog.store import EventLog\n"
+        "from projections import fts_bulk, rebuild\n"
+        "fts_bulk.MODE = 'process'\n"
+        "def hold(seq, stop):\n"
+        "    print(fts_bulk.last_child[-1], flush=True)\n"
+        "    time.sleep(600)\n"
+        "rebuild.rebuild(Path(sys.argv[1]) / 'history.db', EventLog(Path(sys.argv[1]) / 'log'),"
+        " progress=hold)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                            stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{child}").exists() and b"zombie" not in _state(child):
+        assert time.monotonic() < deadline, "the full-text process outlived its build"
+        time.sleep(0.05)
+    assert any(p.name.endswith(".fts") for p in tmp_path.iterdir())
+    rebuild(tmp_path / "history.db", EventLog(tmp_path / "log"))
+    assert not any(".reindex-" in p.name for p in tmp_path.iterdir())
     assert [h["id"] for h in query.search(tmp_path / "history.db", "w1")["hits"]] == ["message:m1"]
