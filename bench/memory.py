@@ -44,7 +44,6 @@ import random  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
@@ -394,18 +393,16 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     if args.only:
         skip |= set(STEPS) - set(args.only.split(","))
-    work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-memory-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    sys.path.insert(0, str(HERE))  # bench/ again: what it shadows is imported by now
+    from common import workdir
+
+    with workdir(args.keep, "agentlog-bench-memory-") as work:
         run(work, args.src or work / "src", args.quick, skip, args.trace)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def run(work: Path, src: Path, quick: bool, skip: set[str], trace: Path | None = None) -> None:
-    sys.path.insert(0, str(HERE))
     from capture import write_home
+    from common import load_average
 
     roots = {a: src / a for a in ("claude", "codex", "opencode")}
     if not all(r.is_dir() for r in roots.values()):
@@ -419,10 +416,8 @@ def run(work: Path, src: Path, quick: bool, skip: set[str], trace: Path | None =
                         "CLAUDE_CONFIG_DIR", "CODEX_HOME") and not k.startswith("AGENTLOG_")}
     env.update(HOME=str(user), PYTHONPYCACHEPREFIX=str(work / "pycache"))
     b = Bench(work, env, trace)
-    load = os.getloadavg()
     print(f"agentlog memory bench: {_mb(src):.0f} MB of sources (claude, codex, opencode); "
-          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; goal: peak <= 200 MB",
-          flush=True)
+          f"load average {load_average()}; goal: peak <= 200 MB", flush=True)
     b.run("baseline: python -c pass", ["-c", "pass"], agentlog=False)
     b.run("baseline: import of the heavy modules", ["-c", IMPORTS], agentlog=False)
 
@@ -490,8 +485,7 @@ def run(work: Path, src: Path, quick: bool, skip: set[str], trace: Path | None =
           f"({verdict[worst[0] <= 200e6]})")
     print(f"worst summed RSS of a process tree: {tree[0] / MiB:.0f} MiB ({tree[1]}); goal "
           f"<= 200 MB = 190.7 MiB ({verdict[tree[0] <= 200e6]}); worst summed PSS "
-          f"{pss[0] / MiB:.0f} MiB ({pss[1]}); load average now "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+          f"{pss[0] / MiB:.0f} MiB ({pss[1]}); load average now {load_average()}")
 
 if __name__ == "__main__":
     main()
