@@ -57,13 +57,21 @@ import msgspec
 
 from eventlog import EventLog
 from eventlog.errors import CorruptRecord
+from eventlog.events import (
+    ChunkCaptured,
+    FileSnapshotted,
+    RowSnapshotted,
+    SourceRewound,
+    SourceSeen,
+)
 from eventlog.records import RawRecord, StoredEvent, decode_record
 from projections import assemble, transcripts
 from projections.apply import apply_event
 from projections.errors import ProjectionError
 from projections.rows import Applier
+from projections.runlogs import is_run_log
 from projections.transcripts import record_bodies
-from readers.records import ParseResult
+from readers.records import ParseResult, SourceInfo
 
 Op = tuple[Any, ...]
 PICKLE = pickle.HIGHEST_PROTOCOL
@@ -366,16 +374,6 @@ class Parser:
 
     def prepare(self, st: StoredEvent, raw: RawRecord) -> Op:
         """One event as an operation (and its effect on the cursors and states)."""
-        from eventlog.events import (
-            ChunkCaptured,
-            FileSnapshotted,
-            RowSnapshotted,
-            SourceRewound,
-            SourceSeen,
-        )
-        from projections.runlogs import is_run_log
-        from readers.records import SourceInfo
-
         ev = st.event
         self.part += len(raw.value)
         plain: Op = ("raw", raw.seq, raw.value)

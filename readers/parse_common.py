@@ -29,7 +29,9 @@ _encoder = msgspec.json.Encoder()
 
 # data: URLs and long unbroken base64 runs: indexing them only bloats the index.
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=.+-]+)*;base64,[A-Za-z0-9+/=\s]{16,}")
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{2000,}={0,2}")
+# A run is only tried where it starts (the lookbehind): without it every position inside a
+# long run shorter than 2,000 was scanned again to its end (quadratic in the run's length).
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{2000,}={0,2}")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)

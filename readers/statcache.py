@@ -137,26 +137,31 @@ def _changed(log: EventLog, roots: list[Root], limit: int) -> Few | None:
         missing = sum(1 for v in cache.values() if v == cur.GONE)
         seen = new = 0
         listing = dirs[scope] = {}
-        for rel, path in cached_files(root.agent, str(root.path), cache,
-                                      _dir_cache(log, scope), listing):
-            want = cache.get(rel)
-            if want is None:
-                new += 1  # a new file
-                changed.append((root, rel))
-            else:
+        stat = os.stat
+        for prefix, folder, names in _folders(root.agent, str(root.path), cache,
+                                              _dir_cache(log, scope), listing):
+            for name in names:  # (the innermost loop of every capture: kept lean)
+                rel = prefix + name
+                want = cache.get(rel)
+                if want is None:
+                    new += 1  # a new file
+                    changed.append((root, rel))
+                    if len(changed) > limit:
+                        return None
+                    continue
                 seen += 1
                 try:
-                    if _is_db(root.agent, rel):
-                        got = cf.db_signature(path)
+                    if name.endswith(".db") and _is_db(root.agent, rel):
+                        got = cf.db_signature(folder + name)
                     else:
-                        st = os.stat(path)
+                        st = stat(folder + name)
                         got = (st.st_size, st.st_mtime_ns, st.st_ino)
                 except OSError:
                     return None
                 if got != want:
                     changed.append((root, rel))
-            if len(changed) > limit:
-                return None
+                    if len(changed) > limit:
+                        return None
         if seen + missing != len(cache):
             return None  # a file vanished (or came back): the full run records it
         total += seen + new
@@ -183,6 +188,15 @@ def cached_files(agent: str, root: str, known: Mapping[str, object], dirs: cur.D
     promises). Every folder's entries as found go into `listed` (only those listed long
     enough after their last change to be trusted next time). A folder that cannot be
     listed raises `OSError`; a vanished one is skipped."""
+    for prefix, folder, names in _folders(agent, root, known, dirs, listed):
+        for name in names:
+            yield prefix + name, folder + name
+
+
+def _folders(agent: str, root: str, known: Mapping[str, object], dirs: cur.DirCache,
+             listed: cur.DirCache) -> Iterator[tuple[str, str, list[str]]]:
+    """`cached_files` a folder at a time: (its relative prefix "a/b/" or "", its path with
+    a trailing separator, the names of its history files)."""
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -202,8 +216,8 @@ def cached_files(agent: str, root: str, known: Mapping[str, object], dirs: cur.D
         else:
             listed[rel_dir] = hit
         prefix = f"{rel_dir}/" if rel_dir else ""
-        for name in hit[1]:
-            yield prefix + name, os.path.join(path, name)
+        if hit[1]:
+            yield prefix, os.path.join(path, ""), hit[1]
         stack.extend(prefix + name for name in hit[2])
 
 

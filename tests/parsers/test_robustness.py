@@ -249,3 +249,20 @@ def test_absurd_nesting_and_huge_lines_are_handled() -> None:
     line = b'{"type":"user","uuid":"u1","message":{"content":"' + words + b'"}}'
     (record,) = parse.parse_line(source, {}, line, 0, 0).records
     assert record.text.startswith("lorem ipsum") and len(record.text) <= 64 * 1024 + 32
+
+
+_RUNS = st.lists(st.tuples(st.sampled_from("Ab9+/= .\n-"), st.integers(1, 2200)), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_RUNS)
+def test_scrub_replaces_every_long_base64_run_and_nothing_else(runs: list[tuple[str, int]]) -> None:
+    """`scrub`'s pattern (tried only where a run starts) replaces exactly what the plain
+    pattern `[A-Za-z0-9+/]{2000,}={0,2}` replaces, runs of every length around 2,000."""
+    import re
+
+    from readers.parse_common import scrub
+
+    text = "".join(ch * n for ch, n in runs)
+    plain = re.sub(r"[A-Za-z0-9+/]{2000,}={0,2}", "[binary]", text) if len(text) >= 2000 else text
+    assert scrub(text) == plain
