@@ -35,24 +35,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT, children, export_rev, install_css, load_average, workdir
+
 AGENTS = ("claude", "codex", "opencode")
 PROBE = "refactor parser"
-
-
-def _children() -> tuple[float, int]:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str,
          cwd: Path = ROOT) -> tuple[float, float, str]:
     """(wall s, CPU s of the process tree, stdout) of one process run to its end."""
-    cpu0, _ = _children()
+    cpu0, _ = children()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
-    cpu1, _ = _children()
+    cpu1, _ = children()
     if proc.returncode != 0:
         raise SystemExit(f"{what} failed: {proc.stderr[-2000:]}")
     return wall, cpu1 - cpu0, proc.stdout
@@ -87,33 +83,18 @@ def rebuild_modes(home: Path) -> dict[str, dict[str, float]]:
             path = home / f"bench-{mode}.db"
             path.unlink(missing_ok=True)
             ru0 = resource.getrusage(resource.RUSAGE_SELF)
-            c0, _ = _children()
+            c0, _ = children()
             t0 = time.perf_counter()
             build(path, log, parallel=mode == "parallel")
             wall = time.perf_counter() - t0
             ru1 = resource.getrusage(resource.RUSAGE_SELF)
-            c1, _ = _children()
+            c1, _ = children()
             own = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
             out[mode] = {"wall": wall, "cpu": own + c1 - c0, "own": own}
             path.unlink()
     finally:
         log.close()
     return out
-
-
-def install_css(venv: Path) -> Path | None:
-    """claude-session-search in a venv; None (the reason printed) when it cannot be installed."""
-    py = venv / "bin" / "python"
-    if py.exists():
-        return py
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "claude-session-search"],
-                       check=True, capture_output=True, timeout=600)
-    except (subprocess.SubprocessError, OSError) as exc:
-        print(f"  claude-session-search could not be installed ({exc}): its column is skipped")
-        return None
-    return py
 
 
 def css_column(work: Path, py: Path, claude: Path) -> dict[str, Any]:
@@ -221,9 +202,6 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
     cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": []}
     tree = None
     if baseline is not None:
-        sys.path.insert(0, str(ROOT / "bench"))  # bench/capture.py took it off the path
-        from startup import export_rev
-
         tree = export_rev(baseline, work / "base-tree")
     for _ in range(reps):
         if tree is not None:
@@ -262,12 +240,11 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
     par, seq = modes["parallel"], modes["sequential"]
     print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
           f" (this process's CPU) {par['own'] / seq['own']:.2f}x")
-    print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"  load average at the end: {load_average()}")
 
 
 def main() -> None:
     import argparse
-    import tempfile
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("size", choices=("quick", "gb"))
@@ -277,13 +254,8 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, metavar="REV",
                     help="also time git revision REV's agentlog in the same run")
     args = ap.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-capture-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with workdir(args.keep, "agentlog-bench-capture-") as work:
         run(work, args.size == "gb", args.src, args.reps, args.baseline)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

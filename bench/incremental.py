@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import startup  # noqa: E402  (plain install of this tree, as a user gets it)
 from capture import _claude_line, write_home  # noqa: E402  (the capture bench's home)
+from common import export_rev, pct  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 # bytecode is written (a user's install has it): a PYTHONDONTWRITEBYTECODE environment would
@@ -82,10 +83,6 @@ def cli(home: Path, *args: str, stdin: bytes | None = None) -> tuple[float, byte
         raise SystemExit(f"agentlog {args[:2]} failed: {proc.stderr.decode()[-2000:]}")
     return took, proc.stdout
 
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def write_session(src: Path, tag: str, i: int) -> tuple[Path, str]:
@@ -238,7 +235,7 @@ def main() -> None:
     sides = [(src, home)]
     cold = 0.0
     if args.baseline:  # its own copy of the sources and its own home (another schema)
-        tree = startup.export_rev(args.baseline, work / "base-tree")
+        tree = export_rev(args.baseline, work / "base-tree")
         BASE[work / "home-base"] = [str(startup.install_agentlog(work / "venv-base", tree)
                                         / "bin" / "agentlog")]
         if not (work / "src-base").is_dir():

@@ -44,7 +44,6 @@ import random  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
@@ -166,8 +165,8 @@ class Watch:
     PSS at that same tick) and `pss` (the peak of the summed PSS) are sums of one instant;
     `at_peak` is each process's RSS at the tree's peak."""
 
-    def __init__(self, pid: int, every: float = 0.02) -> None:
-        self.pid, self.every = pid, every
+    def __init__(self, pid: int, every: float = 0.02, trace: Path | None = None) -> None:
+        self.pid, self.every, self.trace = pid, every, trace
         self.peak = self.anon = self.file = self.log = self.tree = self.now = self.pss = 0
         self.tree_pss = 0
         self.procs: dict[int, list[Any]] = {}  # pid -> [role, peak RSS]
@@ -177,7 +176,8 @@ class Watch:
         self._thread.start()
 
     def _run(self) -> None:
-        n = 0
+        n, t0 = 0, time.perf_counter()
+        out = open(self.trace, "a") if self.trace is not None else None  # noqa: SIM115
         while not self._stop.is_set():
             total = pss = 0
             parts: list[tuple[str, int]] = []
@@ -202,8 +202,13 @@ class Watch:
             if total > self.tree:
                 self.tree, self.tree_pss, self.at_peak = total, pss, parts
             self.pss = max(self.pss, pss)
+            if out is not None and parts and n % 5 == 0:  # every 0.1 s: t, sum, PSS, each
+                out.write(f"{time.perf_counter() - t0:.1f} {total / MiB:.0f} {pss / MiB:.0f} "
+                          + " ".join(f"{r}={x / MiB:.0f}" for r, x in parts) + "\n")
             n += 1
             self._stop.wait(self.every)
+        if out is not None:
+            out.close()
 
     def stop(self) -> None:
         self._stop.set()
@@ -211,9 +216,17 @@ class Watch:
 
 
 class Bench:
-    def __init__(self, work: Path, env: dict[str, str]) -> None:
-        self.work, self.env = work, env
+    def __init__(self, work: Path, env: dict[str, str], trace: Path | None = None) -> None:
+        self.work, self.env, self.trace = work, env, trace
         self.rows: list[tuple[str, dict[str, float]]] = []
+
+    def watch(self, pid: int, label: str) -> Watch:
+        """A Watch of `pid`; with --trace its ticks go to TRACE/<step>.txt."""
+        if self.trace is None:
+            return Watch(pid)
+        self.trace.mkdir(parents=True, exist_ok=True)
+        name = "".join(c if c.isalnum() else "-" for c in label.split(" (")[0]).strip("-")
+        return Watch(pid, trace=self.trace / f"{name}.txt")
 
     def popen(self, args: list[str], *, agentlog: bool = True, **kw: Any) -> subprocess.Popen[
             bytes]:
@@ -257,7 +270,7 @@ class Bench:
         out_path = self.work / "stdout"
         with open(out_path, "wb") as out:
             proc = self.popen(args, agentlog=agentlog, stdout=out, stderr=subprocess.PIPE)
-            watch = Watch(proc.pid)
+            watch = self.watch(proc.pid, label)
             err = proc.stderr.read() if proc.stderr else b""
             _, status, rusage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -321,7 +334,7 @@ def live(b: Bench, label: str, args: list[str], home: Path, claude: Path, *, arr
     t0 = time.perf_counter()
     proc = b.popen(["--home", str(home), *args], stdin=subprocess.PIPE,
                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    watch = Watch(proc.pid)
+    watch = b.watch(proc.pid, label)
     assert proc.stdin is not None
     if not http:  # initialize, so the SDK's session is live like a client's
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -372,24 +385,24 @@ def main() -> None:
     ap.add_argument("--src", type=Path, help="the synthetic sources (written when missing)")
     ap.add_argument("--keep", type=Path, help="work in DIR and keep it")
     ap.add_argument("--skip", default="", help="comma-separated: " + ", ".join(STEPS))
+    ap.add_argument("--trace", type=Path, help="write each step's tree every 0.1 s (seconds, "
+                    "summed RSS, summed PSS, each process's RSS in MiB) to TRACE/STEP.txt")
     ap.add_argument("--only", default="", help="comma-separated steps to run (the cold "
                     "capture always runs: every other step needs its home)")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     if args.only:
         skip |= set(STEPS) - set(args.only.split(","))
-    work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-memory-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        run(work, args.src or work / "src", args.quick, skip)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
+    sys.path.insert(0, str(HERE))  # bench/ again: what it shadows is imported by now
+    from common import workdir
+
+    with workdir(args.keep, "agentlog-bench-memory-") as work:
+        run(work, args.src or work / "src", args.quick, skip, args.trace)
 
 
-def run(work: Path, src: Path, quick: bool, skip: set[str]) -> None:
-    sys.path.insert(0, str(HERE))
+def run(work: Path, src: Path, quick: bool, skip: set[str], trace: Path | None = None) -> None:
     from capture import write_home
+    from common import load_average
 
     roots = {a: src / a for a in ("claude", "codex", "opencode")}
     if not all(r.is_dir() for r in roots.values()):
@@ -402,11 +415,9 @@ def run(work: Path, src: Path, quick: bool, skip: set[str]) -> None:
            if k not in ("PYTHONDONTWRITEBYTECODE", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
                         "CLAUDE_CONFIG_DIR", "CODEX_HOME") and not k.startswith("AGENTLOG_")}
     env.update(HOME=str(user), PYTHONPYCACHEPREFIX=str(work / "pycache"))
-    b = Bench(work, env)
-    load = os.getloadavg()
+    b = Bench(work, env, trace)
     print(f"agentlog memory bench: {_mb(src):.0f} MB of sources (claude, codex, opencode); "
-          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; goal: peak <= 200 MB",
-          flush=True)
+          f"load average {load_average()}; goal: peak <= 200 MB", flush=True)
     b.run("baseline: python -c pass", ["-c", "pass"], agentlog=False)
     b.run("baseline: import of the heavy modules", ["-c", IMPORTS], agentlog=False)
 
@@ -474,8 +485,7 @@ def run(work: Path, src: Path, quick: bool, skip: set[str]) -> None:
           f"({verdict[worst[0] <= 200e6]})")
     print(f"worst summed RSS of a process tree: {tree[0] / MiB:.0f} MiB ({tree[1]}); goal "
           f"<= 200 MB = 190.7 MiB ({verdict[tree[0] <= 200e6]}); worst summed PSS "
-          f"{pss[0] / MiB:.0f} MiB ({pss[1]}); load average now "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+          f"{pss[0] / MiB:.0f} MiB ({pss[1]}); load average now {load_average()}")
 
 if __name__ == "__main__":
     main()

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import pct  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from eventlog.events import MessageSent  # noqa: E402
@@ -52,10 +53,6 @@ def fill(log: EventLog, texts: list[str], idx: list[int]) -> None:
             items.append((f"message\x1fb{i}".encode(), ev))
         log.append(items)
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def timed(fn: object, qs: list[str]) -> list[float]:

@@ -51,6 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from common import pct  # noqa: E402
+
 from eventlog.events import MessageSent  # noqa: E402
 from eventlog.store import EventLog  # noqa: E402
 from projections import query  # noqa: E402
@@ -152,10 +154,6 @@ def bare_queries(con: sqlite3.Connection, queries: list[str]) -> list[float]:
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def time_queries(db: Path, queries: list[str], engine: str | None = None,

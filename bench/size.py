@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -113,15 +112,6 @@ def worker(work: Path, corpus: Path, corpus_more: Path, reps: int) -> dict[str, 
         "rebuild_s": min(rebuilds), "incremental_s": incremental_s,
         "search_ms": latency, "fingerprint": fp,
     }
-
-
-def export_rev(rev: str, dest: Path) -> Path:
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
 
 
 def run_tree(tree: Path, work: Path, args: argparse.Namespace, reps: int) -> dict[str, Any]:
@@ -216,27 +206,33 @@ def main() -> None:
         return
     if not CORPUS.is_dir():
         sys.exit(f"bench/size.py: the shared corpus is missing at {CORPUS}")
-    work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-size-"))
+    # here, not at the top: a worker runs with -P and another tree first on its path
+    from common import workdir
+
+    with workdir(args.keep, "agentlog-size-") as work:
+        compare(work, args)
+
+
+def compare(work: Path, args: argparse.Namespace) -> None:
+    """This tree (and the baseline's) round by round, the order alternating; the report."""
+    from common import export_rev
+
     rounds, reps = (1, 1) if args.quick else (args.rounds, args.reps)
     trees = {"this tree": ROOT}
     if args.baseline:
         trees[args.baseline[:10]] = export_rev(args.baseline, work / "baseline-src")
     results: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
-    try:
-        for i in range(rounds):
-            order = list(trees.items())
-            for j, (label, tree) in enumerate(order if i % 2 == 0 else order[::-1]):
-                results[label].append(run_tree(tree, work / f"home-{i}-{j}", args, reps))
-        if args.fingerprint:
-            fp = results["this tree"][0]["fingerprint"]
-            lines = [f"  {json.dumps(k, ensure_ascii=False)}: [{n}, \"{h}\"]"
-                     for k, (n, h) in sorted(fp.items())]
-            print("{\n" + ",\n".join(lines) + "\n}")
-            return
-        report(results)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
+    for i in range(rounds):
+        order = list(trees.items())
+        for j, (label, tree) in enumerate(order if i % 2 == 0 else order[::-1]):
+            results[label].append(run_tree(tree, work / f"home-{i}-{j}", args, reps))
+    if args.fingerprint:
+        fp = results["this tree"][0]["fingerprint"]
+        lines = [f"  {json.dumps(k, ensure_ascii=False)}: [{n}, \"{h}\"]"
+                 for k, (n, h) in sorted(fp.items())]
+        print("{\n" + ",\n".join(lines) + "\n}")
+        return
+    report(results)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT, export_rev, install_agentlog, install_css, workdir
+
 BIN = Path(sys.executable).parent
 NEEDLE = "zanzibarquux"  # one session holds it (a needle); COMMON matches nearly every record
 COMMON = "refactor parser"
@@ -49,25 +49,6 @@ def agentlog_cmd() -> list[str]:
         return [str(_AGENTLOG[0] / "bin" / "agentlog")]
     exe = BIN / "agentlog"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.main"]
-
-
-def install_agentlog(venv: Path, tree: Path = ROOT) -> Path:
-    """agentlog as a user gets it: a plain (not editable) install of `tree` in a venv."""
-    if not (venv / "bin" / "agentlog").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(tree)],
-                       check=True, capture_output=True, timeout=900)
-    return venv
-
-
-def export_rev(rev: str, dest: Path) -> Path:
-    """The tree of git revision `rev` (the baseline) in `dest`."""
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
@@ -105,19 +86,6 @@ def mcp_spawn(home: Path) -> float:
     return took
 
 
-def install_css(venv: Path) -> Path | None:
-    """claude-session-search in a temporary venv; None (with the reason printed) if it fails."""
-    py = venv / "bin" / "python"
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "claude-session-search"],
-                       check=True, capture_output=True, timeout=300)
-    except (subprocess.SubprocessError, OSError) as exc:
-        print(f"  claude-session-search: could not be installed ({exc}); its column is skipped")
-        return None
-    return py
-
-
 def build(work: Path, quick: bool) -> tuple[Path, Path]:
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import write_home  # the capture bench's synthetic home
@@ -151,9 +119,11 @@ def main() -> None:
                     help="also time `agentlog search --json` of git revision REV (same run)")
     args = ap.parse_args()
     reps = args.reps or (9 if args.quick else 21)
-    tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="agentlog-bench-start-")
-    work = args.keep or Path(tmp.name)  # type: ignore[union-attr]
-    work.mkdir(parents=True, exist_ok=True)
+    with workdir(args.keep, "agentlog-bench-start-") as work:
+        run(work, args, reps)
+
+
+def run(work: Path, args: argparse.Namespace, reps: int) -> None:
     if not args.editable:
         shutil.rmtree(work / "agentlog-venv", ignore_errors=True)  # always this tree's code
         _AGENTLOG.append(install_agentlog(work / "agentlog-venv"))
@@ -234,10 +204,6 @@ def main() -> None:
     m, b = p50["agentlog mcp -> tools/list"], p50["bare mcp SDK import"]
     print(f"mcp spawn -> tools/list vs bare SDK import: {m / b:.2f}x (goal <= 1.25:"
           f" {'met' if m <= 1.25 * b else 'NOT met'})")
-    if tmp is not None:
-        tmp.cleanup()
-    elif args.keep is None:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from projections import heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
-from projections.fts_bulk import BulkFeed, cjk_grams, has_cjk
+from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
 from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
@@ -45,12 +45,10 @@ BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 
-# sqlite3 (CPython <= 3.13) binds int, float, str and bytearray parameters directly, but
-# sends every other one (None, bytes) through its adapter registry, which for an
-# unregistered type formats and drops an AttributeError on each of them: ~10 of a row's 24
-# columns are NULL, and the body is bytes. With these two identities registered, each is
-# one dict lookup and one C call, and binds exactly as before (NULL, BLOB): measured 5.7 %
-# of a rebuild's building-process instructions (docs/performance.md).
+# sqlite3 binds int/float/str/bytearray directly; any other parameter (None, bytes: ~10 of a
+# row's 24) goes through its adapter registry, which formats and drops an AttributeError for
+# an unregistered type. Identity adapters bind the same (NULL, BLOB) for a dict lookup: 5.7 %
+# of a rebuild's building-process instructions (docs/performance.md, session 20).
 _NONE: dict[None, None] = {}
 sqlite3.register_adapter(type(None), _NONE.get)
 sqlite3.register_adapter(bytes, bytes)
@@ -445,7 +443,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     try:
         heap.trim()  # the load's page cache
         if feed is not None and feed.inline:
-            _beside(lambda: con.executescript(_QUERY_INDEXES), feed.end)
+            beside(lambda: con.executescript(_QUERY_INDEXES), feed.end, "query-indexes")
         else:
             if feed is not None:
                 feed.end()  # its last rows; the indexer merges them while the indexes sort
@@ -460,29 +458,6 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
-
-
-def _beside(other: Callable[[], object], here: Callable[[], object]) -> None:
-    """`other` on a thread of its own while `here` runs in this one; the first error of
-    either is raised once both are done."""
-    import threading
-
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            other()
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="query-indexes")
-    thread.start()
-    try:
-        here()
-    finally:
-        thread.join()
-    if errors:
-        raise errors[0]
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

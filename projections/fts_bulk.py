@@ -62,6 +62,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -76,7 +77,7 @@ SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's sto
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
 _LEN = struct.Struct(">Q")
-last_child: list[int] = []  # pids of the child processes started (tests)
+last_child: list[int] = [0, 0]  # the last child process's pid, how many were started (tests)
 
 
 def has_cjk(text: str) -> int:
@@ -244,7 +245,7 @@ class BulkFeed:
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      close_fds=True)
-        last_child.append(self.proc.pid)
+        last_child[:] = [self.proc.pid, last_child[1] + 1]
         assert self.proc.stdin is not None
         with contextlib.suppress(AttributeError, OSError):  # Linux: a deeper pipe
             import fcntl
@@ -293,6 +294,29 @@ class BulkFeed:
                     break
         finally:
             con.close()
+
+
+def beside(other: Callable[[], object], here: Callable[[], object], name: str) -> None:
+    """`other` on a thread of its own (named `name`) while `here` runs in this one; the
+    first error of either is raised once both are done (db.finish_bulk: the query indexes
+    sort beside the inline closing merge)."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            other()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    try:
+        here()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
+
 
 
 # -- the indexer (any of the three) ---------------------------------------------------------

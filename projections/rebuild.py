@@ -153,7 +153,7 @@ def build(
 
             last_seq, last_hash, events = pipeline.load(
                 con, log, stop, table, batch=BATCH, batch_bytes=BATCH_BYTES,
-                release_bytes=RELEASE_BYTES, progress=progress, follow=follow)
+                progress=progress, follow=follow)
             seq = stop + 1
         while seq <= stop:
             batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)

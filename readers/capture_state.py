@@ -28,7 +28,7 @@ class Options:
         settle_s: float = 2.0,
         discover_per_tick: int = 32,
         polls_per_tick: int = 2,
-        batch_bytes: int = 16 * 1024 * 1024,
+        batch_bytes: int = 8 * 1024 * 1024,  # 16 MiB: +12 MiB peak RSS, same CPU
         batch_events: int = 4000,
         rediscover_s: float = 30.0,
         max_clean_sweeps: int = 3,

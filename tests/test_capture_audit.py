@@ -30,7 +30,9 @@ def test_audit_capture_section(tmp_path: Path, home: Path) -> None:
         f = write(root / "projects" / "-p" / f"s{i}.jsonl",
                   _claude_line(i) + b'{"type":"no-such-type"}\n')
         os.utime(f, (now - age * DAY, now - age * DAY))
-    write(root / "projects" / "-p" / "torn.jsonl", _claude_line(9) + b'{"type":')
+    torn = write(root / "projects" / "-p" / "torn.jsonl", _claude_line(9) + b'{"type":')
+    # written "in an hour": however slow the machine, its tail has not settled (2 s quiet)
+    os.utime(torn, (now + 3600, now + 3600))
     env = {"CLAUDE_CONFIG_DIR": str(root), "CODEX_HOME": str(tmp_path / "nocodex")}
     out = run_cli(home, "capture", "--json", "--no-index", env=env)
     assert out.returncode == 0, out.stderr.decode()

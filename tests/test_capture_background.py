@@ -134,18 +134,21 @@ async def test_five_servers_one_capturer_all_see_new_lines(home: Path) -> None:
     _transcript("s1.jsonl", claude_line("u1", "user", "first word aardvark"))
     clients: list[Client] = []
     closers: list[anyio.Event] = []
+    gone: list[anyio.Event] = []
 
-    async def serve(ready: anyio.Event, close: anyio.Event) -> None:
+    async def serve(ready: anyio.Event, close: anyio.Event, ended: anyio.Event) -> None:
         async with spawn(_server_command(home)) as client:
             clients.append(client)
             ready.set()
             await close.wait()
+        ended.set()  # the server process has exited
 
     async with anyio.create_task_group() as tg:
         for i in range(5):
             ready, close = anyio.Event(), anyio.Event()
             closers.append(close)
-            tg.start_soon(serve, ready, close)
+            gone.append(anyio.Event())
+            tg.start_soon(serve, ready, close, gone[-1])
             await ready.wait()
             if i == 0:  # the first server is elected: wait until it has captured
                 await until_found(clients[0], "aardvark")
@@ -159,6 +162,9 @@ async def test_five_servers_one_capturer_all_see_new_lines(home: Path) -> None:
         assert capturing == [True] * 5  # each one knows the home is being captured
 
         closers[0].set()  # the capturing server exits; another one takes over
+        # Written only once it has exited: while it still ran, it could capture the line
+        # itself, and nobody would need to take over (one writer, not two).
+        await gone[0].wait()
         _transcript("s2.jsonl", claude_line("t1", "user", "after the takeover pangolin"))
         for other in clients[1:]:
             await until_found(other, "pangolin")

@@ -228,6 +228,47 @@ def test_watch_mode_stops_cleanly_on_sigint(tmp_path: Path, home: Path) -> None:
     assert run_cli(home, "verify").returncode == 0
 
 
+def test_watch_takes_its_signals_on_a_thread_that_never_runs_the_loop(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SIGINT handler used to stop the loop itself, on the main thread, which also ran
+    the loop: landing inside the loop's own `Event.wait`, its `Event.set` waited forever for
+    the event's lock (a rare hang of the test above). Now the loop runs on a worker and the
+    handler only notes the signal; the handlers are put back afterwards."""
+    import threading
+
+    from cli.background import CaptureLoop
+    from cli.commands import capture as command
+    from cli.config import Home
+
+    root = _tree(tmp_path, 3, 20)
+    flags: dict[str, str | None] = dict.fromkeys(command._ROOT_FLAGS)
+    flags.update(claude=str(root), project_roots=None)
+    roots = command.resolve_roots(Home(home), flags)
+    ran: list[tuple[CaptureLoop, threading.Thread]] = []
+    real_run = CaptureLoop.run
+
+    def run(self: CaptureLoop) -> object:
+        ran.append((self, threading.current_thread()))
+        return real_run(self)
+
+    monkeypatch.setattr(CaptureLoop, "run", run)
+
+    def interrupt() -> None:
+        wait_until(lambda: bool(ran) and ran[0][0].engine is not None
+                   and ran[0][0].engine.stats.appended > 0, "the first commit")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    stats = command._watch(Home(home), False, 0.0, roots=roots, announce=False)
+    sender.join()
+    assert ran[0][1] is not threading.main_thread()
+    assert stats.appended >= 1
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def test_roots_from_config_json(tmp_path: Path, home: Path) -> None:
     root = _tree(tmp_path, 3, 2)
     (home / "config.json").write_text(json.dumps(

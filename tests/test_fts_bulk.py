@@ -140,7 +140,7 @@ def test_a_killed_full_text_process_stops_the_build(tmp_path: Path, mode: str) -
     before = query.search(path, "w3")["hits"]
 
     def kill(seq: int, stop: int) -> None:  # after the first batch: the child is running
-        pid = fts_bulk.last_child[-1]
+        pid = fts_bulk.last_child[0]
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while Path(f"/proc/{pid}").exists() and b"zombie" not in _state(pid):
@@ -169,11 +169,11 @@ def test_a_large_sequential_rebuild_indexes_in_a_child_process(
     log = _log(tmp_path / "log", 30)
     monkeypatch.setattr(rebuild_mod, "FTS_PROCESS_BYTES", 1 << 40)
     rebuild(tmp_path / "small.db", log, parallel=False)
-    started = len(fts_bulk.last_child)
+    started = fts_bulk.last_child[1]
     monkeypatch.setattr(rebuild_mod, "FTS_PROCESS_BYTES", 0)
     monkeypatch.setattr(rebuild_mod, "_cpus", lambda: 2)
     rebuild(tmp_path / "large.db", log, parallel=False)
-    assert len(fts_bulk.last_child) == started + 1
+    assert fts_bulk.last_child[1] == started + 1
     small, large = db.connect(tmp_path / "small.db"), db.connect(tmp_path / "large.db")
     for table in ("documents_fts", "documents_cjk"):
         assert _terms(large, table) == _terms(small, table), table
@@ -254,7 +254,7 @@ def test_the_full_text_process_exits_when_its_build_is_killed(tmp_path: Path, mo
         "from projections import fts_bulk, rebuild\n"
         "fts_bulk.MODE = 'process'\n"
         "def hold(seq, stop):\n"
-        "    print(fts_bulk.last_child[-1], flush=True)\n"
+        "    print(fts_bulk.last_child[0], flush=True)\n"
         "    time.sleep(600)\n"
         "rebuild.rebuild(Path(sys.argv[1]) / 'history.db', EventLog(Path(sys.argv[1]) / 'log'),"
         " progress=hold)\n")

@@ -64,6 +64,7 @@ def test_smallest_windows_build_the_same_rows(
         monkeypatch.setattr(db, "BULK_HASHSIZE", 4096)
         monkeypatch.setattr(heap, "ENABLED", False)
         monkeypatch.setattr(pipeline, "STATE_BYTES", 1)  # a batch per parser state touched
+        monkeypatch.setattr(pipeline, "RELEASE_BYTES", 1)  # pages dropped after every read
         narrow = tmp_path / "narrow.db"
         rebuild.build(narrow, log, parallel=parallel)
     finally:

@@ -19,6 +19,7 @@ from cli.output import emit_json, human_bytes
 from readers.registry import names as _agent_names
 
 _ROOT_FLAGS = _agent_names()  # one --<agent>-dir flag per registered agent
+WATCH_POLL_S = 0.25  # how soon `capture --watch` notices a SIGINT/SIGTERM its handler noted
 
 
 def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
@@ -152,19 +153,51 @@ def _watch(home: Home, index: bool, settle: float, *, roots: list[Any],
 
     loop = CaptureLoop(home, roots=roots, settle_s=settle, index=index, on_commit=committed,
                        on_wait=waiting if announce else None)
+    # The loop runs in a thread; this one waits for it, and the signal handlers only note
+    # the signal. A handler that stopped the loop itself (setting its `threading.Event`)
+    # could run inside this thread's own `Event.wait` and deadlock on the event's lock.
+    asked: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
-        loop.stop(timeout=0)
+        asked.append(signum)  # no lock taken here
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _watch_until_asked(home, loop, roots, asked, announce)
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _watch_until_asked(home: Home, loop: Any, roots: list[Any], asked: list[int],
+                       announce: bool) -> Any:
+    """Run `loop` on a worker thread and wait here until a signal is noted in `asked` (or
+    the loop ends on its own); then stop it: its Stats, or its exception raised here."""
+    import threading
+
     from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
 
     start_archive_ticker(home, loop.stop_event)
     if announce:
         watched = ", ".join(f"{r.agent} {r.path}" for r in roots if r.exists) or "nothing"
         click.echo(f"watching {watched}; Ctrl-C stops", err=True)
-    return loop.run()
+    ended: list[Any] = []  # run's Stats, or the exception that ended it
+
+    def run() -> None:
+        try:
+            ended.append(loop.run())
+        except BaseException as exc:
+            ended.append(exc)
+
+    worker = threading.Thread(target=run, name="agentlog-capture")
+    worker.start()
+    while not asked and worker.is_alive():
+        worker.join(WATCH_POLL_S)
+    loop.stop()  # sets its events from this thread; the worker commits what is pending
+    worker.join()
+    if isinstance(ended[0], BaseException):
+        raise ended[0]
+    return ended[0]
 
 
 @click.command()

@@ -1,0 +1,89 @@
+"""What the bench scripts share (no measurement of its own): the tree's root, a baseline
+revision's tree, venvs with agentlog or claude-session-search installed, child CPU time,
+percentiles, the load average, and the work folder (temporary, or kept with --keep).
+
+Import it from a script in bench/ run directly (`sys.path[0]` is bench/). A script that
+takes bench/ off its path (bench/http.py and bench/mcp.py shadow the standard library and
+the SDK) or runs a worker with another tree first on the path imports it where bench/ is
+on the path again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def export_rev(rev: str, dest: Path) -> Path:
+    """The tree of git revision `rev` (a baseline) in `dest` (emptied first)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def install_agentlog(venv: Path, tree: Path = ROOT) -> Path:
+    """agentlog as a user gets it: a plain (not editable) install of `tree` in a venv."""
+    if not (venv / "bin" / "agentlog").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(tree)],
+                       check=True, capture_output=True, timeout=900)
+    return venv
+
+
+def install_css(venv: Path, timeout: float = 600) -> Path | None:
+    """claude-session-search from PyPI in a venv (kept when it is already there): its
+    python; None, the reason printed, when it cannot be installed (its column is skipped)."""
+    py = venv / "bin" / "python"
+    if py.exists():
+        return py
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "claude-session-search"],
+                       check=True, capture_output=True, timeout=timeout)
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"  claude-session-search could not be installed ({exc}): its column is skipped")
+        return None
+    return py
+
+
+def children() -> tuple[float, int]:
+    """CPU seconds (user + system) of every child waited for so far, and the largest
+    child's peak RSS in KiB: take the difference around a run."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def pct(values: list[float], p: float) -> float:
+    """The `p`th percentile (nearest rank) of `values`."""
+    s = sorted(values)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, e.g. "3.1 2.4 1.9"."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+@contextlib.contextmanager
+def workdir(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """The work folder: `keep` (created, left in place), else a temporary one removed at
+    the end."""
+    work = keep or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        yield work
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
