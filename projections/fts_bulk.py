@@ -55,18 +55,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import queue
 import sqlite3
 import struct
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from projections import cjk
+
+if TYPE_CHECKING:  # the child-process mode imports these when it runs: every catch-up and
+    import subprocess  # search imports this module (through projections.db), ~4 ms
 
 FLUSH_CHARS = 1 << 20  # characters of text gathered before a chunk goes to the indexer
 QUEUE = 4  # chunks in flight to a thread
@@ -211,6 +212,8 @@ class BulkFeed:
             with contextlib.suppress(OSError):
                 assert proc.stdin is not None
                 proc.stdin.close()
+            import subprocess
+
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
@@ -241,6 +244,8 @@ class BulkFeed:
 
     # -- a child process ----------------------------------------------------------------
     def _spawn(self) -> None:
+        import subprocess
+
         args = json.dumps([sys.path, str(self.scratch), *self.args])
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -253,6 +258,8 @@ class BulkFeed:
             fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
     def _write(self, op: tuple[Any, ...]) -> None:
+        import pickle
+
         assert self.proc is not None and self.proc.stdin is not None
         body = pickle.dumps(op, pickle.HIGHEST_PROTOCOL)
         try:
@@ -408,5 +415,7 @@ def _read(stream: IO[bytes]) -> tuple[Any, ...] | None:
     body = stream.read(size)
     if len(body) < size:
         return None
+    import pickle
+
     op: tuple[Any, ...] = pickle.loads(body)
     return op

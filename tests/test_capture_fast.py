@@ -180,3 +180,26 @@ def test_a_process_answered_by_a_fast_path_skips_the_final_collection(tmp_path: 
     found = _run("import sys\nfrom cli.main import main\nmain()\n",
                  ["--home", str(home), "search", "--json", "hello"], env)
     assert json.loads(found.stdout)["hits"], found.stderr  # committed and searchable
+
+
+def test_a_capture_and_its_catch_up_import_no_process_machinery(tmp_path: Path) -> None:
+    """`subprocess` and `pickle` (the rebuild's full-text child process) stay out of a +1
+    capture, its catch-up and the search after it: ~4 ms of every such process."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTLOG_HOME"}
+    env["HOME"] = str(tmp_path / "user")
+    src = _sources(tmp_path)
+    home = tmp_path / "home"
+    probe = "print(sorted(m for m in ('subprocess', 'pickle') if m in sys.modules))\n"
+    first = _run(VIA_MAIN, ["--home", str(home), "capture", "--json", "--claude-dir",
+                            str(src["claude"]), "--codex-dir", str(src["codex"])], env)
+    assert first.returncode == 0, first.stderr  # history.db made (a rebuild may spawn)
+    more = src["claude"] / "projects" / "-w-p" / "s2.jsonl"
+    more.write_text(json.dumps({"type": "user", "sessionId": "s2", "cwd": "/w/p",
+                                "message": {"role": "user", "content": "one more"}}) + "\n")
+    for args in (["capture", "--json", "--claude-dir", str(src["claude"]), "--codex-dir",
+                  str(src["codex"])], ["search", "--json", "more"]):
+        proc = _run("import sys\nfrom cli.main import main\nimport io, contextlib\n"
+                    "with contextlib.redirect_stdout(io.StringIO()):\n"
+                    f"    main({['--home', str(home), *args]!r})\n" + probe, [], env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip().splitlines()[-1] == "[]", (args, proc.stdout)
