@@ -322,7 +322,8 @@ def run(work: Path, n: int, nq: int, *, rank_only: bool = False, reps: int = 1,
     cli_floor = proc_ms([sys.executable, "-m", "cli.main", "--help"])
     whole = proc_ms([sys.executable, "-m", "cli.main", "--home", str(home), "search", rare[0],
                      "--json"])
-    print(f"agentlog search --json whole process p50 {whole:.0f} ms (goal <= 50 ms); floors:"
+    print(f"agentlog search --json whole process p50 {whole:.0f} ms (python -m cli.main; the"
+          f" goal against claude-session-search is bench/startup.py's); floors:"
           f" python -c pass {floor:.0f} ms, agentlog --help {cli_floor:.0f} ms")
     log.close()
 
