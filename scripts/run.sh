@@ -11,7 +11,11 @@ for d in "${CLAUDE_CONFIG_DIR:-$HOME/.claude}" "${CODEX_HOME:-$HOME/.codex}" \
          "${XDG_DATA_HOME:-$HOME/.local/share}/opencode"; do
   IFS=',' read -ra parts <<< "$d"
   for p in "${parts[@]}"; do
-    [ -d "$p" ] && has_history=1
+    # a transcript, not just the folder (an empty ~/.claude/projects is no history)
+    if [ -d "$p" ] && [ -n "$(find "$p" -type f \( -name '*.jsonl' -o -name '*.db' \
+         -o -path '*/storage/*' \) -print -quit 2>/dev/null)" ]; then
+      has_history=1
+    fi
   done
 done
 
