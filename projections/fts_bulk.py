@@ -57,7 +57,6 @@ import json
 import os
 import queue
 import sqlite3
-import struct
 import sys
 import threading
 from collections.abc import Callable
@@ -77,7 +76,6 @@ MODE: str | None = None  # tests: force "inline", "thread" or "process"
 SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's storage
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
-_LEN = struct.Struct(">Q")
 last_child: list[int] = [0, 0]  # the last child process's pid, how many were started (tests)
 
 
@@ -258,14 +256,11 @@ class BulkFeed:
             fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
     def _write(self, op: tuple[Any, ...]) -> None:
-        import pickle
+        from projections import frames
 
         assert self.proc is not None and self.proc.stdin is not None
-        body = pickle.dumps(op, pickle.HIGHEST_PROTOCOL)
         try:
-            self.proc.stdin.write(_LEN.pack(len(body)))
-            self.proc.stdin.write(body)
-            self.proc.stdin.flush()
+            frames.write(self.proc.stdin, op)
         except OSError:  # it has gone (EPIPE): its own word on why
             self._reap(None)
             self._raise()
@@ -386,13 +381,15 @@ def child(scratch: str, ddl: str, pragmas: list[str], hashsize: int, default: in
     """The child process: operations from stdin until "done" (then "ok" on stdout) or the
     pipe's end (the build gave up or died: rolled back). Any failure: its text on stdout
     and exit code 1 (texts of documents are never in it: SQLite's messages name none)."""
+    from projections import frames
+
     inp: IO[bytes] = sys.stdin.buffer
     said, code = "stopped", 0
     try:
         con = open_scratch(Path(scratch), ddl, pragmas, hashsize)
         try:
             while True:
-                op = _read(inp) or ("stop",)
+                op = frames.read(inp) or ("stop",)
                 if apply_op(con, op, default):
                     break
         finally:
@@ -405,17 +402,3 @@ def child(scratch: str, ddl: str, pragmas: list[str], hashsize: int, default: in
         sys.stdout.buffer.write(said.encode("utf-8", "replace"))
         sys.stdout.buffer.flush()
     sys.exit(code)
-
-
-def _read(stream: IO[bytes]) -> tuple[Any, ...] | None:
-    head = stream.read(_LEN.size)
-    if len(head) < _LEN.size:
-        return None
-    (size,) = _LEN.unpack(head)
-    body = stream.read(size)
-    if len(body) < size:
-        return None
-    import pickle
-
-    op: tuple[Any, ...] = pickle.loads(body)
-    return op

@@ -44,14 +44,12 @@ from __future__ import annotations
 import gc
 import json
 import os
-import pickle
-import struct
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 
@@ -65,7 +63,7 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.records import RawRecord, StoredEvent, decode_record
-from projections import assemble, transcripts
+from projections import assemble, frames, transcripts
 from projections.apply import apply_event
 from projections.errors import ProjectionError
 from projections.rows import Applier
@@ -74,7 +72,6 @@ from projections.transcripts import record_bodies
 from readers.records import ParseResult, SourceInfo
 
 Op = tuple[Any, ...]
-PICKLE = pickle.HIGHEST_PROTOCOL
 PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
 # parser state (JSON bytes, as loaded) a log batch may touch before it is ended early: one
 # batch of the 1 GB bench home touched ~1,000 Codex states (~9 KB each): +51 MiB decoded
@@ -116,7 +113,7 @@ def load(
     open_batch = False
     try:
         while True:
-            ops = _recv(proc.stdout)
+            ops = frames.read(proc.stdout)
             if ops is None:
                 proc.wait(5)
                 raise ProjectionError("the parse process of the rebuild ended early"
@@ -156,28 +153,6 @@ def load(
 
 _BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
          " from projections.pipeline import produce; produce(*a[1:])")
-_LEN = struct.Struct(">Q")
-
-
-def _recv(stream: IO[bytes]) -> list[Op] | None:
-    head = stream.read(_LEN.size)
-    if len(head) < _LEN.size:
-        return None
-    (size,) = _LEN.unpack(head)
-    body = stream.read(size)
-    if len(body) < size:
-        return None
-    ops: list[Op] = pickle.loads(body)
-    return ops
-
-
-def _send(stream: IO[bytes], ops: list[Op]) -> None:
-    body = pickle.dumps(ops, PICKLE)
-    stream.write(_LEN.pack(len(body)))
-    stream.write(body)
-    stream.flush()
-
-
 def apply_ops(
     con: Any, ops: list[Op], table: Mapping[str, Applier]
 ) -> tuple[int, str, int] | None:
@@ -245,16 +220,16 @@ def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes
                 pages.release(log.path)
                 unreleased = 0
             seq = records[-1].seq + 1
-            parser.batch(records, lambda ops: _send(out, ops))
+            parser.batch(records, lambda ops: frames.write(out, ops))
             heap.trim()  # the batch's decoded states and parts: back to the system
         log.close()
-        _send(out, [("done", peak_rss())])
+        frames.write(out, [("done", peak_rss())])
     except CorruptRecord as exc:
-        _send(out, [("corrupt", exc.seq, exc.reason)])
+        frames.write(out, [("corrupt", exc.seq, exc.reason)])
     except (BrokenPipeError, ConnectionResetError):
         os._exit(1)  # the building process is gone: so is the reason to go on
     except Exception as exc:
-        _send(out, [("error", f"{type(exc).__name__}: {exc}")])
+        frames.write(out, [("error", f"{type(exc).__name__}: {exc}")])
 
 
 def peak_rss() -> int:
