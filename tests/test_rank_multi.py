@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from projections import rank, rank_deep, rank_multi, rank_tokens, search
 from projections.filters import Filters
 from projections.text import fts_phrase
-from tests.test_rank import ROLES, WORDS, _home, _put, ids
+from tests.test_rank import WORDS, _home, _put, docs_st, ids
 
 
 @pytest.fixture(autouse=True)
@@ -85,12 +85,6 @@ def df_is_exact(con: sqlite3.Connection) -> None:
         assert df + since.get(t, 0) == now, t
 
 
-docs_st = st.lists(
-    st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12),
-              st.sampled_from(ROLES), st.sampled_from(["s1", "s2"])),
-    min_size=8, max_size=40)
-
-
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
           deadline=None)
 @given(docs=docs_st, later=docs_st,
@@ -145,8 +139,10 @@ def test_multi_word_top_k_equals_the_full_ranking(
         path.unlink(missing_ok=True)
 
 
-def _corpus(con: sqlite3.Connection, n: int) -> None:
-    """Documents of two common words; a few short user prompts are the best matches."""
+def _listed(path: Path, n: int) -> sqlite3.Connection:
+    """A history.db of documents of two common words (a few short user prompts are the
+    best matches), its champion lists made."""
+    con = _home(path)
     con.execute("BEGIN")
     for i in range(n):
         text = f"fix the error in step{i} " + "and more words here " * (1 + i % 3)
@@ -154,14 +150,14 @@ def _corpus(con: sqlite3.Connection, n: int) -> None:
     for i in range(3):
         _put(con, n + i, f"fix error now {'fix ' * i}", "user", "s0")
     con.execute("COMMIT")
-
-
-def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: Path) -> None:
-    con = _home(tmp_path / "h.db")
-    _corpus(con, 60)
     con.execute("BEGIN")
     rank.build(con)
     con.execute("COMMIT")
+    return con
+
+
+def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: Path) -> None:
+    con = _listed(tmp_path / "h.db", 60)
     assert check(con, ["fix", "error"], Filters(), 3)  # certified from the lists
     assert check(con, ["error", "FIX", "fix"], Filters(), 2)  # order, case, a repeated word
     # deeper than the lists reach: the certificate fails, the full ranking answers
@@ -185,11 +181,7 @@ def test_deep_lists_certify_what_champion_lists_cannot(
 ) -> None:
     monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
     monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
-    con = _home(tmp_path / "h.db")
-    _corpus(con, 60)
-    con.execute("BEGIN")
-    rank.build(con)
-    con.execute("COMMIT")
+    con = _listed(tmp_path / "h.db", 60)
     assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0] >= 2
     assert check(con, ["fix", "error"], Filters(), 20)  # champions (4) alone cannot
     assert check(con, ["fix", "error"], Filters(session="s1"), 3)
@@ -211,11 +203,7 @@ def test_deep_lists_certify_what_champion_lists_cannot(
 
 
 def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
-    con = _home(tmp_path / "h.db")
-    _corpus(con, 40)
-    con.execute("BEGIN")
-    rank.build(con)
-    con.execute("COMMIT")
+    con = _listed(tmp_path / "h.db", 40)
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
     con.execute("DROP TABLE rank_was")  # a file made before it: df not kept as of wm
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
@@ -226,11 +214,7 @@ def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
 def test_few_expected_matches_are_ranked_fully(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    con = _home(tmp_path / "h.db")
-    _corpus(con, 60)
-    con.execute("BEGIN")
-    rank.build(con)
-    con.execute("COMMIT")
+    con = _listed(tmp_path / "h.db", 60)
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 63)  # 63 docs, both words in all of them
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 63.5)
