@@ -33,6 +33,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from cli.config import Home
 
 # the click command's value options and flags (dest names with "_" for "-")
@@ -57,14 +59,28 @@ def _command(args: list[str], command: str) -> tuple[str | None, list[str]] | No
     return home, args[i + 1:]
 
 
-def _value(rest: list[str], j: int, eq: str, value: str) -> tuple[str, int] | None:
-    """An option's value (after `=`, else the next argument) and the index after it;
-    None when it is missing."""
-    if eq:
-        return value, j
-    if j >= len(rest):
+_OPPOSITE = {"index": "no-index", "no-index": "index",
+             "include-archived": "exclude-archived", "exclude-archived": "include-archived"}
+
+
+def _option(arg: str, rest: list[str], j: int, flag_names: Collection[str],
+            value_names: Collection[str], flags: set[str], values: dict[str, str]) -> int | None:
+    """Take one `--name[=value]` argument as click does: a flag (of two opposites the last
+    wins) or a value option (after `=`, else the next argument; the last of a repeated one
+    wins). The index after it, or None when click must parse the command line."""
+    name, eq, value = arg[2:].partition("=")
+    if name in flag_names and not eq:
+        flags.discard(_OPPOSITE.get(name, ""))
+        flags.add(name)
+        return j
+    if name not in value_names:
         return None
-    return rest[j], j + 1
+    if not eq:
+        if j >= len(rest):
+            return None
+        value, j = rest[j], j + 1
+    values[name] = value
+    return j
 
 
 def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[str]] | None:
@@ -86,21 +102,12 @@ def parse(args: list[str]) -> tuple[str | None, dict[str, str], set[str], list[s
         if not arg.startswith("-") or arg == "-":
             words.append(arg)
             continue
-        name, eq, value = arg[2:].partition("=")
         if not arg.startswith("--"):
             return None
-        if name in SEARCH_FLAGS and not eq:
-            flags.add(name)
-            if name.endswith("-archived"):
-                flags.discard("exclude-archived" if name == "include-archived"
-                              else "include-archived")
-        elif name in SEARCH_VALUES:
-            got = _value(rest, j, eq, value)
-            if got is None:
-                return None
-            values[name], j = got  # click keeps the last of a repeated option
-        else:
+        nxt = _option(arg, rest, j, SEARCH_FLAGS, SEARCH_VALUES, flags, values)
+        if nxt is None:
             return None
+        j = nxt
     if "json" not in flags or not words:
         return None
     return home, values, flags, words
@@ -142,17 +149,10 @@ def parse_capture(args: list[str]) -> tuple[str | None, dict[str, str], set[str]
         j += 1
         if not arg.startswith("--"):
             return None  # no arguments (click says so), no short options
-        name, eq, value = arg[2:].partition("=")
-        if name in CAPTURE_FLAGS and not eq:
-            flags.discard("no-index" if name == "index" else "index")
-            flags.add(name)
-        elif name in value_names:
-            got = _value(rest, j, eq, value)
-            if got is None:
-                return None
-            values[name], j = got  # click keeps the last of a repeated option
-        else:
+        nxt = _option(arg, rest, j, CAPTURE_FLAGS, value_names, flags, values)
+        if nxt is None:
             return None
+        j = nxt
     return home, values, flags
 
 
