@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projections import db, fts_defer
-from projections.errors import ProjectionBusy
+from projections.errors import ProjectionBusy, busy, disk_full
 
 if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when there is work
     from eventlog import EventLog
@@ -121,7 +121,7 @@ def catch_up(
             except sqlite3.OperationalError as exc:
                 if getattr(exc, "sqlite_errorcode", None) == db_moved_code():
                     continue  # the file was swapped under us by a rebuild: reopen
-                if "locked" in str(exc) or "busy" in str(exc):
+                if busy(exc):
                     raise ProjectionBusy(f"{db_path} is locked by another writer: {exc}") from exc
                 raise
             last = db.read_checkpoint(con)
@@ -188,8 +188,6 @@ def make_some_lists(db_path: Path) -> bool:
     """One step of `make_lists` for an idle capture loop; whether lists may still be
     wanted. A busy or locked file (another writer) is tried again later; a full disk or a
     missing file waits for the next catch-up (the lists are a cache)."""
-    from projections.errors import disk_full
-
     if not db_path.exists():
         return False
     try:
@@ -197,7 +195,7 @@ def make_some_lists(db_path: Path) -> bool:
     except sqlite3.OperationalError as exc:
         if disk_full(exc):
             return False
-        if "locked" in str(exc) or "busy" in str(exc):
+        if busy(exc):
             return True
         raise
 

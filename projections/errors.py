@@ -54,6 +54,12 @@ class ProjectionDamaged(ProjectionError, sqlite3.DatabaseError):
 DatabaseError = sqlite3.DatabaseError
 
 
+def busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's "database is locked/busy" (another writer holds the file)."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc))
+
+
 def disk_full(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's or the OS's "no space left" (history.db could not grow)."""
     import errno
