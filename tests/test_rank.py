@@ -41,6 +41,12 @@ def _put(con: sqlite3.Connection, i: int, text: str, role: str | None, session: 
                        "at": 1000 + i, "session": session, "role": role, "text": text})
 
 
+def _put_all(con: sqlite3.Connection, docs: list[Any], first: int = 0) -> None:
+    """`docs_st`'s documents (words, role, session), numbered from `first`."""
+    for i, (words, role, session) in enumerate(docs):
+        _put(con, first + i, " ".join(words), role, session)
+
+
 def brute(
     con: sqlite3.Connection, word: str, session: str | None = None
 ) -> list[tuple[float, int]]:
@@ -99,8 +105,7 @@ def test_top_k_equals_brute_force(tmp_path: Path, docs: list[Any], later: list[A
     con = _home(path)
     try:
         con.execute("BEGIN")
-        for i, (words, role, sess) in enumerate(docs):
-            _put(con, i, " ".join(words), role, sess)
+        _put_all(con, docs)
         rank.build(con)
         con.execute("COMMIT")
         flt = Filters(session=session)
@@ -117,8 +122,7 @@ def test_top_k_equals_brute_force(tmp_path: Path, docs: list[Any], later: list[A
         check()
         # new documents (the tail) and a changed one (dirty), before and after a refresh
         con.execute("BEGIN")
-        for i, (words, role, sess) in enumerate(later):
-            _put(con, 1000 + i, " ".join(words), role, sess)
+        _put_all(con, later, 1000)
         _put(con, change % len(docs), f"{word} {word} {word}", "user", "s1")
         con.execute("COMMIT")
         check()

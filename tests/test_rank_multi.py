@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from projections import rank, rank_deep, rank_multi, rank_tokens, search
 from projections.filters import Filters
 from projections.text import fts_phrase
-from tests.test_rank import WORDS, _home, _put, docs_st, ids
+from tests.test_rank import WORDS, _home, _put, _put_all, docs_st, ids
 
 
 @pytest.fixture(autouse=True)
@@ -98,8 +98,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
     con = _home(path)
     try:
         con.execute("BEGIN")
-        for i, (ws, role, sess) in enumerate(docs):
-            _put(con, i, " ".join(ws), role, sess)
+        _put_all(con, docs)
         rank.build(con)
         con.execute("COMMIT")
         if deep and max(sum(w in ws for ws, _, _ in docs) for w in WORDS) >= 8:
@@ -109,8 +108,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         df_is_exact(con)
         # new documents, a changed one and a deleted one, before and after a refresh
         con.execute("BEGIN")
-        for i, (ws, role, sess) in enumerate(later):
-            _put(con, 1000 + i, " ".join(ws), role, sess)
+        _put_all(con, later, 1000)
         _put(con, change % len(docs), " ".join(words * 3), "user", "s1")
         _put(con, (change + 1) % len(docs), "zeta", None, "s2")
         con.execute("DELETE FROM document_rows WHERE rowid = ?", ((change + 2) % len(docs) + 1,))
