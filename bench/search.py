@@ -103,6 +103,7 @@ def cache_path(n: int, cache: Path) -> Path:
 
     return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{rank.HOT_DF}"
                     f"-ch{rank.CHAMPIONS}-deep{rank_deep.DEEP_MAX}s{rank_deep.DEEP_SHARE}"
+                    f"x{rank_deep.CROSS}"
                     ) / "history.db"
 
 

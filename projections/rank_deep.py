@@ -30,10 +30,15 @@ import sqlite3
 import struct
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from projections.rank_tokens import TextOf, counts_many, texts_of
 
 DEEP_MAX = 20_000  # documents a deep list keeps at most
 DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_SHARE)
+CROSS = 64  # the hottest words' deep lists carry each other's f (rank_deep_cross)
+UNKNOWN = 255  # a cross f this large or larger is not kept (the query bounds it instead)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rank_deep(term TEXT PRIMARY KEY, tau REAL NOT NULL,
@@ -45,6 +50,8 @@ CREATE TABLE IF NOT EXISTS rank_deep_add(term TEXT NOT NULL, doc INTEGER NOT NUL
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rank_deep_stale(term TEXT NOT NULL, doc INTEGER NOT NULL,
   PRIMARY KEY(term, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_deep_cross(term TEXT NOT NULL, other TEXT NOT NULL,
+  data BLOB NOT NULL, PRIMARY KEY(term, other)) WITHOUT ROWID;
 """
 
 _HEAD = struct.Struct("<2sdIB")  # magic, the blob's avgdl, entries, distinct weights
@@ -83,7 +90,22 @@ def pack(avgdl: float, docs: Sequence[int], fs: Sequence[int], dls: Sequence[int
     return zlib.compress(body, 1)
 
 
-def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list[float]]:
+class Weights(Sequence[float]):
+    """The entries' weights, looked up when read (a query reads only a few of them)."""
+
+    def __init__(self, kinds: array[float], codes: bytes) -> None:
+        self.kinds, self.codes = kinds, codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.kinds[k] for k in self.codes[i]]
+        return self.kinds[self.codes[i]]
+
+
+def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], Weights]:
     """(the blob's avgdl, docs, f, D, weights), best first."""
     raw = zlib.decompress(blob)
     magic, avgdl, n, k = _HEAD.unpack_from(raw)
@@ -99,14 +121,16 @@ def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list
         col.frombytes(raw[at : at + 8 * n])
         cols.append(col)
         at += 8 * n
-    ws = list(map(kinds.__getitem__, raw[at : at + n]))
-    return avgdl, cols[0], cols[1], cols[2], ws
+    return avgdl, cols[0], cols[1], cols[2], Weights(kinds, raw[at : at + n])
 
 
 def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
-          entries: Sequence[tuple[int, int, int, float]]) -> None:
+          entries: Sequence[tuple[int, int, int, float]],
+          cross: Mapping[str, bytes] | None = None) -> None:
     """Write `term`'s deep list (entries (doc, f, D, w) best first at `avgdl`, every other
-    document of the word has v <= tau); its adds and stale marks go."""
+    document of the word has v <= tau) and its cross columns (other word -> one byte per
+    entry, in entry order: that word's f in the entry's document, `UNKNOWN` when that
+    large); its adds, stale marks and former cross columns go."""
     ensure(con)
     blob = pack(avgdl, [e[0] for e in entries], [e[1] for e in entries],
                 [e[2] for e in entries], [e[3] for e in entries])
@@ -116,13 +140,43 @@ def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
                 (term, blob))
     con.execute("DELETE FROM rank_deep_add WHERE term = ?", (term,))
     con.execute("DELETE FROM rank_deep_stale WHERE term = ?", (term,))
+    con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
+    for other, column in sorted((cross or {}).items()):
+        if len(column) != len(entries):
+            raise ValueError("a cross column must have one byte per entry")
+        con.execute("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
+                    (term, other, zlib.compress(column, 6)))
+
+
+def cross_words(con: sqlite3.Connection, champions: int) -> list[str]:
+    """The words whose deep lists carry each other's f: the `CROSS` commonest words that
+    get a deep list (by `rank_terms.df`)."""
+    if CROSS <= 1:
+        return []
+    return [str(r[0]) for r in con.execute(
+        "SELECT term FROM rank_terms WHERE df >= ? ORDER BY df DESC, term LIMIT ?",
+        (max(1, DEEP_SHARE * 2 * champions), CROSS))]
+
+
+def cross_columns(con: sqlite3.Connection, docs: Sequence[int], others: Sequence[str],
+                  text_of: TextOf = texts_of) -> dict[str, bytes]:
+    """Per word of `others`, its f in each of `docs` (one byte each, `UNKNOWN` when that
+    large), as documents_fts tokenizes the texts now."""
+    freq, _ = counts_many(((r, t) for r, t, _, _ in text_of(con, list(docs))), others)
+    out = {}
+    for t in others:
+        got = freq.get(t, {})
+        out[t] = bytes(min(got.get(d, 0), UNKNOWN) for d in docs)
+    return out
 
 
 def drop(con: sqlite3.Connection, term: str | None = None) -> None:
     """Forget one word's deep list, or every one."""
     if not has_deep(con):
         return
-    for table in ("rank_deep", "rank_deep_blob", "rank_deep_add", "rank_deep_stale"):
+    ensure(con)  # (files made before rank_deep_cross gain it)
+    for table in ("rank_deep", "rank_deep_blob", "rank_deep_add", "rank_deep_stale",
+                  "rank_deep_cross"):
         if term is None:
             con.execute(f"DELETE FROM {table}")
         else:
@@ -143,17 +197,33 @@ def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:
     return {str(t): float(tau) for t, tau in con.execute("SELECT term, tau FROM rank_deep")}
 
 
-Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", list[float],
-             set[int], list[tuple[int, int, int, float]]]
+def crossed(con: sqlite3.Connection, terms: list[str]) -> bool:
+    """Whether every one of `terms` has a deep list carrying the f of each other one."""
+    words = sorted(set(terms))
+    if len(words) < 2 or not has_deep(con) or con.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_deep_cross'"
+    ).fetchone() is None:
+        return False
+    marks = ",".join("?" * len(words))
+    n = con.execute(f"SELECT count(*) FROM rank_deep_cross WHERE term IN ({marks})"
+                    f" AND other IN ({marks})", [*words, *words]).fetchone()[0]
+    return int(n) == len(words) * (len(words) - 1)
+
+
+Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", Weights,
+             set[int], list[tuple[int, int, int, float]], dict[str, bytes]]
 
 
 def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
     """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
-    first, stale docs, adds as (doc, f, D, w)). Read-only."""
+    first, stale docs, adds as (doc, f, D, w), cross columns of the other `terms`).
+    Read-only."""
     out: dict[str, Deep] = {}
     if not terms or not has_deep(con):
         return out
     marks = ",".join("?" * len(terms))
+    crossed = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                          " AND name = 'rank_deep_cross'").fetchone() is not None
     for t, tau, tavgdl, blob in con.execute(
             "SELECT d.term, d.tau, d.tavgdl, b.data FROM rank_deep d JOIN rank_deep_blob b"
             f" ON b.term = d.term WHERE d.term IN ({marks})", terms):
@@ -162,5 +232,14 @@ def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
             "SELECT doc FROM rank_deep_stale WHERE term = ?", (t,))}
         adds = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
             "SELECT doc, f, dl, w FROM rank_deep_add WHERE term = ?", (t,))]
-        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds)
+        cross: dict[str, bytes] = {}
+        if crossed:
+            for other, data in con.execute(
+                    "SELECT other, data FROM rank_deep_cross WHERE term = ?"
+                    f" AND other IN ({marks})", [t, *terms]):
+                column = zlib.decompress(bytes(data))
+                if len(column) == len(docs):
+                    cross[str(other)] = column
+        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds,
+                       cross)
     return out

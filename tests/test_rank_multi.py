@@ -30,15 +30,18 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
 
 
-@pytest.fixture(params=[False, True], ids=["champions", "deep"])
+@pytest.fixture(params=["champions", "deep", "cross"])
 def deep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """With deep lists: every word in >= 8 documents keeps its best 8 (or all of them)."""
-    if request.param:
+    """With deep lists: every word in >= 8 documents keeps its best 8 (or all of them);
+    "cross": and they carry each other's f (rank_deep_cross), "deep": they do not."""
+    if request.param != "champions":
         monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
         monkeypatch.setattr(rank_deep, "DEEP_MAX", 8)
     else:
         monkeypatch.setattr(rank_deep, "DEEP_MAX", 0)
-    return bool(request.param)
+    if request.param != "cross":
+        monkeypatch.setattr(rank_deep, "CROSS", 0)
+    return request.param != "champions"
 
 
 def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
@@ -200,6 +203,50 @@ def test_deep_lists_certify_what_champion_lists_cannot(
     con.close()
 
 
+def test_cross_columns_score_deep_members_without_their_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
+    con = _listed(tmp_path / "h.db", 60)
+    words = ["fix", "error", "more"]
+    # each cross column is the other word's f in each entry's document, as FTS5 indexed it
+    deep = rank_deep.load(con, words)
+    assert set(deep) == set(words)
+    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, cross) in deep.items():
+        assert set(cross) == set(words) - {t}
+        freq, _, _ = rank.frequencies(
+            [(r, text) for r, text, _, _ in rank.texts_of(con, list(docs))], words)
+        for u, column in cross.items():
+            assert list(column) == [freq.get((u, d), 0) for d in docs]
+    read: list[int] = []
+
+    def text_of(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+        read.extend(rowids)
+        return rank.texts_of(c, rowids)
+
+    assert rank_multi._prepare(con, words, text_of) is not None
+    for k, flt in ((3, Filters()), (20, Filters()), (2, Filters(session="s1"))):
+        assert check(con, words, flt, k)
+        accept = lambda sc, b, f=flt, n=k: search._certified(con, sc, b, f, n)  # noqa: E731
+        assert rank_multi.search(con, words, accept, text_of) is not None
+    assert read == []  # every candidate scored from the lists: no text tokenized
+    # without the cross columns the same lists need the texts (or cannot answer)
+    monkeypatch.setattr(rank_deep, "CROSS", 0)
+    con.execute("BEGIN")
+    rank.build(con)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM rank_deep_cross").fetchone()[0] == 0
+    assert rank_multi._prepare(con, words, text_of) is None  # FULL_BELOW applies again
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)
+    assert check(con, words, Filters(), 20)
+    accept20 = lambda sc, b: search._certified(con, sc, b, Filters(), 20)  # noqa: E731
+    rank_multi.search(con, words, accept20, text_of)
+    assert read
+    con.close()
+
+
 def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con = _listed(tmp_path / "h.db", 40)
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
@@ -234,3 +281,6 @@ def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) 
     got_freq, got_sizes = rank_tokens.counts(rows, words)
     assert got_freq == freq
     assert {r: n for r, n in got_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
+    many, many_sizes = rank_tokens.counts_many(rows, words)
+    assert {(t, r): n for t, per in many.items() for r, n in per.items()} == freq
+    assert {r: n for r, n in many_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
