@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from projections import rank_deep
 from projections.rank_tokens import TextOf as TextOf
@@ -147,7 +147,6 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
     avgdl = ntok / nrow
     spent = made = 0
     since: dict[str, int] | None = None  # df now - df as of wm, per word (rank_multi)
-    crossing = rank_deep.cross_words(con, CHAMPIONS)
     for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
                                 " ORDER BY df DESC, term").fetchall():
         if budget is not None and spent + df > budget and spent:
@@ -157,8 +156,7 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
             wanted = [str(r[0]) for r in con.execute(
                 "SELECT term FROM rank_terms WHERE tau IS NULL")]
             since = df_since(con, wanted)
-        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0),
-                      crossing if term in crossing else ()):
+        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0)):
             made += 1
         else:
             con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
@@ -166,11 +164,11 @@ def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
 
 
 def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
-               since: int = 0, crossing: Sequence[str] = ()) -> bool:
+               since: int = 0) -> bool:
     """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
     (f, D) recovered exactly from the score (D from FTS5's docsize), and for a very
-    common word the deeper list of `projections.rank_deep` from the same ranking, with
-    the f of the `crossing` words in each of its documents. False: no list."""
+    common word the deeper list of `projections.rank_deep` from the same ranking.
+    False: no list."""
     df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
                          (fts_phrase(term),)).fetchone()[0])
     deep = rank_deep.depth(df, CHAMPIONS)
@@ -205,10 +203,7 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
     if deep and len(out) > CHAMPIONS:
         entries = [(d, f, dl, w) for _, d, f, dl, w in out]
         low = min(w * tf(float(f), float(dl), avgdl) for _, f, dl, w in entries)
-        others = [t for t in crossing if t != term]
-        cross = rank_deep.cross_columns(con, [e[0] for e in entries], others) \
-            if others else None
-        rank_deep.store(con, term, low, avgdl, entries, cross)
+        rank_deep.store(con, term, low, avgdl, entries)
     else:
         rank_deep.drop(con, term)
     return True

@@ -30,7 +30,7 @@ import sqlite3
 import struct
 import zlib
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from projections.rank_tokens import TextOf, counts_many, texts_of
@@ -125,12 +125,9 @@ def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], Weig
 
 
 def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
-          entries: Sequence[tuple[int, int, int, float]],
-          cross: Mapping[str, bytes] | None = None) -> None:
+          entries: Sequence[tuple[int, int, int, float]]) -> None:
     """Write `term`'s deep list (entries (doc, f, D, w) best first at `avgdl`, every other
-    document of the word has v <= tau) and its cross columns (other word -> one byte per
-    entry, in entry order: that word's f in the entry's document, `UNKNOWN` when that
-    large); its adds, stale marks and former cross columns go."""
+    document of the word has v <= tau); its adds, stale marks and cross columns go."""
     ensure(con)
     blob = pack(avgdl, [e[0] for e in entries], [e[1] for e in entries],
                 [e[2] for e in entries], [e[3] for e in entries])
@@ -138,15 +135,11 @@ def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
                 (term, tau, avgdl, len(entries)))
     con.execute("INSERT OR REPLACE INTO rank_deep_blob(term, data) VALUES (?, ?)",
                 (term, blob))
-    con.execute("DELETE FROM rank_deep_add WHERE term = ?", (term,))
-    con.execute("DELETE FROM rank_deep_stale WHERE term = ?", (term,))
-    con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
-    for other, column in sorted((cross or {}).items()):
-        if len(column) != len(entries):
-            raise ValueError("a cross column must have one byte per entry")
-        con.execute("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
-                    (term, other, zlib.compress(column, 6)))
+    for table in ("rank_deep_add", "rank_deep_stale", "rank_deep_cross"):
+        con.execute(f"DELETE FROM {table} WHERE term = ?", (term,))
 
+
+# -- cross columns: the hottest words' deep lists carry each other's f ----------------------
 
 def cross_words(con: sqlite3.Connection, champions: int) -> list[str]:
     """The words whose deep lists carry each other's f: the `CROSS` commonest words that
@@ -158,16 +151,64 @@ def cross_words(con: sqlite3.Connection, champions: int) -> list[str]:
         (max(1, DEEP_SHARE * 2 * champions), CROSS))]
 
 
-def cross_columns(con: sqlite3.Connection, docs: Sequence[int], others: Sequence[str],
-                  text_of: TextOf = texts_of) -> dict[str, bytes]:
-    """Per word of `others`, its f in each of `docs` (one byte each, `UNKNOWN` when that
-    large), as documents_fts tokenizes the texts now."""
+def _has_cross(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                       " AND name = 'rank_deep_cross'").fetchone() is not None
+
+
+def cross_wanted(con: sqlite3.Connection, champions: int) -> list[str]:
+    """Deep lists of cross words that have no cross columns yet (made since, or before
+    cross columns existed). Read-only."""
+    words = cross_words(con, champions)
+    if len(words) < 2 or not has_deep(con):
+        return []
+    marks = ",".join("?" * len(words))
+    having = " AND NOT EXISTS (SELECT 1 FROM rank_deep_cross c WHERE c.term = d.term)" \
+        if _has_cross(con) else ""
+    got = {str(r[0]) for r in con.execute(
+        f"SELECT d.term FROM rank_deep d WHERE d.term IN ({marks}){having}", words)}
+    return [t for t in words if t in got]
+
+
+def make_cross(con: sqlite3.Connection, term: str, champions: int,
+               text_of: TextOf = texts_of) -> bool:
+    """Give `term`'s deep list its cross columns: per other cross word, its f in each
+    entry's document (one byte each, `UNKNOWN` when that large), as documents_fts
+    tokenizes the texts now. The texts are read and counted OUTSIDE any transaction (a
+    word's 20,000 texts take ~0.5 s; no writer waits for that); the columns are written
+    in one short IMMEDIATE transaction only if the list is still the one counted (else
+    False: remade or gone meanwhile). Why a later read is exact: an entry whose document
+    changed or went since the list was made is excluded at query time for good (it is new
+    since `wm`, in `rank_dirty`, or marked stale by the fold), whatever its column says.
+    Call outside a transaction."""
+    row = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+    others = [t for t in cross_words(con, champions) if t != term]
+    if row is None or not others:
+        return False
+    blob = bytes(row[0])
+    _, docs, _, _, _ = unpack(blob)
     freq, _ = counts_many(((r, t) for r, t, _, _ in text_of(con, list(docs))), others)
-    out = {}
+    columns = []
     for t in others:
         got = freq.get(t, {})
-        out[t] = bytes(min(got.get(d, 0), UNKNOWN) for d in docs)
-    return out
+        columns.append((term, t, zlib.compress(bytes(min(got.get(d, 0), UNKNOWN)
+                                                     for d in docs), 6)))
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        now = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+        if now is None or bytes(now[0]) != blob:
+            con.execute("ROLLBACK")
+            return False
+        ensure(con)
+        con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
+        con.executemany("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
+                        columns)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return True
 
 
 def drop(con: sqlite3.Connection, term: str | None = None) -> None:
@@ -200,9 +241,7 @@ def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:
 def crossed(con: sqlite3.Connection, terms: list[str]) -> bool:
     """Whether every one of `terms` has a deep list carrying the f of each other one."""
     words = sorted(set(terms))
-    if len(words) < 2 or not has_deep(con) or con.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_deep_cross'"
-    ).fetchone() is None:
+    if len(words) < 2 or not has_deep(con) or not _has_cross(con):
         return False
     marks = ",".join("?" * len(words))
     n = con.execute(f"SELECT count(*) FROM rank_deep_cross WHERE term IN ({marks})"
@@ -222,8 +261,7 @@ def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
     if not terms or not has_deep(con):
         return out
     marks = ",".join("?" * len(terms))
-    crossed = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                          " AND name = 'rank_deep_cross'").fetchone() is not None
+    crossed = _has_cross(con)
     for t, tau, tavgdl, blob in con.execute(
             "SELECT d.term, d.tau, d.tavgdl, b.data FROM rank_deep d JOIN rank_deep_blob b"
             f" ON b.term = d.term WHERE d.term IN ({marks})", terms):

@@ -44,6 +44,15 @@ def deep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> boo
     return request.param != "champions"
 
 
+def cross(con: sqlite3.Connection) -> int:
+    """Give every wanted deep list its cross columns (the capture loop's later steps)."""
+    made = 0
+    while (wanted := rank_deep.cross_wanted(con, rank.CHAMPIONS)) and made < 100:
+        assert rank_deep.make_cross(con, wanted[0], rank.CHAMPIONS)
+        made += 1
+    return made
+
+
 def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
     """bm25(documents_fts) x weight of every match, by FTS5 itself."""
     expr = " AND ".join(fts_phrase(w) for w in words)
@@ -104,6 +113,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         _put_all(con, docs)
         rank.build(con)
         con.execute("COMMIT")
+        cross(con)
         if deep and max(sum(w in ws for ws, _, _ in docs) for w in WORDS) >= 8:
             assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0]
         flt = Filters(session=session)
@@ -121,6 +131,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         con.execute("BEGIN")
         rank.refresh(con, force=True)
         con.execute("COMMIT")
+        cross(con)
         df_is_exact(con)
         check(con, words, flt, k)
         # changes after the fold: deep lists' entries go stale, better texts are added
@@ -211,14 +222,16 @@ def test_cross_columns_score_deep_members_without_their_text(
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
     con = _listed(tmp_path / "h.db", 60)
     words = ["fix", "error", "more"]
+    assert rank_multi._prepare(con, words, rank.texts_of) is None  # no cross columns yet
+    assert cross(con) >= 3
     # each cross column is the other word's f in each entry's document, as FTS5 indexed it
     deep = rank_deep.load(con, words)
     assert set(deep) == set(words)
-    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, cross) in deep.items():
-        assert set(cross) == set(words) - {t}
+    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, columns) in deep.items():
+        assert set(columns) == set(words) - {t}
         freq, _, _ = rank.frequencies(
             [(r, text) for r, text, _, _ in rank.texts_of(con, list(docs))], words)
-        for u, column in cross.items():
+        for u, column in columns.items():
             assert list(column) == [freq.get((u, d), 0) for d in docs]
     read: list[int] = []
 
@@ -232,12 +245,20 @@ def test_cross_columns_score_deep_members_without_their_text(
         accept = lambda sc, b, f=flt, n=k: search._certified(con, sc, b, f, n)  # noqa: E731
         assert rank_multi.search(con, words, accept, text_of) is not None
     assert read == []  # every candidate scored from the lists: no text tokenized
-    # without the cross columns the same lists need the texts (or cannot answer)
-    monkeypatch.setattr(rank_deep, "CROSS", 0)
-    con.execute("BEGIN")
-    rank.build(con)
-    con.execute("COMMIT")
+
+    # a list remade while its texts were read (outside any transaction): nothing written
+    def remade(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+        texts = rank.texts_of(c, rowids)
+        _put(c, 700, "fix fix fix error more more", "user", "s2")
+        c.execute("BEGIN")
+        rank.build(c)
+        c.execute("COMMIT")
+        return texts
+
+    assert not rank_deep.make_cross(con, "fix", rank.CHAMPIONS, remade)
     assert con.execute("SELECT count(*) FROM rank_deep_cross").fetchone()[0] == 0
+    assert "fix" in rank_deep.cross_wanted(con, rank.CHAMPIONS)
+    # without the cross columns the same lists need the texts (or cannot answer)
     assert rank_multi._prepare(con, words, text_of) is None  # FULL_BELOW applies again
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)
     assert check(con, words, Filters(), 20)
