@@ -21,7 +21,14 @@ Promises (the same certificate as a champion list, one level deeper):
   beats the carried bound becomes a row of `rank_deep_add`; a changed or deleted one is
   marked stale for every deep word (its blob entry no longer counts); remaking a word's
   list (rank._build_one) clears both for that word. The blob itself is only written when
-  the list is made. A cache of documents_fts like the other rank tables.
+  the list is made. A cache of documents_fts like the other rank tables;
+- cross columns (`rank_deep_cross`): the deep lists of the `CROSS` commonest deep words
+  carry each other's f, one byte per entry in the blob's order (0: the document lacks the
+  word; `UNKNOWN`: f that large is not kept), exact for every entry whose document did not
+  change since the list was made (the others are excluded at query time anyway: new since
+  `wm`, dirty, or stale). Made by `make_cross` after the list (never by a rebuild), one
+  word at a time, texts read outside any transaction and written only if the blob is
+  unchanged; remaking the list drops them (`store`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ and a document absent from word i's champion list has v_i <= T_i = tau_i * max(1
 - hits are taken from the candidates only while they beat U strictly (search._certified),
   so the answer is the full ranking's, or None and the caller ranks every match.
 
+With deep lists (projections.rank_deep) the lists are walked best first (Fagin's TA bound);
+with their cross columns a member's other f are read, not tokenized, and entries lacking a
+query word are never visited.
+
 Promises: scores are FTS5's formula in its operation order (bit-identical doubles); idf
 needs each word's exact document count now: `rank_terms.df` is the count as of `wm`
 (build/refresh keep it so) plus the new and changed documents' hits minus the hits of their
@@ -38,7 +42,7 @@ from projections import rank, rank_deep, rank_tokens
 
 MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
 MAX_VISITS = 20_000  # list members a query bounds one by one at most; beyond: the same
-MAX_VISITS_CROSSED = 1_000_000  # ... when the words' deep lists carry each other's f
+MAX_VISITS_CROSSED = 100_000  # ... when the words' deep lists carry each other's f
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
