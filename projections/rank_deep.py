@@ -108,7 +108,7 @@ class Weights(Sequence[float]):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self.kinds[k] for k in self.codes[i]]
+            return list(map(self.kinds.__getitem__, self.codes[i]))
         return self.kinds[self.codes[i]]
 
 

@@ -32,10 +32,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from projections import rank, rank_deep, rank_tokens
@@ -295,6 +296,17 @@ def _all_nonzero(columns: list[bytes], n: int) -> list[int]:
     return [m.start() for m in _ONE.finditer(acc.to_bytes(n, "big"))]
 
 
+def _gather(values: Sequence[Any], keep: Sequence[int]) -> list[Any]:
+    """values[i] for i in keep, at C speed."""
+    if isinstance(values, rank_deep.Weights):
+        return list(map(values.kinds.__getitem__, _gather(values.codes, keep)))
+    if isinstance(keep, range) and keep.step == 1:
+        return list(values[keep.start : keep.stop])
+    if len(keep) == 1:
+        return [values[keep[0]]]
+    return list(operator.itemgetter(*keep)(values)) if keep else []
+
+
 def _lists(con: sqlite3.Connection, words: list[str],
            rows: dict[str, tuple[float, float, int]], wm: int, skip: set[int],
            a_now: float) -> dict[str, _List]:
@@ -308,11 +320,13 @@ def _lists(con: sqlite3.Connection, words: list[str],
             li.cross = cross
             others = [cross[u] for u in words if u != t and u in cross]
             if others and len(others) == len(words) - 1:  # only entries with every word
-                keep: Iterable[int] = _all_nonzero(others, len(docs))
+                keep: Sequence[int] = _all_nonzero(others, len(docs))
             else:
                 keep = range(len(docs))
-            members = {docs[i]: (fs[i], dls[i], ws[i], i) for i in keep}
-            li.order = [docs[i] for i in keep]
+            li.order = _gather(docs, keep)
+            members = dict(zip(li.order, zip(_gather(fs, keep), _gather(dls, keep),
+                                             _gather(ws, keep), keep, strict=True),
+                               strict=True))
             for d in [d for d in members if d > wm]:  # (made after wm: those are fresh)
                 del members[d]
             for d in stale:
