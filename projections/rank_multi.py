@@ -104,6 +104,9 @@ def search(
                 st.add(_score(fs, sizes[r], rank.weight(role, kind), st.idfs, st.a_now), r)
 
 
+_ADDED = (0, 0, 0.0, -1)  # (f, D, w, entry) of no entry of the list
+
+
 class _List:
     """One word's list as the query sees it: members (doc -> (f, D, w)), the order to walk
     them in (best first at `a_ref`), and T, the bound of every other document's v."""
@@ -112,15 +115,20 @@ class _List:
         self.top = top
         self.ratio = max(1.0, a_now / a_ref) * (1 + rank.MARGIN)
         self.a_ref = a_ref
-        self.members: dict[int, tuple[int, int, float, int]] = {}  # (f, D, w, entry)
+        # (f, D, w, entry): entry is the deep list's index (its cross columns' too), 0 for
+        # a champion, -1 for an add (rank_deep_add: not in the walk order's bound)
+        self.members: dict[int, tuple[int, int, float, int]] = {}
         self.cross: dict[str, bytes] = {}  # other word -> its f per entry (rank_deep)
         self.order: list[int] = []  # members in walk order (best first at a_ref) ...
         self.extra: list[int] = []  # ... and the members not in it (visited first)
         self.at = 0
 
     def head(self) -> float:
-        """A bound of v (now) of every member from the walk's position on."""
-        while self.at < len(self.order) and self.order[self.at] not in self.members:
+        """A bound of v (now) of every member from the walk's position on. Only the
+        list's own entries bound what follows them: a member that replaced its stale
+        entry (an add: entry -1) may be worth less now than the entries after it."""
+        while self.at < len(self.order) and self.members.get(
+                self.order[self.at], _ADDED)[3] < 0:
             self.at += 1
         if self.at >= len(self.order):
             return 0.0
@@ -338,7 +346,7 @@ def _lists(con: sqlite3.Connection, words: list[str],
         else:
             tau, a_ref, _ = rows[t]
             li = _List(tau * max(1.0, a_now / a_ref) * (1 + rank.MARGIN), a_ref, a_now)
-            members = {int(d): (int(f), int(dl), float(w), -1) for d, f, dl, w in con.execute(
+            members = {int(d): (int(f), int(dl), float(w), 0) for d, f, dl, w in con.execute(
                 "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?",
                 (t, wm))}
             li.order = sorted(members, key=lambda d: (

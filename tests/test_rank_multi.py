@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from projections import rank, rank_deep, rank_multi, rank_tokens, search
@@ -99,6 +99,16 @@ def df_is_exact(con: sqlite3.Connection) -> None:
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
           deadline=None)
+@example(  # an add replacing its stale deep entry must not bound the entries after it
+    docs=[(["alpha"], None, "s1"), (["beta"], None, "s1"), (["zeta"], None, "s1"),
+          (["zeta"], None, "s1"), (["zeta"], None, "s1"), (["beta", "zeta"], None, "s1"),
+          (["beta", "zeta"], "user", "s1"), (["beta"], None, "s1"),
+          (["alpha", "beta"], None, "s1"), (["alpha", "zeta"], None, "s1"),
+          (["alpha"], None, "s1"), (["alpha"], None, "s1"), (["alpha", "zeta"], None, "s1"),
+          (["alpha", "alpha", "zeta"], "user", "s1")],
+    later=[(["alpha"], None, "s1")] * 6 + [(["alpha"], "user", "s1"),
+                                           (["alpha", "alpha"], None, "s1")],
+    words=["alpha", "alpha", "zeta"], k=1, session=None, change=5)
 @given(docs=docs_st, later=docs_st,
        words=st.lists(st.sampled_from(WORDS), min_size=2, max_size=3),
        k=st.integers(1, 6), session=st.sampled_from([None, "s1"]), change=st.integers(0, 7))
