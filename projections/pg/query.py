@@ -157,12 +157,11 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
         if words:
             inner = (f"SELECT d.rid, ts_rank(d.tsv, q) * {_WEIGHT} AS s, d.at"
                      " FROM agentlog.documents d, plainto_tsquery('simple', %s) q"
-                     f" WHERE d.tsv @@ q AND {where} ORDER BY d.at DESC, d.rid DESC"
-                     f" LIMIT {CANDIDATES}")
+                     f" WHERE d.tsv @@ q AND {where}")
             params = [" ".join(words), *params]
         else:
             inner = (f"SELECT d.rid, {_WEIGHT} AS s, d.at FROM agentlog.documents d"
-                     f" WHERE {where} ORDER BY d.at DESC, d.rid DESC LIMIT {CANDIDATES}")
+                     f" WHERE {where}")
         # one statement ranks and fetches a page; the coverage query rides in the same
         # pipeline, so a search is one round trip unless de-duplication needs another page
         sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
@@ -172,7 +171,7 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
         page = max(n * 4, 40)
         offset = 0
         cov = None
-        while len(hits) < n and offset < CANDIDATES:
+        while len(hits) < n:
             if cov is None:
                 with con.pipeline():
                     cur = con.execute(sql, [*params, page, offset])
