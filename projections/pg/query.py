@@ -20,16 +20,13 @@ from typing import Any
 
 from projections.errors import NotFound, QueryError
 from projections.filters import Filters, conversation_page, parse_filters, parse_limit
+from projections.pg import rank
 from projections.pg.schema import CJK_PREDICATE
 from projections.query import _link, check_id, conversation_items, empty_coverage, source_link
-from projections.search import ROLE_WEIGHT
 from projections.text import fold, query_tokens, snippet
 
 ENGINE = "postgres"
-CANDIDATES = 5000
 _local = threading.local()
-_WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
 _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
              "conversation", "project", "role", "subagent", "title", "text", "host", "archived")
 
@@ -145,6 +142,7 @@ def search(url: str, query: str, filters: Mapping[str, Any] | None = None,
 def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             n: int) -> dict[str, Any]:
     hits: list[dict[str, Any]] = []
+    _local.path = None
     if tokens:
         words, subs = _plan(tokens)
         conds, params = _where(flt, host)
@@ -154,38 +152,75 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             conds.append("d.text ILIKE %s")
             params.append(_like(s))
         where = " AND ".join(conds) or "true"
+        cov: list[Any] = []
+        if len(words) == 1 and not subs and _listed(con):
+            # the word's champions that beat its bound: exactly the full ranking's head
+            # (projections.pg.rank); too few after filters and de-duplication: rank all
+            inner = (f"SELECT d.rid, {rank.SCORE} AS s, d.at FROM agentlog.rank_terms t"
+                     " JOIN agentlog.rank_champions c ON c.term = t.term"
+                     " JOIN agentlog.documents d ON d.rid = c.rid,"
+                     " plainto_tsquery('simple', %s) q WHERE t.term = %s AND d.tsv @@ q"
+                     f" AND {where} AND ({rank.SCORE}, d.at, d.rid) > (t.s, t.at, t.rid)")
+            hits = _ranked(con, inner, [words[0], words[0], *params], n, tokens, cov)
+            _local.path = "lists"
+            if len(hits) >= n:
+                return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
         if words:
-            inner = (f"SELECT d.rid, ts_rank(d.tsv, q) * {_WEIGHT} AS s, d.at"
+            inner = (f"SELECT d.rid, {rank.SCORE} AS s, d.at"
                      " FROM agentlog.documents d, plainto_tsquery('simple', %s) q"
                      f" WHERE d.tsv @@ q AND {where}")
             params = [" ".join(words), *params]
         else:
-            inner = (f"SELECT d.rid, {_WEIGHT} AS s, d.at FROM agentlog.documents d"
+            inner = (f"SELECT d.rid, {rank.WEIGHT} AS s, d.at FROM agentlog.documents d"
                      f" WHERE {where}")
-        # one statement ranks and fetches a page; the coverage query rides in the same
-        # pipeline, so a search is one round trip unless de-duplication needs another page
-        sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
-               f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
-               " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
-        seen: set[tuple[str, str, bytes]] = set()
-        page = max(n * 4, 40)
-        offset = 0
-        cov = None
-        while len(hits) < n:
-            if cov is None:
-                with con.pipeline():
-                    cur = con.execute(sql, [*params, page, offset])
-                    cov = con.cursor().execute(_COVERAGE)
-                rows = cur.fetchall()
-            else:
-                rows = con.execute(sql, [*params, page, offset]).fetchall()
-            hits += _dedup(rows, n - len(hits), seen, tokens)
-            if len(rows) < page:
-                break
-            offset += page
-        if cov is not None:
-            return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov.fetchall())}
+        hits = _ranked(con, inner, params, n, tokens, cov)
+        _local.path = "all"
+        return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
     return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
+
+
+def _listed(con: Any) -> bool:
+    """Whether this server has champion lists (checked once a connection)."""
+    known: dict[int, bool] = getattr(_local, "listed", None) or {}
+    _local.listed = known
+    if id(con) not in known:
+        known[id(con)] = rank.ready(con)
+    return known[id(con)]
+
+
+def last_path() -> str | None:
+    """How this thread's last search ranked: "lists" (champion lists), "all" (every match,
+    also after the lists fell short), None (no tokens). For tests and benches."""
+    return getattr(_local, "path", None)
+
+
+def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
+            cov: list[Any]) -> list[dict[str, Any]]:
+    """Up to `n` de-duplicated hits of `inner` (rid, s, at), best first. One statement
+    ranks and fetches a page; the coverage query rides in the same pipeline the first
+    time (its rows are put in `cov`), so a search is one round trip unless
+    de-duplication needs another page."""
+    sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
+           f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
+           " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
+    hits: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, bytes]] = set()
+    page = max(n * 4, 40)
+    offset = 0
+    while len(hits) < n:
+        if not cov:
+            with con.pipeline():
+                cur = con.execute(sql, [*params, page, offset])
+                cov_cur = con.cursor().execute(_COVERAGE)
+            rows = cur.fetchall()
+            cov.append(cov_cur.fetchall())
+        else:
+            rows = con.execute(sql, [*params, page, offset]).fetchall()
+        hits += _dedup(rows, n - len(hits), seen, tokens)
+        if len(rows) < page:
+            break
+        offset += page
+    return hits
 
 
 def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, bytes]],
