@@ -4,12 +4,13 @@ N synthetic broker messages (bench/search.py's Zipf texts, one unique token each
 straight into `agentlog.documents` (COPY, then the tsvector and the indexes exactly as
 `projections.pg.schema`/`project` make them; the search reads only that table, and the
 real projection would take ~20 min at 1M). Then, interleaved query by query in one run:
-- `projections.pg.query.search` of this tree (ranks every match);
+- `projections.pg.query.search` of this tree (ranks every match: one word from its
+  champion list, made here by `projections.pg.rank.make_lists` as the projector does);
 - the same function of a baseline revision (`--baseline REV`, default 404202f: ranks the
   newest `CANDIDATES` = 5,000 matches only), loaded from `git show REV:…`;
 for one rare token, one common word, two common words. Prints p50/p99 wall ms of each, how
 many answers differ between the two (the baseline's answer is wrong when an older document
-outranks the newest 5,000), and the server's own time of one EXPLAIN ANALYZE per kind.
+outranks the newest 5,000) and how many the lists answered.
 
 A throwaway server is started with initdb + pg_ctl (tests/pgserver.py), unless --url.
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--docs N] [--queries Q] [--url URL]
@@ -36,7 +37,7 @@ from common import load_average, pct  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from projections.pg import query as pgq  # noqa: E402
-from projections.pg import schema  # noqa: E402
+from projections.pg import rank, schema  # noqa: E402
 from projections.pg.project import words  # noqa: E402
 
 KINDS = ("message", "report", "progress", "approval")
@@ -79,6 +80,13 @@ def load(url: str, n: int) -> list[str]:
         con.commit()
     with psycopg.connect(url, autocommit=True) as con:
         con.execute("VACUUM ANALYZE agentlog.documents")
+    t0 = time.perf_counter()
+    made = 1
+    with psycopg.connect(url) as con:
+        while made:  # what the projector does after each pass, until none is left
+            made = rank.make_lists(con)
+        lists = con.execute("SELECT count(*) FROM agentlog.rank_terms").fetchone()
+    print(f"champion lists: {lists[0] if lists else 0} made in {time.perf_counter() - t0:.1f} s")
     return vocab
 
 
@@ -96,6 +104,7 @@ def main() -> None:
     ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
     ap.add_argument("--baseline", default="404202f", help="revision ranking the newest 5,000")
     ap.add_argument("--no-load", action="store_true", help="--url already holds the documents")
+    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
     args = ap.parse_args()
     n = args.docs or (100_000 if args.quick else 1_000_000)
     nq = args.queries or (30 if args.quick else 100)
@@ -135,9 +144,10 @@ def main() -> None:
         for name, qs in kinds.items():
             new_ms: list[float] = []
             old_ms: list[float] = []
-            differ = 0
+            differ = listed = 0
             for q in qs:  # interleaved: the same load for both
                 t_new, ids_new = timed(lambda q: pgq.search(url, q), q)
+                listed += pgq.last_path() == "lists"
                 t_old, ids_old = timed(lambda q: base.search(url, q), q)
                 new_ms.append(t_new)
                 old_ms.append(t_old)
@@ -146,12 +156,14 @@ def main() -> None:
                   f" {pct(new_ms, 99):8.1f} ms | newest 5,000 p50 {pct(old_ms, 50):7.1f} ms"
                   f" p99 {pct(old_ms, 99):7.1f} ms | p50 ratio"
                   f" {pct(new_ms, 50) / pct(old_ms, 50):5.1f}x | answers differing"
-                  f" {differ}/{len(qs)}")
+                  f" {differ}/{len(qs)} | from the lists {listed}/{len(qs)}")
     finally:
         pgq.close_connections()
         base.close_connections()
-        if server is not None:
+        if server is not None and not args.keep:
             server.destroy()
+        elif server is not None:
+            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from projections.query import _link, check_id, conversation_items, empty_coverag
 from projections.text import fold, query_tokens, snippet
 
 ENGINE = "postgres"
+LISTED_TTL = 30.0
 _local = threading.local()
 _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
              "conversation", "project", "role", "subagent", "title", "text", "host", "archived")
@@ -65,6 +66,7 @@ def close_connections() -> None:
     for con in (getattr(_local, "cons", None) or {}).values():
         con.close()
     _local.cons = {}
+    _local.listed = {}
 
 
 def _split_host(filters: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -153,15 +155,15 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             params.append(_like(s))
         where = " AND ".join(conds) or "true"
         cov: list[Any] = []
-        if len(words) == 1 and not subs and _listed(con):
+        if len(words) == 1 and not subs and words[0] in _listed(con):
             # the word's champions that beat its bound: exactly the full ranking's head
             # (projections.pg.rank); too few after filters and de-duplication: rank all
-            inner = (f"SELECT d.rid, {rank.SCORE} AS s, d.at FROM agentlog.rank_terms t"
+            # (their keys are kept exact by the projector's fold, so read, not recomputed)
+            inner = ("SELECT c.rid, c.s, c.at FROM agentlog.rank_terms t"
                      " JOIN agentlog.rank_champions c ON c.term = t.term"
-                     " JOIN agentlog.documents d ON d.rid = c.rid,"
-                     " plainto_tsquery('simple', %s) q WHERE t.term = %s AND d.tsv @@ q"
-                     f" AND {where} AND ({rank.SCORE}, d.at, d.rid) > (t.s, t.at, t.rid)")
-            hits = _ranked(con, inner, [words[0], words[0], *params], n, tokens, cov)
+                     " JOIN agentlog.documents d ON d.rid = c.rid WHERE t.term = %s"
+                     f" AND {where} AND (c.s, c.at, c.rid) > (t.s, t.at, t.rid)")
+            hits = _ranked(con, inner, [words[0], *params], n, tokens, cov)
             _local.path = "lists"
             if len(hits) >= n:
                 return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
@@ -179,13 +181,23 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
     return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
 
 
-def _listed(con: Any) -> bool:
-    """Whether this server has champion lists (checked once a connection)."""
-    known: dict[int, bool] = getattr(_local, "listed", None) or {}
+def _listed(con: Any) -> frozenset[str]:
+    """The words with a champion list, as this connection last read them (at most
+    `LISTED_TTL` seconds ago). A stale set costs speed, never exactness: a new list is
+    used a little later; a word no longer listed finds no champions and ranks all."""
+    import time
+
+    known: dict[int, tuple[float, frozenset[str]]] = getattr(_local, "listed", None) or {}
     _local.listed = known
-    if id(con) not in known:
-        known[id(con)] = rank.ready(con)
-    return known[id(con)]
+    now = time.monotonic()
+    got = known.get(id(con))
+    if got is None or now - got[0] > LISTED_TTL:
+        terms: frozenset[str] = frozenset()
+        if rank.ready(con):
+            terms = frozenset(str(r[0]) for r in con.execute(
+                "SELECT term FROM agentlog.rank_terms"))
+        got = known[id(con)] = (now, terms)
+    return got[1]
 
 
 def last_path() -> str | None:

@@ -7,10 +7,12 @@ document's score for a word never changes unless the document does.
 
 For a word in more than `HOT_DF` documents (the most common elements ANALYZE keeps for
 `tsv`), `rank_champions(term, rid, s, at)` holds at least its `CHAMPIONS` best documents
-with their keys, and `rank_terms(term, s, at, rid)` a bound key.
-Invariant: every document holding the word that is NOT in its list has a key at or
-below the bound — so the hits of a one-word query that beat the bound (after filters and
-the duplicate drop) are exactly the full ranking's first hits.
+with their keys (s exactly as `SCORE` computes it: float8, never rounded), and
+`rank_terms(term, s, at, rid)` a bound key.
+Invariants: every document holding the word that is NOT in its list has a key at or
+below the bound; every member's stored key is its document's current key. So the
+members that beat the bound, after filters and the duplicate drop, are exactly the full
+ranking's first hits; when fewer than the page asks for remain, every match is ranked.
 Upkeep keeps it in the projector's own transaction (`fold`): every document a batch writes
 or deletes leaves every list, and goes back into the lists of its words where its key is
 above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises

@@ -84,11 +84,13 @@ CREATE TABLE IF NOT EXISTS agentlog.aliases(
 );
 CREATE INDEX IF NOT EXISTS aliases_alias ON agentlog.aliases (alias);
 CREATE TABLE IF NOT EXISTS agentlog.rank_terms(
-  term text PRIMARY KEY, s real NOT NULL, at bigint NOT NULL, rid bigint NOT NULL);
+  term text PRIMARY KEY, s float8 NOT NULL, at bigint NOT NULL, rid bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS agentlog.rank_champions(
-  term text NOT NULL, rid bigint NOT NULL, s real NOT NULL, at bigint NOT NULL,
+  term text NOT NULL, rid bigint NOT NULL, s float8 NOT NULL, at bigint NOT NULL,
   PRIMARY KEY (term, rid));
 CREATE INDEX IF NOT EXISTS rank_champions_rid ON agentlog.rank_champions (rid);
+CREATE INDEX IF NOT EXISTS rank_champions_key
+  ON agentlog.rank_champions (term, s DESC, at DESC, rid DESC);
 """
 
 
