@@ -6,9 +6,11 @@ history.db path and return the documented shapes (docs/search.md) with one added
 The query rules hold: at most 32 literal tokens, all required, nothing is query syntax
 (tokens become `plainto_tsquery('simple', …)` of folded words, CJK runs and the non-word
 parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
-metacharacters escaped). Ranking: `ts_rank` weighted by role, over the newest
-`CANDIDATES` matches, so a very common word costs a bounded amount of work. Reads use a
-per-thread autocommit connection per URL, reopened once when the server dropped it.
+metacharacters escaped). Ranking: `ts_rank` weighted by role (`rank.SCORE`) over EVERY
+match, best first, ties newest first; one word with a champion list is answered from the
+list when its members above the bound fill the page (exactly the full ranking's head,
+`projections.pg.rank`), else every match is ranked. Reads use a per-thread autocommit
+connection per URL, reopened once when the server dropped it.
 """
 
 from __future__ import annotations
