@@ -12,7 +12,7 @@ from eventlog.events import MessageSent
 from projections.pg import query as pgq
 from projections.pg.project import project
 from projections.pg.sync import sync
-from tests.test_projections_support import append
+from tests.test_projections_support import CLAUDE_SRC, append, chunks_of, claude_line, seen
 
 pytestmark = pytest.mark.postgres
 
@@ -70,8 +70,12 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
             assert got == want, (q, flt, k)
         assert lists >= answered_by_lists
 
+    # a transcript whose best okapi line is later re-emitted (same uid) without the word
+    lines = claude_line("u0", "user", "okapi okapi okapi okapi okapi okapi") + b"".join(
+        claude_line(f"u{i}", "user", f"okapi zebra line {i}") for i in range(1, 4))
     log = EventLog(tmp_path / "log")
-    append(log, msgs(0, 24))
+    append(log, [*msgs(0, 24), seen(CLAUDE_SRC, "claude", "claude.session"),
+                 *chunks_of(CLAUDE_SRC, lines, [])])
     sync(log, pg_url, "alpha")
     project(pg_url, tmp_path / "scratch")
     with psycopg.connect(pg_url, autocommit=True) as con:
@@ -82,12 +86,15 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
     pgq.close_connections()
     check(answered_by_lists=3)
     # newer documents, the best okapi among them, are folded in by the projector
-    append(log, msgs(24, 40), prefix="more")
+    append(log, [*msgs(24, 40), *chunks_of(CLAUDE_SRC, claude_line("u0", "user", "zebra now"),
+                                          [], start=len(lines))], prefix="more")
     sync(log, pg_url, "alpha")
     project(pg_url, tmp_path / "scratch")
     with psycopg.connect(pg_url) as con:
         n, = con.execute("SELECT count(*) FROM agentlog.rank_champions WHERE term = 'okapi'"
                          ).fetchone() or (0,)
         assert 4 <= n <= 8  # folded, then trimmed with the bound raised
+        assert con.execute("SELECT text FROM agentlog.documents WHERE text LIKE 'zebra now%'"
+                           ).fetchone(), "the re-emitted line replaced its document"
     pgq.close_connections()
     check(answered_by_lists=3)
