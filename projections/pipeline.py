@@ -40,8 +40,9 @@ Promises:
   parse process that dies raises `ProjectionError`; when this process dies (even kill -9)
   the parse process's next send fails (EPIPE) and it exits.
 
-With `AGENTLOG_PIPE_STATS` set, both processes add up where their load's time went
-(`projections.pipestats`: on a CPU, waiting for one, blocked in a send or a receive).
+With `pipestats.PATH` set (`AGENTLOG_PIPE_STATS`), both processes add up where their
+load's time went (`projections.pipestats`: on a CPU, waiting for one, blocked in a send or
+a receive).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def load(
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES])
+                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
+                       pipestats.PATH])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
@@ -220,10 +222,11 @@ def apply_ops(
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
             part_bytes: int, pack_fill: float = PACK_FILL,
-            state_bytes: int = STATE_BYTES) -> None:
+            state_bytes: int = STATE_BYTES, stats: str | None = None) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
     the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
+    pipestats.PATH = stats
     try:
         from eventlog.records import ChainCheck
         from projections import heap, pages

@@ -340,3 +340,35 @@ def test_the_pipe_to_the_parse_process_is_widened_and_its_backlog_read() -> None
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_the_load_counts_where_each_process_spent_its_time(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pipestats.PATH` (`AGENTLOG_PIPE_STATS`): each process of a parallel load appends one
+    line: the seconds of each phase of its loop, and the parts it packed; the rows are the
+    ones built without counting."""
+    import json
+
+    from projections import pipestats
+
+    monkeypatch.setattr(pipeline, "PART_BYTES", 64)
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events() + _awkward())
+    plain = tmp_path / "plain.db"
+    rebuild.build(plain, log, parallel=True)
+    monkeypatch.setattr(pipestats, "PATH", str(tmp_path / "stats.jsonl"))
+    counted = tmp_path / "counted.db"
+    rebuild.build(counted, log, parallel=True)
+    assert _answers(counted) == _answers(plain)
+    lines = [json.loads(s) for s in (tmp_path / "stats.jsonl").read_text().splitlines()]
+    roles = {line["role"]: line for line in lines}
+    assert sorted(roles) == ["builder", "parse"]
+    assert {"recv", "apply"} <= set(roles["builder"]["phases"])
+    assert {"read_log", "prepare", "send"} <= set(roles["parse"]["phases"])
+    sends = roles["parse"]["phases"]["send"][3]
+    assert sends == roles["builder"]["phases"]["apply"][3] > 2  # one per part
+    assert 0 <= roles["parse"]["amounts"].get("packed_parts", 0) <= sends
+    for line in lines:
+        wall, cpu, waiting = line["total"]
+        assert wall >= cpu >= 0 and waiting >= 0
+    log.close()
