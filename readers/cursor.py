@@ -8,9 +8,11 @@ Promises:
 - idempotency keys are deterministic functions of (source, generation, offset, content
   hash) or (source, previous hash, hash), so two processes capturing the same bytes
   produce the same keys and the log stores them once.
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: msgspec reads the structs'
+field types at import (their decoders), and a string costs a `typing.ForwardRef` compile
+(see `eventlog.events`).
+"""
 
 import hashlib
 
