@@ -18,10 +18,10 @@ requires.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from typing import Any
 
+from eventlog.digest import sha256
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
 from projections.envelope import document_of_turn
@@ -31,7 +31,7 @@ from projections.transcripts import conversation_of
 
 def session_digest(project: str, session: str) -> str:
     """A short stable digest of (project, session), used in ids and idempotency keys."""
-    return hashlib.sha256(f"{project}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()[
+    return sha256(f"{project}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()[
         :24
     ]
 

@@ -1,7 +1,8 @@
 """What a one-shot `agentlog capture` of one new session spends before its work, held down:
 no annotation compiled into a `typing.ForwardRef` (named tuples and msgspec structs on the
-+1 path have real annotations) and no cyclic collection while the process starts.
-Both run the console's way (`main()` reading `sys.argv`) in a child process."""
++1 path have real annotations), no OpenSSL (`eventlog.digest`) and no cyclic collection
+while the process starts. They run the console's way (`main()` reading `sys.argv`) in a
+child process."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ ENGINE = [False]
 """
 
 AFTER = {
-    "forward": "sys.stderr.write(' forwardrefs: %r' % made)\n",
+    "forward": "sys.stderr.write(' openssl: %r' % ('_hashlib' in sys.modules))\n"
+               "sys.stderr.write(' forwardrefs: %r' % made)\n",
     "gc": "sys.stderr.write(' collections: %r' % started)\n",
 }
 
@@ -84,9 +86,11 @@ def _home(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
     return args, env, claude
 
 
-def test_a_plus_one_capture_compiles_no_annotation(tmp_path: Path) -> None:
+def test_a_plus_one_capture_compiles_no_annotation_and_loads_no_openssl(tmp_path: Path
+                                                                        ) -> None:
     """The +1 capture and its catch-up resolve no string annotation: each was a
-    `typing.ForwardRef` compile (~200 per process before, ~4 % of its instructions)."""
+    `typing.ForwardRef` compile (~200 per process before, ~4 % of its instructions); and
+    they hash (the chain, cursors, root ids) without OpenSSL's `_hashlib` (~3 %)."""
     args, env, claude = _home(tmp_path)
     _session(claude, "s2", "second")
     proc = _console(FORWARD_REFS, AFTER["forward"], args, env)
@@ -94,6 +98,7 @@ def test_a_plus_one_capture_compiles_no_annotation(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["appended"] > 0
     made = proc.stderr.rsplit("forwardrefs: ", 1)[1]
     assert made == "[]", made
+    assert "openssl: False" in proc.stderr, proc.stderr
 
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
@@ -116,3 +121,31 @@ def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
                             "--json", "sesquipedalian"], capture_output=True, text=True,
                            cwd=ROOT, env=env, timeout=120)
     assert json.loads(found.stdout)["hits"], found.stderr
+
+
+def test_digests_are_hashlibs_on_both_sides_of_the_switch() -> None:
+    """`eventlog.digest` hashes with CPython's own SHA-256 for the first MiB a process asks
+    for, then with OpenSSL's: the digests, and so the chain links, are hashlib's either way."""
+    code = """
+import hashlib, struct
+from eventlog import chain, digest
+prev, out = chain.GENESIS, []
+for i, size in enumerate([10, 70000, 700000, 500000, 3, 65536, 65536]):
+    stored = bytes((i * 7 + j) % 251 for j in range(size))
+    own = digest.sha256_for(0) is not hashlib.sha256
+    link = chain.link(prev, i + 1, stored)
+    want = hashlib.sha256(prev + struct.pack(">Q", i + 1) + stored).digest()
+    out.append((own, link == want))
+    prev = link
+assert digest.sha256(b"abc").hexdigest() == hashlib.sha256(b"abc").hexdigest()
+b2 = digest.blake2b(b"x", digest_size=16).digest()
+assert b2 == hashlib.blake2b(b"x", digest_size=16).digest()
+print(out)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = eval(proc.stdout)  # [(CPython's own in use before this link, link == hashlib's)]
+    assert all(same for _, same in out), out
+    # the fourth link passes the first MiB: OpenSSL's from there on
+    assert [own for own, _ in out] == [True, True, True, True, False, False, False], out
