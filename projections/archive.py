@@ -24,7 +24,6 @@ from typing import Any
 from eventlog.digest import sha256
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
-from projections.envelope import document_of_turn
 from projections.rows import ORD_SPAN, Applier, agent_family, put_document
 from projections.transcripts import conversation_of
 
@@ -68,6 +67,8 @@ def _conversation(
 def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, TurnsImported)
+    from projections.envelope import document_of_turn  # imports only: not on the +1 path
+
     digest = session_digest(ev.project, ev.session)
     mine: dict[str, str] = {}
     for turn in ev.turns:

@@ -42,8 +42,13 @@ gc.callbacks.append(lambda phase, info: phase == 'start' and started.append(
 ENGINE = [False]
 """
 
+# modules a +1 capture and its catch-up do without (imported where they are used)
+UNNEEDED = {"projections.rebuild", "projections.envelope", "readers.capture_watch",
+            "hashlib", "_hashlib"}
+
 AFTER = {
     "forward": "sys.stderr.write(' openssl: %r' % ('_hashlib' in sys.modules))\n"
+               "sys.stderr.write(' unneeded: %r' % sorted(set(sys.modules) & UNNEEDED))\n"
                "sys.stderr.write(' forwardrefs: %r' % made)\n",
     "gc": "sys.stderr.write(' collections: %r' % started)\n",
 }
@@ -64,7 +69,8 @@ def _console(prelude: str, probe: str, args: list[str], env: dict[str, str]
     engine = ("import readers.capture as _rc\n_init = _rc.Capturer.__init__\n"
               "def _made(self, *a, **k):\n    _init(self, *a, **k)\n    ENGINE[0] = True\n"
               "_rc.Capturer.__init__ = _made\n") if "ENGINE" in prelude else ""
-    code = (prelude + engine + "if 'ENGINE' in globals(): ENGINE[0] = False\n"
+    code = (f"UNNEEDED = {UNNEEDED!r}\n" + prelude + engine
+            + "if 'ENGINE' in globals(): ENGINE[0] = False\n"
             + "del started[:]\n" * ("started" in prelude)
             + "from cli.main import main\nsys.argv[0] = 'agentlog'\ntry:\n    main()\n"
             "finally:\n" + "".join(f"    {line}\n" for line in probe.splitlines()))
@@ -99,6 +105,7 @@ def test_a_plus_one_capture_compiles_no_annotation_and_loads_no_openssl(tmp_path
     made = proc.stderr.rsplit("forwardrefs: ", 1)[1]
     assert made == "[]", made
     assert "openssl: False" in proc.stderr, proc.stderr
+    assert "unneeded: []" in proc.stderr, proc.stderr
 
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
