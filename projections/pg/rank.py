@@ -39,11 +39,17 @@ SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
 
 
 
-def ready(con: Any) -> bool:
-    """Whether the list tables exist (a server made before them gains them from
-    `ensure_schema`: a first `sync` or `team init`); without them nothing is listed."""
-    row = con.execute("SELECT to_regclass('agentlog.rank_terms') IS NOT NULL"
-                      " AND to_regclass('agentlog.rank_champions') IS NOT NULL").fetchone()
+def ready(con: Any, *, write: bool = False) -> bool:
+    """Whether the list tables exist and this role may read them (`write`: and keep them).
+    A server made before them gains them from `ensure_schema` (`team init`, or the first
+    `sync` of a new server); without them nothing is listed and every match is ranked."""
+    privs = ("SELECT", "INSERT", "UPDATE", "DELETE") if write else ("SELECT",)
+    held = " AND ".join(f"has_table_privilege('agentlog.{t}', '{p}')"
+                        for t in ("rank_terms", "rank_champions") for p in privs)
+    row = con.execute(  # CASE: the privilege test of a missing table would raise
+        "SELECT CASE WHEN to_regclass('agentlog.rank_terms') IS NULL"
+        f" OR to_regclass('agentlog.rank_champions') IS NULL THEN false ELSE {held} END"
+    ).fetchone()
     return bool(row and row[0])
 
 
