@@ -160,9 +160,10 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     """Make the champion lists still wanted (a rebuild makes only the most common words'
     lists; catch-up adopts words that became common), one short write transaction per
     step of `rank.STEP` matches ranked so capture keeps going, then the cross columns of
-    the hottest words' deep lists (`rank_deep.make_cross`, a word a step): all of them
+    the hottest words' deep lists (`rank_deep.make_cross`, a word a step), then drops the
+    deep lists' useless stale marks (`rank_deep.compact`, a word a step): all of them
     (`agentlog reindex` after its swap), or at most `steps` steps (the capture loop, while
-    idle). Returns the number of lists and cross columns made."""
+    idle). Returns the number of lists, cross columns and compactions made."""
     from projections import rank, rank_deep
 
     made = 0
@@ -174,13 +175,17 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
             if not con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
                 # then the hottest deep lists' cross columns, one word a step (~0.5 s of
                 # reading and counting texts outside any transaction, one short write)
+                # and stale marks of documents a deep list does not hold are dropped
                 crossing = rank_deep.cross_wanted(con, rank.CHAMPIONS)
-                if not crossing:
+                untidy = [] if crossing else rank_deep.untidy(con)
+                if not crossing and not untidy:
                     break
                 if steps is not None:
                     steps -= 1
-                if not rank_deep.make_cross(con, crossing[0], rank.CHAMPIONS):
+                if crossing and not rank_deep.make_cross(con, crossing[0], rank.CHAMPIONS):
                     break  # (remade meanwhile: a later step tries again)
+                if untidy and not any(rank_deep.compact(con, t) for t in untidy[:16]):
+                    break  # (the marks left are the lists' own)
                 made += 1
                 continue
             if steps is not None:

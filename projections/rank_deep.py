@@ -28,7 +28,9 @@ Promises (the same certificate as a champion list, one level deeper):
   change since the list was made (the others are excluded at query time anyway: new since
   `wm`, dirty, or stale). Made by `make_cross` after the list (never by a rebuild), one
   word at a time, texts read outside any transaction and written only if the blob is
-  unchanged; remaking the list drops them (`store`).
+  unchanged; remaking the list drops them (`store`);
+- stale marks of documents a list does not hold exclude nothing: `compact` drops them
+  (make_lists' idle steps, once all marks number more than `KEEP`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ DEEP_MAX = 20_000  # documents a deep list keeps at most
 DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_SHARE)
 CROSS = 64  # the hottest words' deep lists carry each other's f (rank_deep_cross)
 UNKNOWN = 255  # a cross f this large or larger is not kept (the query bounds it instead)
+KEEP = 2_000  # stale marks all deep lists carry before make_lists drops the useless ones
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rank_deep(term TEXT PRIMARY KEY, tau REAL NOT NULL,
@@ -229,6 +232,46 @@ def drop(con: sqlite3.Connection, term: str | None = None) -> None:
             con.execute(f"DELETE FROM {table}")
         else:
             con.execute(f"DELETE FROM {table} WHERE term = ?", (term,))
+
+
+def untidy(con: sqlite3.Connection) -> list[str]:
+    """Deep words by their stale marks, most first, when all of them number more than
+    `KEEP` (the fold marks a changed document stale in every deep list — 329 rows at 1M
+    bench documents — though only a few lists hold it). Read-only."""
+    if not has_deep(con) or con.execute(
+            "SELECT 1 FROM rank_deep_stale LIMIT 1 OFFSET ?", (KEEP,)).fetchone() is None:
+        return []
+    return [str(r[0]) for r in con.execute(
+        "SELECT term FROM rank_deep_stale GROUP BY term ORDER BY count(*) DESC, term")]
+
+
+def compact(con: sqlite3.Connection, term: str) -> int:
+    """Drop `term`'s stale marks of documents its deep list does not hold (a mark only
+    excludes the list's own entry; adds are not affected). Read outside any transaction,
+    deleted in one short IMMEDIATE transaction only if the list is unchanged. Returns the
+    marks dropped. Call outside a transaction."""
+    row = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+    if row is None:
+        return 0
+    blob = bytes(row[0])
+    held = set(unpack(blob)[1])
+    useless = [(term, int(d)) for (d,) in con.execute(
+        "SELECT doc FROM rank_deep_stale WHERE term = ?", (term,)) if int(d) not in held]
+    if not useless:
+        return 0
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        now = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+        if now is None or bytes(now[0]) != blob:
+            con.execute("ROLLBACK")
+            return 0
+        con.executemany("DELETE FROM rank_deep_stale WHERE term = ? AND doc = ?", useless)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return len(useless)
 
 
 def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:

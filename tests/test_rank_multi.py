@@ -278,6 +278,40 @@ def test_cross_columns_score_deep_members_without_their_text(
     con.close()
 
 
+def test_stale_marks_of_documents_a_list_does_not_hold_are_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections.catchup import make_lists
+
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
+    monkeypatch.setattr(rank_deep, "KEEP", 0)
+    path = tmp_path / "h.db"
+    con = _listed(path, 60)
+    _put(con, 62, "error", "user", "s0")  # the best 'fix error' prompt: in both lists
+    _put(con, 5, "zzz", "assistant", "s2")
+    con.execute("BEGIN")
+    rank.refresh(con, force=True)
+    con.execute("COMMIT")
+    held = {t: set(docs) for t, (*_, docs, _f, _d, _w, _s, _a, _c)
+            in rank_deep.load(con, [str(r[0]) for r in con.execute(
+                "SELECT term FROM rank_deep")]).items()}
+    marks = {(str(t), int(d)) for t, d in con.execute("SELECT term, doc FROM rank_deep_stale")}
+    assert len(marks) == 2 * len(held) >= 4  # every deep list marks both
+    assert rank_deep.untidy(con)
+    made = make_lists(path)
+    assert made >= len(held)  # cross columns, then compaction steps
+    left = {(str(t), int(d)) for t, d in con.execute("SELECT term, doc FROM rank_deep_stale")}
+    assert left == {(t, d) for t, d in marks if d in held[t]}
+    assert ("fix", 63) in left and ("error", 63) in left  # (rowid 63: document 62)
+    assert rank_deep.untidy(con) == [] or not any(
+        rank_deep.compact(con, t) for t in rank_deep.untidy(con))
+    for words in (["fix", "error"], ["fix", "error", "more"]):
+        for k in (3, 20):
+            check(con, words, Filters(), k)
+    con.close()
+
+
 def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con = _listed(tmp_path / "h.db", 40)
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
