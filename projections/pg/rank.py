@@ -78,9 +78,9 @@ def fold(c: Any, rids: list[int]) -> None:
         " WHERE d.rid = ANY(%s) AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)"
         " RETURNING term", (rids,)).fetchall()]
     full = c.execute("SELECT term FROM agentlog.rank_champions WHERE term = ANY(%s)"
-                     " GROUP BY term HAVING count(*) > %s",
+                     " GROUP BY term HAVING count(*) > %s ORDER BY term",
                      (sorted(set(terms)), 2 * CHAMPIONS)).fetchall()
-    for (term,) in full:
+    for (term,) in full:  # in term order: two hosts' batches trimming at once never deadlock
         _trim(c, str(term))
 
 
