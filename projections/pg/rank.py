@@ -17,6 +17,9 @@ Upkeep keeps it in the projector's own transaction (`fold`): every document a ba
 or deletes leaves every list, and goes back into the lists of its words where its key is
 above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises
 the bound to the best key it dropped. Deletions only shrink lists (no corpus statistics).
+Batches of different hosts fold at once: a member may end below a bound another batch
+raised (it is then never answered from, only ranked in the fall-back); trims lock each
+word's bound row in word order, so two batches never deadlock.
 Lists are made (`make_lists`, after a projection pass) under an exclusive transaction
 advisory lock that every batch takes shared before writing documents, so a list's ranking
 never misses a batch committing beside it. Lists are a cache: dropping both tables loses
@@ -78,9 +81,9 @@ def fold(c: Any, rids: list[int]) -> None:
         " WHERE d.rid = ANY(%s) AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)"
         " RETURNING term", (rids,)).fetchall()]
     full = c.execute("SELECT term FROM agentlog.rank_champions WHERE term = ANY(%s)"
-                     " GROUP BY term HAVING count(*) > %s",
+                     " GROUP BY term HAVING count(*) > %s ORDER BY term",
                      (sorted(set(terms)), 2 * CHAMPIONS)).fetchall()
-    for (term,) in full:
+    for (term,) in full:  # in term order: two hosts' batches trimming at once never deadlock
         _trim(c, str(term))
 
 
