@@ -37,7 +37,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
-from projections import rank_deep
+from projections import rank_deep, rank_scan
 from projections.rank_tokens import TextOf as TextOf
 from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
 from projections.rank_tokens import frequencies as frequencies
@@ -117,10 +117,14 @@ def has_lists(con: sqlite3.Connection) -> bool:
 # -- building and refreshing (writers) -------------------------------------------------------
 
 def build(con: sqlite3.Connection, *, hot_df: int | None = None,
-          budget: int | None = None) -> int:
+          budget: int | None = None, workers: int = 1,
+          vocab: list[tuple[str, int]] | None = None) -> int:
     """Make the champion lists from scratch: every word in more than `hot_df` documents is
     wanted; lists are made hottest first until the matches ranked would exceed `budget`
-    (None: all); the rest wait for `refresh`. Returns the lists made. In a transaction."""
+    (None: all); the rest wait for `refresh`. Returns the lists made. `workers` > 1 (a
+    rebuild, outside a transaction): the matches are ranked on that many threads
+    (projections.rank_scan, same lists). `vocab`: every word of documents_fts in more than
+    `hot_df` documents with that count (fts5vocab's), when the caller already read it."""
     hot = HOT_DF if hot_df is None else hot_df
     for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
         con.execute(f"DELETE FROM {table}")
@@ -133,50 +137,49 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
                 (wm, ntok / nrow if nrow else 1.0))
     if not nrow:
         return 0
-    con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", [
-        (str(t), int(df)) for t, df in con.execute(  # fts5vocab (projections.db)
-            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))])
-    return make_wanted(con, budget)
+    if vocab is None:  # fts5vocab (projections.db)
+        vocab = [(str(t), int(df)) for t, df in con.execute(
+            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))]
+    con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", vocab)
+    return make_wanted(con, budget, workers)
 
 
-def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
-    """Make the wanted lists, hottest first, within `budget` matches ranked (at least one)."""
+def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -> int:
+    """Make the wanted lists, hottest first, within `budget` matches ranked (at least one);
+    `workers`: as `build`."""
     nrow, ntok = totals(con)
     if not nrow:
         return 0
     avgdl = ntok / nrow
     spent = made = 0
-    since: dict[str, int] | None = None  # df now - df as of wm, per word (rank_multi)
+    chosen: list[str] = []
     for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
                                 " ORDER BY df DESC, term").fetchall():
         if budget is not None and spent + df > budget and spent:
             break
         spent += df
-        if since is None:
-            wanted = [str(r[0]) for r in con.execute(
-                "SELECT term FROM rank_terms WHERE tau IS NULL")]
-            since = df_since(con, wanted)
-        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0)):
+        chosen.append(str(term))
+    if not chosen:
+        return 0
+    since = df_since(con, [str(r[0]) for r in con.execute(  # df now - df as of wm
+        "SELECT term FROM rank_terms WHERE tau IS NULL")])
+    dfs = {term: rank_scan.count(con, term) for term in chosen}
+    jobs = [(term, max(CHAMPIONS, rank_deep.depth(dfs[term], CHAMPIONS))) for term in chosen]
+    for term, rows in rank_scan.ranked_all(con, jobs, workers):
+        if _build_one(con, term, nrow, avgdl, since.get(term, 0), dfs[term], rows):
             made += 1
         else:
             con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
     return made
 
 
-def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
-               since: int = 0) -> bool:
-    """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
-    (f, D) recovered exactly from the score (D from FTS5's docsize), and for a very
-    common word the deeper list of `projections.rank_deep` from the same ranking.
-    False: no list."""
-    df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
-                         (fts_phrase(term),)).fetchone()[0])
+def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float, since: int,
+               df: int, rows: list[rank_scan.Row]) -> bool:
+    """Keep the best `CHAMPIONS` of `term`'s ranked matches (FTS5's bm25 x weight, best
+    first: `rank_scan`) with (f, D) recovered exactly from the score (D from FTS5's
+    docsize), and for a very common word the deeper list of `projections.rank_deep` from
+    the same ranking. False: no list."""
     deep = rank_deep.depth(df, CHAMPIONS)
-    rows = con.execute(
-        f"SELECT f.rowid, bm25(documents_fts), {WEIGHT_SQL} AS w FROM documents_fts f"
-        " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?"
-        " ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?",
-        (fts_phrase(term), max(CHAMPIONS, deep))).fetchall()
     if len(rows) < CHAMPIONS:
         return False
     i = idf(nrow, df)
