@@ -32,12 +32,18 @@ Promises:
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
 from projections import rank_deep, rank_scan
+from projections.bm25 import K1 as K1
+from projections.bm25 import ROLE_WEIGHT as ROLE_WEIGHT
+from projections.bm25 import WEIGHT_SQL as WEIGHT_SQL
+from projections.bm25 import B as B
+from projections.bm25 import idf as idf
+from projections.bm25 import tf as tf
+from projections.bm25 import weight as weight
 from projections.rank_tokens import TextOf as TextOf
 from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
 from projections.rank_tokens import frequencies as frequencies
@@ -47,8 +53,6 @@ from projections.rank_tokens import texts_of as texts_of
 from projections.rank_tokens import totals as totals
 from projections.text import fts_phrase
 
-K1 = 1.2
-B = 0.75
 HOT_DF = 5_000  # a word in more documents gets a champion list
 CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
@@ -81,32 +85,6 @@ CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
     WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
 END;
 """
-
-ROLE_WEIGHT = {
-    "user": 3.0, "question": 3.0, "answer": 2.5, "decision": 2.5, "message": 2.0,
-    "approval": 2.0, "report": 2.0, "progress": 1.5, "assistant": 1.6, "metadata": 1.5,
-    "thinking": 1.1, "system": 1.0, "log": 1.0, "tool_use": 0.8, "tool_result": 0.7,
-}
-WEIGHT_SQL = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items())
-)
-
-
-def weight(role: object, kind: object) -> float:
-    """The role weight, as `WEIGHT_SQL` computes it."""
-    key = role if role is not None else kind
-    return ROLE_WEIGHT.get(key, 1.0) if isinstance(key, str) else 1.0
-
-
-def tf(f: float, dl: float, avgdl: float) -> float:
-    """bm25's term-frequency part, in FTS5's operation order (fts5_aux.c)."""
-    return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * dl / avgdl))
-
-
-def idf(nrow: int, nhit: int) -> float:
-    v = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
-    return v if v > 0.0 else 1e-6
-
 
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
@@ -164,7 +142,8 @@ def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -
     since = df_since(con, [str(r[0]) for r in con.execute(  # df now - df as of wm
         "SELECT term FROM rank_terms WHERE tau IS NULL")])
     dfs = {term: rank_scan.count(con, term) for term in chosen}
-    jobs = [(term, max(CHAMPIONS, rank_deep.depth(dfs[term], CHAMPIONS))) for term in chosen]
+    jobs = [(term, max(CHAMPIONS, rank_deep.depth(dfs[term], CHAMPIONS)), dfs[term])
+            for term in chosen]
     for term, rows in rank_scan.ranked_all(con, jobs, workers):
         if _build_one(con, term, nrow, avgdl, since.get(term, 0), dfs[term], rows):
             made += 1
