@@ -157,9 +157,12 @@ class Follower:
         self.off = True
         if self.home.history_db.exists() or not self.home.has_log():
             return
+        import os
+
         from projections import follow
 
-        self.builder = follow.start(self.home.history_db, self.home.log_dir)
+        self.builder = follow.start(self.home.history_db, self.home.log_dir,
+                                    os.environ.get("AGENTLOG_PIPE_STATS"))  # measuring aid
 
     def finish(self) -> None:
         if self.builder is not None:

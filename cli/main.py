@@ -6,7 +6,8 @@ the arguments to `cli.fast` (`search ... --json`, `hooks run` and a plain `captu
 click, whose import costs more than the search); everything else, and anything the fast
 path does not fully understand, goes to the click group in `cli.group`. A process whose
 command a fast path answered leaves its objects to the operating system at exit
-(`cli.fast.skip_final_collection`).
+(`cli.fast.skip_final_collection`), and the console's process starts without the cyclic
+collector (`cli.fast.quiet_startup`) until its work begins.
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "v
 
 def main(argv: list[str] | None = None) -> Any:
     args = argv if argv is not None else sys.argv[1:]
-    from cli.fast import capture_plain, hooks_run, search_json
+    if argv is None:  # this process's own command line: no collection while it starts
+        import gc
+
+        from cli import fast
+
+        fast.quiet_startup(gc)
+    from cli.fast import capture_plain, hooks_run, search_json, startup_done
 
     if search_json(args) or hooks_run(args) or capture_plain(args):
         if argv is None:  # this process's own command line: it ends right after the answer
@@ -83,6 +90,7 @@ def main(argv: list[str] | None = None) -> Any:
 
             skip_final_collection()
         return None
+    startup_done()
     from cli.group import cli
 
     return cli.main(args=args, prog_name="agentlog")

@@ -17,7 +17,6 @@ runs under the cross-process writer lock (`EventLog.append` holds it):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import lmdb
 
 from eventlog import chain, codec
+from eventlog.digest import sha256_for, spent
 from eventlog.errors import CorruptRecord, LogFull
 from eventlog.events import Event, WriterStarted
 from eventlog.records import AppendResult, Head
@@ -121,7 +121,7 @@ class Appender:
         """
         keys_db = self.dbs[b"keys"]
         # hot loop: locals only, no Python-level calls per event but the C ones
-        sha256, pack_seq, join = hashlib.sha256, _SEQ.pack, b"".join
+        sha256, pack_seq, join = sha256_for(0), _SEQ.pack, b"".join  # counted below
         envelope, encode, fmt = codec.EnvelopeOut, codec.encode, _FORMAT_BYTE
         txn = self.env.begin(write=True)
         try:
@@ -168,7 +168,9 @@ class Appender:
                     prev = h.digest()
                     rows.append((skey, join((fmt, prev, stored))))
             if rows:
-                self.written += sum(len(v) for _, v in rows)
+                size = sum(len(v) for _, v in rows)
+                self.written += size
+                spent(size)  # hashed with `sha256` above (eventlog.digest)
                 cur = txn.cursor(db=self.dbs[b"events"])
                 _, added = cur.putmulti(rows, append=True)
                 if added != len(rows):

@@ -8,8 +8,9 @@ re-encoding, so a verifier needs no knowledge of the event schema.
 
 from __future__ import annotations
 
-import hashlib
 import struct
+
+from eventlog.digest import sha256_for
 
 GENESIS = b"\x00" * 32
 _SEQ = struct.Struct(">Q")
@@ -27,7 +28,7 @@ def key_seq(key: bytes) -> int:
 
 def link(prev: bytes, seq: int, stored: bytes | memoryview) -> bytes:
     """The chain hash of record `seq` whose stored bytes are `stored`."""
-    h = hashlib.sha256(prev)
+    h = sha256_for(len(stored) + 40)(prev)
     h.update(_SEQ.pack(seq))
     h.update(stored)
     return h.digest()

@@ -7,9 +7,8 @@ An LMDB value in the `events` database is
 and the stored bytes are the MessagePack encoding of `Envelope`: capture time (UTC ms),
 idempotency key, and the event's own MessagePack (whose map carries the tag in "type").
 The chain hash covers the stored bytes exactly (see `chain`).
+Real annotations, not `from __future__ import annotations`: see `eventlog.events`.
 """
-
-from __future__ import annotations
 
 from typing import Any
 

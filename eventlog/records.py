@@ -10,9 +10,11 @@ one (one SHA-256 per record) and refuses a gap, an unknown format or a mismatch 
 `CorruptRecord(seq, reason)` before the record is used. Lenient mode (restore
 `--skip-damaged`) lists the damaged seqs instead and goes on from the next record's own
 stored link.
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
+structs) read their field types when the class is made, and a string costs a
+`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+"""
 
 from collections.abc import Callable
 from typing import NamedTuple

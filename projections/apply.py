@@ -12,7 +12,6 @@ catch-up batches. Events with no applier change nothing (unknown tags are counte
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.digest import sha256
 from eventlog.events import (
     AliasBound,
     AnswerGiven,
@@ -111,7 +111,7 @@ def _question(con: sqlite3.Connection, st: StoredEvent) -> None:
 
 
 def answer_id(question: str, by: str, body: str) -> str:
-    digest = hashlib.sha256(f"{by}\x1f{body}".encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256(f"{by}\x1f{body}".encode("utf-8", "surrogatepass")).hexdigest()
     return f"answer:{question}:{digest[:16]}"
 
 

@@ -18,20 +18,19 @@ requires.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from typing import Any
 
+from eventlog.digest import sha256
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
-from projections.envelope import document_of_turn
 from projections.rows import ORD_SPAN, Applier, agent_family, put_document
 from projections.transcripts import conversation_of
 
 
 def session_digest(project: str, session: str) -> str:
     """A short stable digest of (project, session), used in ids and idempotency keys."""
-    return hashlib.sha256(f"{project}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()[
+    return sha256(f"{project}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()[
         :24
     ]
 
@@ -68,6 +67,8 @@ def _conversation(
 def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, TurnsImported)
+    from projections.envelope import document_of_turn  # imports only: not on the +1 path
+
     digest = session_digest(ev.project, ev.session)
     mine: dict[str, str] = {}
     for turn in ev.turns:

@@ -10,9 +10,11 @@ Promises:
 - a line longer than `readers.records.MAX_LINE` is never buffered whole nor parsed: it is
   counted (`Step.oversized`) and the rest of it skipped;
 - a parser that raises or returns something else is counted as an unknown record type.
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
+structs) read their field types when the class is made, and a string costs a
+`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+"""
 
 import json
 from types import ModuleType

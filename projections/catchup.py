@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING
 
 from projections import db, fts_defer
 from projections.errors import ProjectionBusy, busy, disk_full
+from projections.results import BuildResult, Checkpoint
 
 if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when there is work
     from eventlog import EventLog
-    from projections.rebuild import BuildResult, Progress
+    from projections.rebuild import Progress
 
 BATCH = 1000
 BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
@@ -92,8 +93,6 @@ def catch_up(
 
     Without `count` a catch-up does not count the documents (a scan of an index, which
     grows with the history; the +1 path does not report it): `documents` is then -1."""
-    from projections.rebuild import BuildResult, rebuild
-
     started = time.monotonic()
     head = log.head()
     for _attempt in range(4):
@@ -114,6 +113,8 @@ def catch_up(
             assert cp is not None
             if max_events is None and _backlog_is_most(log, cp.last_seq, head.seq):
                 con.close()  # a rebuild loads in bulk: far faster than batches via triggers
+                from projections.rebuild import rebuild
+
                 return rebuild(db_path, log, progress=progress)
             try:
                 done = _apply_batches(con, log, batch, max_events, progress, head.seq,
@@ -131,6 +132,8 @@ def catch_up(
                                time.monotonic() - started, cp.engine, rebuilt=False)
         finally:
             con.close()
+    from projections.rebuild import rebuild
+
     return rebuild(db_path, log, progress=progress)
 
 
@@ -235,7 +238,7 @@ def db_moved_code() -> int:
     return int(getattr(sqlite3, "SQLITE_READONLY_DBMOVED", 1032))
 
 
-def _log_matches(log: EventLog, cp: db.Checkpoint | None, head_seq: int) -> bool:
+def _log_matches(log: EventLog, cp: Checkpoint | None, head_seq: int) -> bool:
     if cp is None or cp.last_seq > head_seq:
         return False
     if cp.last_seq == 0:

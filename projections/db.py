@@ -26,12 +26,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 from projections import heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
+from projections.results import Checkpoint
 from projections.text import fold
 
 # 4: run log chunks dated by the run start (file name, late metadata)
@@ -218,14 +219,6 @@ FTS_FILL = (
     "INSERT INTO documents_cjk(rowid, grams) SELECT rowid, cjk_grams(body) FROM document_rows"
     " WHERE rowid > ? AND rowid <= ? AND has_cjk(body)",
 )
-
-
-class Checkpoint(NamedTuple):  # not a dataclass: `dataclasses` costs the search path start-up
-    last_seq: int
-    last_hash: str
-    schema_version: int
-    parser_version: str
-    engine: str
 
 
 _parser: list[ModuleType] = []

@@ -15,9 +15,11 @@ Promises:
 Limits (documented in docs/archive.md): a file of at most 256 MiB, at most 1,000,000 turns,
 at most 1 MiB of UTF-8 content per turn, ids (project, session, turn id) of 1..256
 characters, roles from `readers.records.ROLES`.
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
+structs) read their field types when the class is made, and a string costs a
+`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+"""
 
 import datetime as dt
 import time

@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 
 _BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
-         " from projections.follow import run; run(a[1], a[2])")
+         " from projections.follow import run; run(*a[1:])")
 
 
-def start(db_path: Path, log_dir: Path) -> subprocess.Popen[bytes]:
-    """The builder process (its stdin is the pipe that `finish` closes)."""
-    args = json.dumps([sys.path, str(db_path), str(log_dir)])
+def start(db_path: Path, log_dir: Path,
+          stats: str | None = None) -> subprocess.Popen[bytes]:
+    """The builder process (its stdin is the pipe that `finish` closes); `stats`: a file
+    for its load's time counters (`projections.pipestats`)."""
+    args = json.dumps([sys.path, str(db_path), str(log_dir), stats])
     return subprocess.Popen([sys.executable, "-c", _BOOT, args], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, close_fds=True)
 
@@ -41,11 +43,13 @@ def finish(builder: subprocess.Popen[bytes], timeout: float | None = None) -> in
     return builder.wait(timeout)
 
 
-def run(db_path: str, log_dir: str) -> None:
+def run(db_path: str, log_dir: str, stats: str | None = None) -> None:
     """The builder process."""
     from eventlog import EventLog
+    from projections import pipestats
     from projections.rebuild import rebuild
 
+    pipestats.PATH = stats
     log = EventLog(Path(log_dir), readonly=True)
     try:
         rebuild(Path(db_path), log, follow=True)

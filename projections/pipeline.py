@@ -13,8 +13,8 @@ SQL half):
   dropped), the parser states the batch changed (as the JSON text `parser_state` stores)
   and, for every other event, the stored record itself. The records' stored bodies
   (`transcripts.record_bodies`, zstd) are packed by whichever process has time to spare,
-  decided per part from how long its send waited (`Parser._send`); either way by the same
-  function, so the stored bytes do not depend on it;
+  decided per part from how full the pipe is after its send (`Parser._send`); either way
+  by the same function, so the stored bytes do not depend on it;
 - this process applies the operations in seq order inside the build's one transaction
   (the SQL half of the same appliers), so the rows, their rowids and the checkpoint are the
   ones the sequential build writes; the full-text index is built after the load as before.
@@ -25,8 +25,10 @@ Promises:
   keeps are the ones the sequential build would read back from its own rows, and it hands
   parser states on through the same JSON round trip at the same batch boundaries;
 - bounded memory: a log batch (at most `BATCH_BYTES` of stored events) goes over the pipe
-  in parts of about `PART_BYTES` of payload, the records msgpack-encoded; one part is in
-  flight (a send blocks until the previous part was taken); a log batch whose records touch
+  in parts of about `PART_BYTES` of payload, the records msgpack-encoded; in flight are
+  what the pipe holds (`PIPE_BYTES`, kernel memory: about two parts), the part being
+  applied and the part being parsed (a send blocks while the pipe is full); a log batch
+  whose records touch
   more than `STATE_BYTES` of parser state (each touched state is held decoded until the
   batch ends, and re-sent whole) is ended early and the rest goes on as the next batch --
   batch boundaries change no row (tests build with one event per batch); the parse process
@@ -37,6 +39,10 @@ Promises:
 - a damaged record raises `CorruptRecord` here (the build stops, nothing is swapped in); a
   parse process that dies raises `ProjectionError`; when this process dies (even kill -9)
   the parse process's next send fails (EPIPE) and it exits.
+
+With `pipestats.PATH` set (`AGENTLOG_PIPE_STATS`), both processes add up where their
+load's time went (`projections.pipestats`: on a CPU, waiting for one, blocked in a send or
+a receive).
 """
 
 from __future__ import annotations
@@ -46,7 +52,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,7 +68,7 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.records import RawRecord, StoredEvent, decode_record
-from projections import assemble, frames, transcripts
+from projections import assemble, frames, pipestats, transcripts
 from projections.apply import apply_event
 from projections.errors import ProjectionError
 from projections.rows import Applier
@@ -72,13 +77,18 @@ from projections.transcripts import record_bodies
 from readers.records import ParseResult, SourceInfo
 
 Op = tuple[Any, ...]
-PART_BYTES = 2 << 20  # payload bytes parsed per message on the pipe (bounds both sides)
+PART_BYTES = 512 << 10  # payload bytes parsed per message on the pipe (bounds both sides)
+# the pipe's capacity (Linux F_SETPIPE_SZ; unprivileged at most /proc/sys/fs/pipe-max-size,
+# 1 MiB by default): a part's frame is ~PART_BYTES, so two wait in the pipe while one is
+# applied and one parsed. With the default 64 KiB every part crossed in ~30 turns of both
+# processes (lock-step), and the parse process waited a whole part for each send
+PIPE_BYTES = 1 << 20
 # parser state (JSON bytes, as loaded) a log batch may touch before it is ended early: one
 # batch of the 1 GB bench home touched ~1,000 Codex states (~9 KB each): +51 MiB decoded
 STATE_BYTES = 1 << 20
-# A send that waits longer than this share of the time spent preparing its part means the
+# The pipe still holding more than this share of its capacity after a send means the
 # building process is the slower one: this process then packs the next part's bodies.
-PACK_WAIT = 0.1
+PACK_FILL = 0.5
 # log bytes read after which the parse process drops the log's mapped pages (right after the
 # read); at 8 MiB, released after parsing, a cold capture's parse process held 10-15 MiB
 RELEASE_BYTES = 1 << 20
@@ -102,18 +112,22 @@ def load(
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_WAIT, STATE_BYTES])
+                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
+                       pipestats.PATH])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
                             stdin=None if follow else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, close_fds=True)
     assert proc.stdout is not None
+    _widen(proc.stdout.fileno())
     last_seq, last_hash, events = 0, "", 0
     open_batch = False
+    pipestats.start()
     try:
         while True:
             ops = frames.read(proc.stdout)
+            pipestats.mark("recv")  # blocked: waiting for the parse process
             if ops is None:
                 proc.wait(5)
                 raise ProjectionError("the parse process of the rebuild ended early"
@@ -131,15 +145,18 @@ def load(
                 transcripts.begin_batch(con)
                 open_batch = True
             end = apply_ops(con, ops, table)
+            pipestats.mark("apply")
             if end is not None:  # the log batch is complete: as `apply_records` ends one
                 transcripts.flush_batch(con)
                 transcripts.end_batch(con)
+                pipestats.mark("batch_end")
                 open_batch = False
                 last_seq, last_hash, n = end
                 events += n
                 if progress is not None:
                     progress(last_seq, stop)
     finally:
+        pipestats.dump("builder")
         if open_batch:
             transcripts.end_batch(con)
         proc.stdout.close()  # a parse process still sending gets EPIPE and exits
@@ -151,8 +168,21 @@ def load(
     return last_seq, last_hash, events
 
 
+def _widen(fd: int) -> None:
+    """Give pipe `fd` `PIPE_BYTES` of capacity where the system allows (else it keeps its
+    own: the same frames cross, in more turns)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
 _BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
          " from projections.pipeline import produce; produce(*a[1:])")
+
+
 def apply_ops(
     con: Any, ops: list[Op], table: Mapping[str, Applier]
 ) -> tuple[int, str, int] | None:
@@ -191,38 +221,47 @@ def apply_ops(
 
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
-            part_bytes: int, pack_wait: float = PACK_WAIT,
-            state_bytes: int = STATE_BYTES) -> None:
+            part_bytes: int, pack_fill: float = PACK_FILL,
+            state_bytes: int = STATE_BYTES, stats: str | None = None) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
     the log until stdin ends, then to its head); batches to stdout."""
     out = sys.stdout.buffer
+    pipestats.PATH = stats
     try:
         from eventlog.records import ChainCheck
         from projections import heap, pages
 
         log = EventLog(Path(log_dir), readonly=True)
-        parser = Parser(part_bytes, pack_wait, state_bytes)
+        parser = Parser(part_bytes, pack_fill, state_bytes, _backlog(out.fileno()))
         check = ChainCheck()
         seq, unreleased = 1, 0
         follow = stop < 0
+        pipestats.start()
         while follow or seq <= stop:
             limit = batch if follow else min(batch, stop - seq + 1)
             records = log.read_raw(seq, limit, max_bytes=batch_bytes)
+            pipestats.mark("read_log")
             if not records:
                 if not follow:
                     break
                 if _writer_done(0.05):  # the capture ended: read to the head it left
                     follow, stop = False, log.head().seq
+                pipestats.mark("follow_wait")
                 continue
             check.all(records)
+            pipestats.mark("check")
             unreleased += sum(len(r.value) for r in records)
             if unreleased >= release_bytes:  # before parsing: the records are copies
                 pages.release(log.path)
                 unreleased = 0
+                pipestats.mark("release")
             seq = records[-1].seq + 1
-            parser.batch(records, lambda ops: frames.write(out, ops))
+            parser.batch(records, lambda ops: _send(out, ops))
+            pipestats.mark("prepare")
             heap.trim()  # the batch's decoded states and parts: back to the system
+            pipestats.mark("trim")
         log.close()
+        pipestats.dump("parse")
         frames.write(out, [("done", peak_rss())])
     except CorruptRecord as exc:
         frames.write(out, [("corrupt", exc.seq, exc.reason)])
@@ -244,6 +283,36 @@ def peak_rss() -> int:
     return 0
 
 
+def _send(out: Any, ops: list[Op]) -> None:
+    pipestats.mark("prepare")
+    frames.write(out, ops)
+    pipestats.mark("send")  # blocked: the pipe is full, the building process is behind
+
+
+def _backlog(fd: int) -> Callable[[], float]:
+    """The share of pipe `fd`'s capacity its reader has yet to take (0.0 where the system
+    does not say: the building process then packs every body)."""
+    import array
+    import fcntl
+    import termios
+
+    try:
+        size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) if hasattr(fcntl, "F_GETPIPE_SZ") else 65536
+        held = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, held, True)
+    except OSError:
+        return lambda: 0.0
+
+    def share() -> float:
+        try:
+            fcntl.ioctl(fd, termios.FIONREAD, held, True)
+        except OSError:
+            return 0.0
+        return held[0] / size
+
+    return share
+
+
 def _writer_done(wait: float) -> bool:
     """Whether stdin reached its end (waiting up to `wait` seconds for news)."""
     import select
@@ -259,8 +328,9 @@ class Parser:
     """The parse half of the capture appliers over a log read from seq 1: each source's
     assembly cursor and the parser states, as the sequential build would read them back."""
 
-    def __init__(self, part_bytes: int = PART_BYTES, pack_wait: float = PACK_WAIT,
-                 state_bytes: int = STATE_BYTES) -> None:
+    def __init__(self, part_bytes: int = PART_BYTES, pack_fill: float = PACK_FILL,
+                 state_bytes: int = STATE_BYTES,
+                 backlog: Callable[[], float] = lambda: 0.0) -> None:
         from projections.db import parser_module
 
         self.part_bytes = part_bytes
@@ -272,9 +342,9 @@ class Parser:
         self.states: dict[str, dict[str, Any]] = {}  # scope -> state, this batch
         self.dirty: set[str] = set()
         self.part = 0  # bytes of payload in the part being assembled
-        self.pack = pack_wait < float("inf")  # this process packs the bodies of this part
-        self.pack_wait = pack_wait
-        self.clock = time.perf_counter()  # when the last send returned
+        self.pack = pack_fill < 0  # this process packs the bodies of this part
+        self.pack_fill = pack_fill
+        self.backlog = backlog
 
     def batch(self, records: list[RawRecord], send: Callable[[list[Op]], None]) -> None:
         """Send one log batch as operations, in parts of about `PART_BYTES`; its last part
@@ -315,17 +385,15 @@ class Parser:
         ops.append(("end", st.seq, st.hash.hex(), n))
 
     def _send(self, send: Callable[[list[Op]], None], ops: list[Op]) -> None:
-        """Send a part, and decide who packs the bodies of the next one: a send that had to
-        wait (the building process was still applying the previous part) means that process
-        is the slower one, so this one packs; a send taken at once means it waits for this
-        one, so it packs them itself (`rows.put_row`, the same `stored`). Either way the
-        same bytes are stored; only the work moves to the process with time to spare."""
-        sent = time.perf_counter()
+        """Send a part, and decide who packs the bodies of the next one by what the pipe
+        holds once it is sent (`backlog`, the share of its capacity): the building process
+        is behind (it has a part or more still to take), so this one packs them; the pipe
+        is nearly empty: the building process waits for this one, so it packs them itself
+        (`rows.put_row`, the same `stored`). Either way the same bytes are stored; only the
+        work moves to the process with time to spare."""
         send(ops)
-        done = time.perf_counter()
-        work = sent - self.clock
-        self.pack = done - sent > self.pack_wait * work
-        self.clock = done
+        self.pack = self.backlog() > self.pack_fill
+        pipestats.count("packed_parts", int(self.pack))
 
     def _bodies(self, results: list[ParseResult]) -> bytes | None:
         """The packed bodies of `results` when this process packs them (see `_send`)."""

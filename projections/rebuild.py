@@ -26,12 +26,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from eventlog import EventLog
 from eventlog.records import ChainCheck
 from projections import db, pages, stale
 from projections.errors import ProjectionBusy, ProjectionDamaged
+from projections.results import BuildResult
 
 Progress = Callable[[int, int], None]
 BATCH = 2000
@@ -51,16 +51,6 @@ PARALLEL_BYTES = 32 << 20  # from this size of log on, a build may parse in a se
 FTS_PROCESS_BYTES = 8 << 20  # ... a sequential build indexes full text in a child process
 SAMPLE = 128  # records read at each end of the log to see what it holds ...
 SAMPLE_BYTES = 1 << 20  # ... at most about this many stored bytes each
-
-
-class BuildResult(NamedTuple):  # not a dataclass: start-up time of the catch-up path
-    path: Path
-    last_seq: int
-    events: int
-    documents: int
-    seconds: float
-    engine: str
-    rebuilt: bool = True
 
 
 @contextlib.contextmanager

@@ -38,7 +38,6 @@ from readers import cursor as cur
 from readers import statcache
 from readers.capture_batch import Batch
 from readers.capture_state import Options, Source, Stats, is_pending
-from readers.capture_watch import sources_for
 from readers.discovery import Entry, kind_of, walk
 from readers.roots import Root, split_source
 from readers.statcache import unchanged_files
@@ -432,6 +431,8 @@ class Capturer:
         """Queue the registered sources among `paths` (absolute; an opencode `-wal` names
         its database) for the next ticks, and register new history files; the rest is
         ignored. Returns how many sources were queued."""
+        from readers.capture_watch import sources_for  # file events: the loop's, not a pass's
+
         self._ensure_loaded()
         queued = 0
         for root, rel, layout in sources_for(self.roots, paths):

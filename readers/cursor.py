@@ -8,13 +8,15 @@ Promises:
 - idempotency keys are deterministic functions of (source, generation, offset, content
   hash) or (source, previous hash, hash), so two processes capturing the same bytes
   produce the same keys and the log stores them once.
+
+Real annotations, not `from __future__ import annotations`: msgspec reads the structs'
+field types at import (their decoders), and a string costs a `typing.ForwardRef` compile
+(see `eventlog.events`).
 """
 
-from __future__ import annotations
-
-import hashlib
-
 import msgspec
+
+from eventlog.digest import blake2b, sha256
 
 CURSOR_PREFIX = b"cur\0"
 ROWS_PREFIX = b"rows\0"
@@ -65,7 +67,7 @@ _rows_dec = msgspec.msgpack.Decoder(RowCursor)
 def _bounded(prefix: bytes, name: str) -> bytes:
     raw = name.encode("utf-8", "surrogateescape")
     if len(prefix) + len(raw) > 400:
-        raw = b"#" + hashlib.sha256(raw).digest()
+        raw = b"#" + sha256(raw).digest()
     return prefix + raw
 
 
@@ -125,7 +127,7 @@ def decode_rows(data: bytes) -> RowCursor:
 
 
 def span_hash(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return blake2b(data, digest_size=16).digest()
 
 
 def content_hash(data: bytes) -> bytes:
@@ -138,7 +140,7 @@ def content_hash(data: bytes) -> bytes:
 
 def event_key(kind: bytes, *parts: str | int | bytes) -> bytes:
     """`kind` + ":" + a 20-byte digest of the parts (deterministic, bounded length)."""
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     for p in parts:
         if isinstance(p, bytes):
             b = p

@@ -15,9 +15,11 @@ Promises:
   the reason, a folder that cannot be listed (permissions, vanished) with `error` set, and
   one bad entry never hides its siblings. A root that is itself a link is followed (the
   user configured it).
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
+structs) read their field types when the class is made, and a string costs a
+`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+"""
 
 import os
 from collections.abc import Iterator

@@ -10,7 +10,6 @@ placeholders (`scrub`), because they are bytes, not words, and the raw log keeps
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from datetime import datetime
@@ -18,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.digest import blake2b
 from readers.records import ParseResult, Record
 
 MAX_TEXT = 64 * 1024
@@ -175,7 +175,7 @@ def general_ms(value: str) -> int | None:
 
 def digest(*parts: str) -> str:
     """A short stable hash (hex) of text parts."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for part in parts:
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\x00")

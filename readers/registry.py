@@ -22,9 +22,11 @@ Promises:
 - `search=False` agents (runs) are capture sources whose records name another agent.
 
 See docs/ARCHITECTURE.md "How to add an agent" and /work/coord/registry.md.
-"""
 
-from __future__ import annotations
+Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
+structs) read their field types when the class is made, and a string costs a
+`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+"""
 
 import importlib
 from collections.abc import Callable, Mapping

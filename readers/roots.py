@@ -13,12 +13,12 @@ Promises:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eventlog.digest import sha256
 from readers import registry
 
 AGENTS = registry.names()
@@ -61,7 +61,7 @@ class Root:
 
 def root_id(path: Path | str) -> str:
     """Ten hex digits of SHA-256 over the absolute root path (stable across runs)."""
-    return hashlib.sha256(os.fspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return sha256(os.fspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:10]
 
 
 def source_id(agent: str, root: Path | str, rel: str) -> str:

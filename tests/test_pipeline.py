@@ -9,6 +9,7 @@ serving; a killed building process takes its parse process with it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -90,13 +91,13 @@ def _awkward() -> list[Event]:
     ]
 
 
-@pytest.mark.parametrize("pack_wait", [pipeline.PACK_WAIT, -1.0, float("inf")])
+@pytest.mark.parametrize("pack_fill", [pipeline.PACK_FILL, -1.0, float("inf")])
 def test_parallel_build_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          pack_wait: float) -> None:
+                                          pack_fill: float) -> None:
     monkeypatch.setattr(rebuild, "BATCH", 3)  # many log batches ...
     monkeypatch.setattr(pipeline, "PART_BYTES", 64)  # ... each in several parts
-    # who packs the bodies: steered by waits, always the parse process, always this one
-    monkeypatch.setattr(pipeline, "PACK_WAIT", pack_wait)
+    # who packs the bodies: steered by the pipe's backlog, always the parse process, never
+    monkeypatch.setattr(pipeline, "PACK_FILL", pack_fill)
     log = EventLog(tmp_path / "log")
     append(log, mixed_events() + _awkward())
     seq, par = _both(tmp_path, log)
@@ -301,3 +302,73 @@ def test_only_a_log_of_captured_content_is_parsed_in_a_second_process(
     assert not rebuild.use_parallel(broker, broker.head().seq)
     chunks = _big_log(tmp_path / "chunks", 300)
     assert rebuild.use_parallel(chunks, chunks.head().seq)
+
+
+def test_the_parse_process_packs_bodies_while_the_pipe_is_backed_up(tmp_path: Path) -> None:
+    """Who packs a part's bodies follows the pipe's backlog after the previous send: above
+    `PACK_FILL` of its capacity the building process is behind, so the parse process packs;
+    below, the building process packs them itself (bodies None)."""
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events())
+    records = log.read_raw(1, 10_000)
+    log.close()
+
+    def bodies(backlog: float) -> list[bool]:
+        sent: list[list[pipeline.Op]] = []
+        pipeline.Parser(part_bytes=1, backlog=lambda: backlog).batch(records, sent.append)
+        return [op[-1] is not None for ops in sent for op in ops
+                if op[0] == "chunk" and op[3]]
+
+    behind, waiting = bodies(0.9), bodies(0.1)
+    assert len(behind) > 2
+    assert all(behind)
+    assert not any(waiting)
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes only")
+def test_the_pipe_to_the_parse_process_is_widened_and_its_backlog_read() -> None:
+    r, w = os.pipe()
+    try:
+        pipeline._widen(r)
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == pipeline.PIPE_BYTES
+        share = pipeline._backlog(w)
+        assert share() == 0.0
+        os.write(w, b"x" * 300_000)
+        assert share() == pytest.approx(300_000 / pipeline.PIPE_BYTES)
+        os.read(r, 100_000)
+        assert share() == pytest.approx(200_000 / pipeline.PIPE_BYTES)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_the_load_counts_where_each_process_spent_its_time(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pipestats.PATH` (`AGENTLOG_PIPE_STATS`): each process of a parallel load appends one
+    line: the seconds of each phase of its loop, and the parts it packed; the rows are the
+    ones built without counting."""
+    import json
+
+    from projections import pipestats
+
+    monkeypatch.setattr(pipeline, "PART_BYTES", 64)
+    log = EventLog(tmp_path / "log")
+    append(log, mixed_events() + _awkward())
+    plain = tmp_path / "plain.db"
+    rebuild.build(plain, log, parallel=True)
+    monkeypatch.setattr(pipestats, "PATH", str(tmp_path / "stats.jsonl"))
+    counted = tmp_path / "counted.db"
+    rebuild.build(counted, log, parallel=True)
+    assert _answers(counted) == _answers(plain)
+    lines = [json.loads(s) for s in (tmp_path / "stats.jsonl").read_text().splitlines()]
+    roles = {line["role"]: line for line in lines}
+    assert sorted(roles) == ["builder", "parse"]
+    assert {"recv", "apply"} <= set(roles["builder"]["phases"])
+    assert {"read_log", "prepare", "send"} <= set(roles["parse"]["phases"])
+    sends = roles["parse"]["phases"]["send"][3]
+    assert sends == roles["builder"]["phases"]["apply"][3] > 2  # one per part
+    assert 0 <= roles["parse"]["amounts"].get("packed_parts", 0) <= sends
+    for line in lines:
+        wall, cpu, waiting = line["total"]
+        assert wall >= cpu >= 0 and waiting >= 0
+    log.close()

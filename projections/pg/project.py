@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from projections import db
-from projections.pg import schema
+from projections.pg import rank, schema
 from projections.pg.conn import TeamError, connect
 from projections.text import fold
 
@@ -74,11 +74,13 @@ class ProjectResult:
     events: int = 0
     documents: int = 0  # rows written or deleted
     replayed: list[str] = field(default_factory=list)
+    rank_lists: int = 0  # champion lists made after the pass (`rank.make_lists`)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"busy": self.busy, "busyHosts": self.busy_hosts, "hosts": self.hosts,
                 "events": self.events, "documents": self.documents, "replayed": self.replayed,
+                "rankLists": self.rank_lists,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -113,6 +115,7 @@ def project(
             return out
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
+        ranked = rank.ready(con)
         con.rollback()
         scratch_dir.mkdir(parents=True, exist_ok=True)
         for host in names:
@@ -126,7 +129,7 @@ def project(
                 out.busy_hosts.append(host)
                 continue
             try:
-                _HostProjector(con, host, scratch_dir / f"{host}.db", out).run(
+                _HostProjector(con, host, scratch_dir / f"{host}.db", out, ranked).run(
                     batch, batch_bytes, max_batches, rebuild)
             finally:
                 with contextlib.suppress(Exception):
@@ -134,6 +137,8 @@ def project(
                     con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
                                 (LOCK_KEY, host))
                     con.commit()
+        if ranked and out.documents:
+            out.rank_lists = rank.make_lists(con)
     finally:
         con.close()
         out.seconds = time.monotonic() - started
@@ -141,8 +146,10 @@ def project(
 
 
 class _HostProjector:
-    def __init__(self, con: Any, host: str, path: Path, out: ProjectResult) -> None:
+    def __init__(self, con: Any, host: str, path: Path, out: ProjectResult,
+                 ranked: bool) -> None:
         self.con, self.host, self.path, self.out = con, host, path, out
+        self.ranked = ranked  # keep the champion lists (`rank`) in step
 
     def run(self, batch: int, batch_bytes: int, max_batches: int | None, rebuild: bool) -> None:
         cp = self.con.execute(
@@ -188,6 +195,10 @@ class _HostProjector:
                 Path(f"{self.path}{suffix}").unlink()
         scon = self._open_scratch()
         c = self.con
+        if self.ranked:
+            rank.lock_shared(c)
+            c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
+                      " agentlog.documents WHERE host = %s)", (self.host,))
         c.execute("DELETE FROM agentlog.documents WHERE host = %s", (self.host,))
         c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (self.host,))
         c.execute(
@@ -248,11 +259,17 @@ class _HostProjector:
         ids = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'd'")]
         docs = _fetch(scon, ids)
         gone = sorted(set(ids) - {d[0] for d in docs})
+        if self.ranked and (gone or docs):
+            rank.lock_shared(c)
         if gone:
-            c.execute("DELETE FROM agentlog.documents WHERE host = %s AND id = ANY(%s)",
-                      (self.host, gone))
+            dropped = c.execute("DELETE FROM agentlog.documents WHERE host = %s AND id = ANY(%s)"
+                                " RETURNING rid", (self.host, gone)).fetchall()
+            if self.ranked:
+                rank.forget(c, [int(r[0]) for r in dropped])
         if docs:
-            _upsert_docs(c, self.host, docs)
+            rids = _upsert_docs(c, self.host, docs)
+            if self.ranked:
+                rank.fold(c, rids)
         akeys = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'a'")]
         if akeys:
             _sync_aliases(c, scon, self.host, akeys)
@@ -273,7 +290,7 @@ def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[tuple[Any, ...]]:
     return out
 
 
-def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> None:
+def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> list[int]:
     cols = ", ".join(DOC_COLS)
     typed = ", ".join(f"{n} {t}" for n, t in zip(DOC_COLS, _PG_TYPES, strict=True))
     c.execute(f"CREATE TEMP TABLE IF NOT EXISTS docs_in(host text, {typed}, words text)"
@@ -288,7 +305,8 @@ def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> None:
         cur.execute(
             f"INSERT INTO agentlog.documents(host, {cols}, tsv)"
             f" SELECT host, {cols}, to_tsvector('simple', words) FROM docs_in"
-            f" ON CONFLICT (host, id) DO UPDATE SET {update}, tsv = EXCLUDED.tsv")
+            f" ON CONFLICT (host, id) DO UPDATE SET {update}, tsv = EXCLUDED.tsv RETURNING rid")
+        return [int(r[0]) for r in cur.fetchall()]
 
 
 def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) -> None:

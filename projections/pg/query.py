@@ -6,9 +6,11 @@ history.db path and return the documented shapes (docs/search.md) with one added
 The query rules hold: at most 32 literal tokens, all required, nothing is query syntax
 (tokens become `plainto_tsquery('simple', …)` of folded words, CJK runs and the non-word
 parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
-metacharacters escaped). Ranking: `ts_rank` weighted by role, over the newest
-`CANDIDATES` matches, so a very common word costs a bounded amount of work. Reads use a
-per-thread autocommit connection per URL, reopened once when the server dropped it.
+metacharacters escaped). Ranking: `ts_rank` weighted by role (`rank.SCORE`) over EVERY
+match, best first, ties newest first; one word with a champion list is answered from the
+list when its members above the bound fill the page (exactly the full ranking's head,
+`projections.pg.rank`), else every match is ranked. Reads use a per-thread autocommit
+connection per URL, reopened once when the server dropped it.
 """
 
 from __future__ import annotations
@@ -20,16 +22,14 @@ from typing import Any
 
 from projections.errors import NotFound, QueryError
 from projections.filters import Filters, conversation_page, parse_filters, parse_limit
+from projections.pg import rank
 from projections.pg.schema import CJK_PREDICATE
 from projections.query import _link, check_id, conversation_items, empty_coverage, source_link
-from projections.search import ROLE_WEIGHT
 from projections.text import fold, query_tokens, snippet
 
 ENGINE = "postgres"
-CANDIDATES = 5000
+LISTED_TTL = 30.0
 _local = threading.local()
-_WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
 _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "session", "cursor",
              "conversation", "project", "role", "subagent", "title", "text", "host", "archived")
 
@@ -68,6 +68,7 @@ def close_connections() -> None:
     for con in (getattr(_local, "cons", None) or {}).values():
         con.close()
     _local.cons = {}
+    _local.listed = {}
 
 
 def _split_host(filters: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -145,6 +146,7 @@ def search(url: str, query: str, filters: Mapping[str, Any] | None = None,
 def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             n: int) -> dict[str, Any]:
     hits: list[dict[str, Any]] = []
+    _local.path = None
     if tokens:
         words, subs = _plan(tokens)
         conds, params = _where(flt, host)
@@ -154,39 +156,85 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             conds.append("d.text ILIKE %s")
             params.append(_like(s))
         where = " AND ".join(conds) or "true"
+        cov: list[Any] = []
+        if len(words) == 1 and not subs and words[0] in _listed(con):
+            # the word's champions that beat its bound: exactly the full ranking's head
+            # (projections.pg.rank); too few after filters and de-duplication: rank all
+            # (their keys are kept exact by the projector's fold, so read, not recomputed)
+            inner = ("SELECT c.rid, c.s, c.at FROM agentlog.rank_terms t"
+                     " JOIN agentlog.rank_champions c ON c.term = t.term"
+                     " JOIN agentlog.documents d ON d.rid = c.rid WHERE t.term = %s"
+                     f" AND {where} AND (c.s, c.at, c.rid) > (t.s, t.at, t.rid)")
+            hits = _ranked(con, inner, [words[0], *params], n, tokens, cov)
+            _local.path = "lists"
+            if len(hits) >= n:
+                return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
         if words:
-            inner = (f"SELECT d.rid, ts_rank(d.tsv, q) * {_WEIGHT} AS s, d.at"
+            inner = (f"SELECT d.rid, {rank.SCORE} AS s, d.at"
                      " FROM agentlog.documents d, plainto_tsquery('simple', %s) q"
-                     f" WHERE d.tsv @@ q AND {where} ORDER BY d.at DESC, d.rid DESC"
-                     f" LIMIT {CANDIDATES}")
+                     f" WHERE d.tsv @@ q AND {where}")
             params = [" ".join(words), *params]
         else:
-            inner = (f"SELECT d.rid, {_WEIGHT} AS s, d.at FROM agentlog.documents d"
-                     f" WHERE {where} ORDER BY d.at DESC, d.rid DESC LIMIT {CANDIDATES}")
-        # one statement ranks and fetches a page; the coverage query rides in the same
-        # pipeline, so a search is one round trip unless de-duplication needs another page
-        sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
-               f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
-               " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
-        seen: set[tuple[str, str, bytes]] = set()
-        page = max(n * 4, 40)
-        offset = 0
-        cov = None
-        while len(hits) < n and offset < CANDIDATES:
-            if cov is None:
-                with con.pipeline():
-                    cur = con.execute(sql, [*params, page, offset])
-                    cov = con.cursor().execute(_COVERAGE)
-                rows = cur.fetchall()
-            else:
-                rows = con.execute(sql, [*params, page, offset]).fetchall()
-            hits += _dedup(rows, n - len(hits), seen, tokens)
-            if len(rows) < page:
-                break
-            offset += page
-        if cov is not None:
-            return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov.fetchall())}
+            inner = (f"SELECT d.rid, {rank.WEIGHT} AS s, d.at FROM agentlog.documents d"
+                     f" WHERE {where}")
+        hits = _ranked(con, inner, params, n, tokens, cov)
+        _local.path = "all"
+        return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
     return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
+
+
+def _listed(con: Any) -> frozenset[str]:
+    """The words with a champion list, as this connection last read them (at most
+    `LISTED_TTL` seconds ago). A stale set costs speed, never exactness: a new list is
+    used a little later; a word no longer listed finds no champions and ranks all."""
+    import time
+
+    known: dict[int, tuple[float, frozenset[str]]] = getattr(_local, "listed", None) or {}
+    _local.listed = known
+    now = time.monotonic()
+    got = known.get(id(con))
+    if got is None or now - got[0] > LISTED_TTL:
+        terms: frozenset[str] = frozenset()
+        if rank.ready(con):
+            terms = frozenset(str(r[0]) for r in con.execute(
+                "SELECT term FROM agentlog.rank_terms"))
+        got = known[id(con)] = (now, terms)
+    return got[1]
+
+
+def last_path() -> str | None:
+    """How this thread's last search ranked: "lists" (champion lists), "all" (every match,
+    also after the lists fell short), None (no tokens). For tests and benches."""
+    return getattr(_local, "path", None)
+
+
+def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
+            cov: list[Any]) -> list[dict[str, Any]]:
+    """Up to `n` de-duplicated hits of `inner` (rid, s, at), best first. One statement
+    ranks and fetches a page; the coverage query rides in the same pipeline the first
+    time (its rows are put in `cov`), so a search is one round trip unless
+    de-duplication needs another page."""
+    sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
+           f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
+           " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
+    hits: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, bytes]] = set()
+    page = max(n * 4, 40)
+    offset = 0
+    while len(hits) < n:
+        if not cov:
+            with con.pipeline():
+                cur = con.execute(sql, [*params, page, offset])
+                cov_cur = con.cursor().execute(_COVERAGE)
+            rows = cur.fetchall()
+            cov.append(cov_cur.fetchall())
+        else:
+            rows = con.execute(sql, [*params, page, offset]).fetchall()
+        hits += _dedup(rows, n - len(hits), seen, tokens)
+        if len(rows) < page:
+            break
+        offset += page
+    return hits
 
 
 def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, bytes]],

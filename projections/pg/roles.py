@@ -35,8 +35,8 @@ GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
 GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
 GRANT INSERT ON agentlog.records TO {WRITER};
-GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection
-  TO {WRITER};
+GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection,
+  agentlog.rank_terms, agentlog.rank_champions TO {WRITER};
 GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;

@@ -10,6 +10,7 @@ Tables:
   the `simple` tsvector, and a pg_trgm GIN index on the text of documents holding CJK.
 - `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
   rows it covers.
+- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache.
 Everything is `IF NOT EXISTS`: running `ensure_schema` again changes nothing.
 """
 
@@ -82,6 +83,14 @@ CREATE TABLE IF NOT EXISTS agentlog.aliases(
   PRIMARY KEY (host, alias, session)
 );
 CREATE INDEX IF NOT EXISTS aliases_alias ON agentlog.aliases (alias);
+CREATE TABLE IF NOT EXISTS agentlog.rank_terms(
+  term text PRIMARY KEY, s float8 NOT NULL, at bigint NOT NULL, rid bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS agentlog.rank_champions(
+  term text NOT NULL, rid bigint NOT NULL, s float8 NOT NULL, at bigint NOT NULL,
+  PRIMARY KEY (term, rid));
+CREATE INDEX IF NOT EXISTS rank_champions_rid ON agentlog.rank_champions (rid);
+CREATE INDEX IF NOT EXISTS rank_champions_key
+  ON agentlog.rank_champions (term, s DESC, at DESC, rid DESC);
 """
 
 

@@ -1,0 +1,170 @@
+"""Team search ranking (PostgreSQL): every match ranked, against the old newest-5,000 query.
+
+N synthetic broker messages (bench/search.py's Zipf texts, one unique token each) are loaded
+straight into `agentlog.documents` (COPY, then the tsvector and the indexes exactly as
+`projections.pg.schema`/`project` make them; the search reads only that table, and the
+real projection would take ~20 min at 1M). Then, interleaved query by query in one run:
+- `projections.pg.query.search` of this tree (ranks every match: one word from its
+  champion list, made here by `projections.pg.rank.make_lists` as the projector does);
+- the same function of a baseline revision (`--baseline REV`, default 404202f: ranks the
+  newest `CANDIDATES` = 5,000 matches only), loaded from `git show REV:…`;
+for one rare token, one common word, two common words. Prints p50/p99 wall ms of each, how
+many answers differ between the two (the baseline's answer is wrong when an older document
+outranks the newest 5,000) and how many the lists answered.
+
+A throwaway server is started with initdb + pg_ctl (tests/pgserver.py), unless --url.
+Usage: .venv/bin/python bench/pg_search.py [--quick] [--docs N] [--queries Q] [--url URL]
+       [--baseline REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import load_average, pct  # noqa: E402
+from search import make_texts  # noqa: E402
+
+from projections.pg import query as pgq  # noqa: E402
+from projections.pg import rank, schema  # noqa: E402
+from projections.pg.project import words  # noqa: E402
+
+KINDS = ("message", "report", "progress", "approval")
+
+
+def baseline_module(rev: str) -> ModuleType:
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:projections/pg/query.py"],
+                         check=True, capture_output=True, text=True).stdout
+    spec = importlib.util.spec_from_loader("pg_query_baseline", loader=None)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    exec(compile(src, f"{rev}:projections/pg/query.py", "exec"), mod.__dict__)
+    return mod
+
+
+def load(url: str, n: int) -> list[str]:
+    """Fill agentlog.documents with `n` documents (ids b0.., newest = highest i)."""
+    import psycopg
+
+    texts, vocab = make_texts(n)
+    with psycopg.connect(url) as con:
+        schema.ensure_schema(con)
+        con.execute("TRUNCATE agentlog.documents")
+        for ix in ("documents_tsv", "documents_at"):
+            con.execute(f"DROP INDEX IF EXISTS agentlog.{ix}")
+        con.execute("CREATE TEMP TABLE docs_in(id text, kind text, at int8, project text,"
+                    " text text, words text)")
+        with con.cursor() as cur, cur.copy(
+                "COPY docs_in FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "text", "int8", "text", "text", "text"])
+            for i, t in enumerate(texts):
+                cp.write_row((f"message:b{i}", KINDS[i % 4], 1_700_000_000_000 + i * 1000,
+                              f"/proj/{i % 13}", t, words(t)))
+        con.execute("INSERT INTO agentlog.documents(host, id, kind, agent, at, project,"
+                    " message, conversation, text, tsv) SELECT 'host' || (substr(id, 10)::int"
+                    " % 4), id, kind, 'other', at, project, substr(id, 9), 'thread:' || id,"
+                    " text, to_tsvector('simple', words) FROM docs_in ORDER BY at")
+        con.commit()
+        schema.ensure_schema(con)  # the indexes, as a projected server has them
+        con.commit()
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("VACUUM ANALYZE agentlog.documents")
+    t0 = time.perf_counter()
+    made = 1
+    with psycopg.connect(url) as con:
+        while made:  # what the projector does after each pass, until none is left
+            made = rank.make_lists(con)
+        lists = con.execute("SELECT count(*) FROM agentlog.rank_terms").fetchone()
+    print(f"champion lists: {lists[0] if lists else 0} made in {time.perf_counter() - t0:.1f} s")
+    return vocab
+
+
+def timed(fn: Any, q: str) -> tuple[float, list[str]]:
+    t0 = time.perf_counter()
+    hits = fn(q)["hits"]
+    return (time.perf_counter() - t0) * 1000, [h["id"] for h in hits]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--docs", type=int, default=None)
+    ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
+    ap.add_argument("--baseline", default="404202f", help="revision ranking the newest 5,000")
+    ap.add_argument("--no-load", action="store_true", help="--url already holds the documents")
+    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
+    args = ap.parse_args()
+    n = args.docs or (100_000 if args.quick else 1_000_000)
+    nq = args.queries or (30 if args.quick else 100)
+    base = baseline_module(args.baseline)
+    server = None
+    try:
+        url = args.url
+        if url is None:
+            from tests.pgserver import find_bin, start_server
+
+            bindir, why = find_bin()
+            if bindir is None:
+                sys.exit(f"bench/pg_search.py: {why}")
+            server = start_server(bindir)
+            url = server.createdb("bench")
+        t0 = time.perf_counter()
+        vocab = make_texts(1)[1] if args.no_load else load(url, n)
+        print(f"{n:,} documents loaded in {time.perf_counter() - t0:.0f} s; {nq} queries a"
+              f" kind; baseline {args.baseline}; load average {load_average()}")
+        rng = random.Random(11)
+        kinds = {
+            "rare token": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
+            "common word": [vocab[rng.randrange(0, 3)] for _ in range(nq)],
+            "two common": [f"{vocab[a]} {vocab[b]}" for a, b in
+                           (rng.sample(range(6), 2) for _ in range(nq))],
+        }
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as con:
+            for q in (vocab[0], vocab[5]):
+                df = con.execute("SELECT count(*) FROM agentlog.documents WHERE tsv @@"
+                                 " plainto_tsquery('simple', %s)", (q,)).fetchone()
+                print(f"  '{q}' matches {df[0] if df else 0:,} documents")
+        for q in (kinds["rare token"][:3] + kinds["common word"][:3]):  # warm both
+            pgq.search(url, q)
+            base.search(url, q)
+        for name, qs in kinds.items():
+            new_ms: list[float] = []
+            old_ms: list[float] = []
+            differ = listed = 0
+            for q in qs:  # interleaved: the same load for both
+                t_new, ids_new = timed(lambda q: pgq.search(url, q), q)
+                listed += pgq.last_path() == "lists"
+                t_old, ids_old = timed(lambda q: base.search(url, q), q)
+                new_ms.append(t_new)
+                old_ms.append(t_old)
+                differ += ids_new != ids_old
+            print(f"{name:<12} every match p50 {pct(new_ms, 50):8.1f} ms p99"
+                  f" {pct(new_ms, 99):8.1f} ms | newest 5,000 p50 {pct(old_ms, 50):7.1f} ms"
+                  f" p99 {pct(old_ms, 99):7.1f} ms | p50 ratio"
+                  f" {pct(new_ms, 50) / pct(old_ms, 50):5.1f}x | answers differing"
+                  f" {differ}/{len(qs)} | from the lists {listed}/{len(qs)}")
+    finally:
+        pgq.close_connections()
+        base.close_connections()
+        if server is not None and not args.keep:
+            server.destroy()
+        elif server is not None:
+            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Champion lists of the team server: one common word ranked without ranking all its matches.
+
+The team score of a document for a query is `ts_rank(tsv, q) × role weight` (`SCORE`),
+ordered (score, at, rid) descending. `ts_rank` (normalization 0) reads only the document's
+own positions of the query's lexemes: unlike bm25 it has no corpus statistics, so a
+document's score for a word never changes unless the document does.
+
+For a word in more than `HOT_DF` documents (the most common elements ANALYZE keeps for
+`tsv`), `rank_champions(term, rid, s, at)` holds at least its `CHAMPIONS` best documents
+with their keys (s exactly as `SCORE` computes it: float8, never rounded), and
+`rank_terms(term, s, at, rid)` a bound key.
+Invariants: every document holding the word that is NOT in its list has a key at or
+below the bound; every member's stored key is its document's current key. So the
+members that beat the bound, after filters and the duplicate drop, are exactly the full
+ranking's first hits; when fewer than the page asks for remain, every match is ranked.
+Upkeep keeps it in the projector's own transaction (`fold`): every document a batch writes
+or deletes leaves every list, and goes back into the lists of its words where its key is
+above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises
+the bound to the best key it dropped. Deletions only shrink lists (no corpus statistics).
+Lists are made (`make_lists`, after a projection pass) under an exclusive transaction
+advisory lock that every batch takes shared before writing documents, so a list's ranking
+never misses a batch committing beside it. Lists are a cache: dropping both tables loses
+nothing (a word without a list is ranked over every match).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections.search import ROLE_WEIGHT
+
+HOT_DF = 5000  # ~10 ms of ranking every match (bench/pg_search.py): below that, no list
+CHAMPIONS = 1000
+BUILD_BUDGET = 3  # matches ranked per document when making lists in one pass
+LOCK = "hashtext('agentlog.rank')"
+WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
+    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
+SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
+
+
+
+def ready(con: Any) -> bool:
+    """Whether the list tables exist (a server made before them gains them from
+    `ensure_schema`: a first `sync` or `team init`); without them nothing is listed."""
+    row = con.execute("SELECT to_regclass('agentlog.rank_terms') IS NOT NULL"
+                      " AND to_regclass('agentlog.rank_champions') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def lock_shared(c: Any) -> None:
+    """Taken by every projection batch before it writes documents."""
+    c.execute(f"SELECT pg_advisory_xact_lock_shared({LOCK})")
+
+
+def forget(c: Any, rids: list[int]) -> None:
+    if rids:
+        c.execute("DELETE FROM agentlog.rank_champions WHERE rid = ANY(%s)", (rids,))
+
+
+def fold(c: Any, rids: list[int]) -> None:
+    """Fold the documents `rids` (just written, in this transaction) into every list."""
+    if not rids:
+        return
+    forget(c, rids)
+    terms = [str(r[0]) for r in c.execute(
+        "INSERT INTO agentlog.rank_champions(term, rid, s, at)"
+        f" SELECT t.term, d.rid, x.s, d.at FROM agentlog.documents d"
+        " CROSS JOIN LATERAL unnest(tsvector_to_array(d.tsv)) l(term)"
+        " JOIN agentlog.rank_terms t ON t.term = l.term"
+        " CROSS JOIN LATERAL plainto_tsquery('simple', t.term) q"
+        f" CROSS JOIN LATERAL (SELECT {SCORE} AS s) x"
+        " WHERE d.rid = ANY(%s) AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)"
+        " RETURNING term", (rids,)).fetchall()]
+    full = c.execute("SELECT term FROM agentlog.rank_champions WHERE term = ANY(%s)"
+                     " GROUP BY term HAVING count(*) > %s",
+                     (sorted(set(terms)), 2 * CHAMPIONS)).fetchall()
+    for (term,) in full:
+        _trim(c, str(term))
+
+
+def _trim(c: Any, term: str) -> None:
+    c.execute(
+        "WITH dropped AS (DELETE FROM agentlog.rank_champions c USING (SELECT rid FROM"
+        " agentlog.rank_champions WHERE term = %s ORDER BY s DESC, at DESC, rid DESC"
+        " OFFSET %s) r WHERE c.term = %s AND c.rid = r.rid RETURNING c.s, c.at, c.rid),"
+        " best AS (SELECT s, at, rid FROM dropped ORDER BY s DESC, at DESC, rid DESC LIMIT 1)"
+        " UPDATE agentlog.rank_terms t SET s = b.s, at = b.at, rid = b.rid FROM best b"
+        " WHERE t.term = %s AND (b.s, b.at, b.rid) > (t.s, t.at, t.rid)",
+        (term, CHAMPIONS, term, term))
+
+
+def hot_words(c: Any) -> list[tuple[str, int]]:
+    """(word, estimated documents) of every word above `HOT_DF` without a list, hottest
+    first, from ANALYZE's most common elements of `tsv`."""
+    row = c.execute(
+        "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
+        " FROM pg_stats s, pg_class c WHERE s.schemaname = 'agentlog'"
+        " AND s.tablename = 'documents' AND s.attname = 'tsv'"
+        " AND c.oid = 'agentlog.documents'::regclass").fetchone()
+    if row is None or row[0] is None:
+        return []
+    have = {str(r[0]) for r in c.execute("SELECT term FROM agentlog.rank_terms")}
+    est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
+           zip(row[0], row[1][:len(row[0])], strict=True)]
+    return sorted(((w, n) for w, n in est if n > HOT_DF and w not in have),
+                  key=lambda wn: (-wn[1], wn[0]))
+
+
+def make_lists(con: Any, *, budget: int | None = None) -> int:
+    """Make the lists of hot words that lack one, hottest first, until about `budget`
+    matches were ranked (default `BUILD_BUDGET` per document); one transaction a list.
+    Returns how many lists were made. Needs ANALYZE's statistics of `tsv`."""
+    words = hot_words(con)
+    con.commit()
+    if not words:
+        return 0
+    if budget is None:
+        row = con.execute("SELECT reltuples FROM pg_class"
+                          " WHERE oid = 'agentlog.documents'::regclass").fetchone()
+        budget = BUILD_BUDGET * max(int(row[0]) if row else 0, 0)
+    con.commit()
+    made = spent = 0
+    for word, n in words:
+        if made and spent + n > budget:
+            break
+        con.execute(f"SELECT pg_advisory_xact_lock({LOCK})")
+        if _make(con, word):
+            made += 1
+        con.commit()
+        spent += n
+    return made
+
+
+def _make(c: Any, word: str) -> bool:
+    ok = c.execute("SELECT plainto_tsquery('simple', %s)::text = quote_literal(%s)",
+                   (word, word)).fetchone()
+    if not ok or not ok[0]:
+        return False  # not one lexeme as the query side parses it: no list
+    c.execute("DELETE FROM agentlog.rank_champions WHERE term = %s", (word,))
+    rows = c.execute(
+        f"SELECT d.rid, {SCORE} AS s, d.at FROM agentlog.documents d,"
+        " plainto_tsquery('simple', %s) q WHERE d.tsv @@ q"
+        " ORDER BY s DESC, d.at DESC, d.rid DESC LIMIT %s", (word, CHAMPIONS + 1)).fetchall()
+    keep, rest = rows[:CHAMPIONS], rows[CHAMPIONS:]
+    with c.cursor() as cur:
+        cur.executemany("INSERT INTO agentlog.rank_champions(term, rid, s, at)"
+                        " VALUES (%s, %s, %s, %s)", [(word, r, s, a) for r, s, a in keep])
+    bound = (rest[0][1], rest[0][2], rest[0][0]) if rest else (-1.0, 0, 0)
+    c.execute("INSERT INTO agentlog.rank_terms(term, s, at, rid) VALUES (%s, %s, %s, %s)"
+              " ON CONFLICT (term) DO UPDATE SET s = EXCLUDED.s, at = EXCLUDED.at,"
+              " rid = EXCLUDED.rid", (word, *bound))
+    return True

@@ -1,0 +1,100 @@
+"""Team search (PostgreSQL) ranks every match: an old document that is the best match comes
+first however many newer documents also match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventlog import EventLog
+from eventlog.events import MessageSent
+from projections.pg import query as pgq
+from projections.pg.project import project
+from projections.pg.sync import sync
+from tests.test_projections_support import CLAUDE_SRC, append, chunks_of, claude_line, seen
+
+pytestmark = pytest.mark.postgres
+
+NEWER = 30
+
+
+def _msg(i: int, body: str) -> MessageSent:
+    return MessageSent(id=f"m{i}", sender="peer", to=["x"], kind="message", body=body,
+                       at=1_700_000_000_000 + i * 1000, project="/p")
+
+
+def test_an_old_best_match_outranks_many_newer_matches(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the team search once ranked only the newest CANDIDATES (5,000) matches: with it
+    # lowered below the number of newer matches, the old best document never ranked
+    monkeypatch.setattr(pgq, "CANDIDATES", 10, raising=False)
+    log = EventLog(tmp_path / "log")
+    append(log, [_msg(0, "okapi okapi okapi okapi okapi and more okapi")]
+           + [_msg(i, f"one okapi among other words {i}") for i in range(1, NEWER + 1)])
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    hits = pgq.search(pg_url, "okapi", limit=5)["hits"]
+    assert [h["id"] for h in hits] == ["message:m0"] + [
+        f"message:m{i}" for i in range(NEWER, NEWER - 4, -1)]  # then ties, newest first
+    assert pgq.search(pg_url, "okapi words", limit=50)["hits"][-1]["id"] == "message:m1"
+
+
+def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from projections.pg import rank
+
+    monkeypatch.setattr(rank, "HOT_DF", 3)
+    monkeypatch.setattr(rank, "CHAMPIONS", 4)  # trimmed above 8
+    kinds = ("message", "report", "progress", "approval")
+
+    def msgs(lo: int, hi: int) -> list[MessageSent]:
+        return [MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
+                            body=" ".join(["okapi"] * (1 + i * 7 % 5) + [f"w{i % 3}", "zebra"]),
+                            at=1_700_000_000_000 + i * 1000, project=f"/p{i % 2}")
+                for i in range(lo, hi)]
+
+    def check(answered_by_lists: int) -> None:
+        cases = [("okapi", None, k) for k in (1, 3, 6)] + [
+            ("okapi", {"kind": "report"}, 2), ("okapi", {"project": "/p1"}, 3),
+            ("zebra", None, 2), ("okapi w1", None, 3)]
+        lists = 0
+        for q, flt, k in cases:
+            got = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+            lists += pgq.last_path() == "lists"
+            with monkeypatch.context() as m:
+                m.setattr(pgq, "_listed", lambda con: frozenset())
+                want = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+            assert got == want, (q, flt, k)
+        assert lists >= answered_by_lists
+
+    # a transcript whose best okapi line is later re-emitted (same uid) without the word
+    lines = claude_line("u0", "user", "okapi okapi okapi okapi okapi okapi") + b"".join(
+        claude_line(f"u{i}", "user", f"okapi zebra line {i}") for i in range(1, 4))
+    log = EventLog(tmp_path / "log")
+    append(log, [*msgs(0, 24), seen(CLAUDE_SRC, "claude", "claude.session"),
+                 *chunks_of(CLAUDE_SRC, lines, [])])
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("ANALYZE agentlog.documents")
+        assert rank.make_lists(con) >= 2  # okapi, zebra (w0..w2 too)
+        assert con.execute("SELECT count(*) FROM agentlog.rank_champions WHERE term = 'okapi'"
+                           ).fetchone() == (4,)
+    pgq.close_connections()
+    check(answered_by_lists=3)
+    # newer documents, the best okapi among them, are folded in by the projector
+    append(log, [*msgs(24, 40), *chunks_of(CLAUDE_SRC, claude_line("u0", "user", "zebra now"),
+                                          [], start=len(lines))], prefix="more")
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url) as con:
+        n, = con.execute("SELECT count(*) FROM agentlog.rank_champions WHERE term = 'okapi'"
+                         ).fetchone() or (0,)
+        assert 4 <= n <= 8  # folded, then trimmed with the bound raised
+        assert con.execute("SELECT text FROM agentlog.documents WHERE text LIKE 'zebra now%'"
+                           ).fetchone(), "the re-emitted line replaced its document"
+    pgq.close_connections()
+    check(answered_by_lists=3)
