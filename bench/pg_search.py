@@ -13,8 +13,10 @@ many answers differ between the two (the baseline's answer is wrong when an olde
 outranks the newest 5,000) and how many the lists answered.
 
 A throwaway server is started with initdb + pg_ctl (tests/pgserver.py), unless --url.
+With `--fold N`, also the projection (`project()`) of N new documents with the lists kept
+in step (`rank.fold`) against the same without lists, best of 3 alternating rounds.
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--docs N] [--queries Q] [--url URL]
-       [--baseline REV]
+       [--baseline REV] [--fold N]
 """
 
 from __future__ import annotations
@@ -96,6 +98,37 @@ def timed(fn: Any, q: str) -> tuple[float, list[str]]:
     return (time.perf_counter() - t0) * 1000, [h["id"] for h in hits]
 
 
+def fold_cost(url: str, texts: list[str], work: Path) -> None:
+    """Seconds of `project()` for the same new documents with the lists kept (fold) and
+    without (rank.ready patched false), one host each, alternating, 3 rounds."""
+    from eventlog.events import MessageSent
+    from eventlog.store import EventLog
+    from projections.pg.project import project
+    from projections.pg.sync import sync
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    real = rank.ready
+    for r in range(3):
+        for keep in (r % 2 == 0, r % 2 == 1):
+            host = f"fold{r}{int(keep)}"
+            log = EventLog(work / host, command="bench")
+            log.append([(f"m{i}".encode(), MessageSent(
+                id=f"{host}-{i}", sender="peer", to=["x"], kind=KINDS[i % 4], body=t,
+                at=1_800_000_000_000 + i, project="/fold")) for i, t in enumerate(texts)])
+            sync(log, url, host)
+            rank.ready = real if keep else (lambda con, write=False: False)  # type: ignore
+            try:
+                t0 = time.perf_counter()
+                project(url, work / "scratch", hosts=[host])
+                times[keep].append(time.perf_counter() - t0)
+            finally:
+                rank.ready = real  # type: ignore[method-assign]
+    best = {k: min(v) for k, v in times.items()}
+    print(f"projection of {len(texts):,} new documents: with the lists folded"
+          f" {best[True]:.2f} s, without {best[False]:.2f} s (best of 3; ratio"
+          f" {best[True] / best[False]:.2f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -105,6 +138,8 @@ def main() -> None:
     ap.add_argument("--baseline", default="404202f", help="revision ranking the newest 5,000")
     ap.add_argument("--no-load", action="store_true", help="--url already holds the documents")
     ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
+    ap.add_argument("--fold", type=int, default=0, metavar="N",
+                    help="also time project() of N new documents with and without the lists")
     args = ap.parse_args()
     n = args.docs or (100_000 if args.quick else 1_000_000)
     nq = args.queries or (30 if args.quick else 100)
@@ -145,10 +180,14 @@ def main() -> None:
             new_ms: list[float] = []
             old_ms: list[float] = []
             differ = listed = 0
-            for q in qs:  # interleaved: the same load for both
+            for i, q in enumerate(qs):  # interleaved: the same load for both; which goes
+                # first alternates, since the first brings a cold document into the cache
+                if i % 2:
+                    t_old, ids_old = timed(lambda q: base.search(url, q), q)
                 t_new, ids_new = timed(lambda q: pgq.search(url, q), q)
                 listed += pgq.last_path() == "lists"
-                t_old, ids_old = timed(lambda q: base.search(url, q), q)
+                if not i % 2:
+                    t_old, ids_old = timed(lambda q: base.search(url, q), q)
                 new_ms.append(t_new)
                 old_ms.append(t_old)
                 differ += ids_new != ids_old
@@ -157,6 +196,15 @@ def main() -> None:
                   f" p99 {pct(old_ms, 99):7.1f} ms | p50 ratio"
                   f" {pct(new_ms, 50) / pct(old_ms, 50):5.1f}x | answers differing"
                   f" {differ}/{len(qs)} | from the lists {listed}/{len(qs)}")
+        if args.fold:
+            import shutil
+            import tempfile
+
+            work = Path(tempfile.mkdtemp(prefix="agentlog-bench-pgfold-"))
+            try:
+                fold_cost(url, make_texts(args.fold, seed=9)[0], work)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
     finally:
         pgq.close_connections()
         base.close_connections()

@@ -103,6 +103,7 @@ def cache_path(n: int, cache: Path) -> Path:
 
     return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{rank.HOT_DF}"
                     f"-ch{rank.CHAMPIONS}-deep{rank_deep.DEEP_MAX}s{rank_deep.DEEP_SHARE}"
+                    f"x{rank_deep.CROSS}"
                     ) / "history.db"
 
 
@@ -353,8 +354,12 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     deep = con.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
                        "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
         if rank_deep.has_deep(con) else (0, 0, 0)
+    cross = con.execute("SELECT count(DISTINCT term), coalesce(sum(length(data)), 0)"
+                        " FROM rank_deep_cross").fetchone() if con.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'rank_deep_cross'").fetchone() else (0, 0)
     print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made};"
-          f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB)")
+          f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB), {cross[0]}"
+          f" with cross columns ({cross[1] / 1e6:.1f} MB)")
     sets = {
         "rare": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
         "mid": [f"{rng.choice(vocab[300:3000])} {rng.choice(vocab[300:3000])}"
@@ -446,6 +451,18 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
           f" ({size:,} champion rows; {deep[0]} deep lists, {deep[1]:,} documents,"
           f" {deep[2] / 1e6:.1f} MB)")
+    wcon = dbm.connect(db_path)
+    t0, c0 = time.perf_counter(), time.process_time()
+    crossed = 0
+    while (wanted := rank_deep.cross_wanted(wcon, rank.CHAMPIONS)) and rank_deep.make_cross(
+            wcon, wanted[0], rank.CHAMPIONS):
+        crossed += 1
+    cross = wcon.execute("SELECT count(*), coalesce(sum(length(data)), 0)"
+                         " FROM rank_deep_cross").fetchone() if crossed else (0, 0)
+    wcon.close()
+    print(f"ranking: cross columns of {crossed} deep lists in {time.perf_counter() - t0:.1f} s"
+          f" (CPU {time.process_time() - c0:.1f} s; {cross[0]:,} columns,"
+          f" {cross[1] / 1e6:.1f} MB)")
     con = dbm.connect(db_path, readonly=True)
     measure("all lists:    ")
     con.close()

@@ -159,10 +159,11 @@ def _fold(con: sqlite3.Connection) -> Exception | None:
 def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     """Make the champion lists still wanted (a rebuild makes only the most common words'
     lists; catch-up adopts words that became common), one short write transaction per
-    step of `rank.STEP` matches ranked so capture keeps going: all of them (`agentlog
-    reindex` after its swap), or at most `steps` steps (the capture loop, while idle).
-    Returns the number made."""
-    from projections import rank
+    step of `rank.STEP` matches ranked so capture keeps going, then the cross columns of
+    the hottest words' deep lists (`rank_deep.make_cross`, a word a step): all of them
+    (`agentlog reindex` after its swap), or at most `steps` steps (the capture loop, while
+    idle). Returns the number of lists and cross columns made."""
+    from projections import rank, rank_deep
 
     made = 0
     con = db.connect(db_path)
@@ -171,7 +172,17 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
             return 0
         while steps is None or steps > 0:
             if not con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
-                break
+                # then the hottest deep lists' cross columns, one word a step (~0.5 s of
+                # reading and counting texts outside any transaction, one short write)
+                crossing = rank_deep.cross_wanted(con, rank.CHAMPIONS)
+                if not crossing:
+                    break
+                if steps is not None:
+                    steps -= 1
+                if not rank_deep.make_cross(con, crossing[0], rank.CHAMPIONS):
+                    break  # (remade meanwhile: a later step tries again)
+                made += 1
+                continue
             if steps is not None:
                 steps -= 1
             con.execute("BEGIN IMMEDIATE")

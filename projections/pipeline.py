@@ -127,7 +127,8 @@ def load(
     try:
         while True:
             ops = frames.read(proc.stdout)
-            pipestats.mark("recv")  # blocked: waiting for the parse process
+            # blocked: waiting for the parse process (its start-up and first part apart)
+            pipestats.mark("recv" if events or open_batch else "recv_first")
             if ops is None:
                 proc.wait(5)
                 raise ProjectionError("the parse process of the rebuild ended early"

@@ -21,7 +21,14 @@ Promises (the same certificate as a champion list, one level deeper):
   beats the carried bound becomes a row of `rank_deep_add`; a changed or deleted one is
   marked stale for every deep word (its blob entry no longer counts); remaking a word's
   list (rank._build_one) clears both for that word. The blob itself is only written when
-  the list is made. A cache of documents_fts like the other rank tables.
+  the list is made. A cache of documents_fts like the other rank tables;
+- cross columns (`rank_deep_cross`): the deep lists of the `CROSS` commonest deep words
+  carry each other's f, one byte per entry in the blob's order (0: the document lacks the
+  word; `UNKNOWN`: f that large is not kept), exact for every entry whose document did not
+  change since the list was made (the others are excluded at query time anyway: new since
+  `wm`, dirty, or stale). Made by `make_cross` after the list (never by a rebuild), one
+  word at a time, texts read outside any transaction and written only if the blob is
+  unchanged; remaking the list drops them (`store`).
 """
 
 from __future__ import annotations
@@ -31,9 +38,14 @@ import struct
 import zlib
 from array import array
 from collections.abc import Sequence
+from typing import Any
+
+from projections.rank_tokens import TextOf, counts_many, texts_of
 
 DEEP_MAX = 20_000  # documents a deep list keeps at most
 DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_SHARE)
+CROSS = 64  # the hottest words' deep lists carry each other's f (rank_deep_cross)
+UNKNOWN = 255  # a cross f this large or larger is not kept (the query bounds it instead)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rank_deep(term TEXT PRIMARY KEY, tau REAL NOT NULL,
@@ -45,6 +57,8 @@ CREATE TABLE IF NOT EXISTS rank_deep_add(term TEXT NOT NULL, doc INTEGER NOT NUL
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rank_deep_stale(term TEXT NOT NULL, doc INTEGER NOT NULL,
   PRIMARY KEY(term, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_deep_cross(term TEXT NOT NULL, other TEXT NOT NULL,
+  data BLOB NOT NULL, PRIMARY KEY(term, other)) WITHOUT ROWID;
 """
 
 _HEAD = struct.Struct("<2sdIB")  # magic, the blob's avgdl, entries, distinct weights
@@ -83,7 +97,22 @@ def pack(avgdl: float, docs: Sequence[int], fs: Sequence[int], dls: Sequence[int
     return zlib.compress(body, 1)
 
 
-def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list[float]]:
+class Weights(Sequence[float]):
+    """The entries' weights, looked up when read (a query reads only a few of them)."""
+
+    def __init__(self, kinds: array[float], codes: bytes) -> None:
+        self.kinds, self.codes = kinds, codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(map(self.kinds.__getitem__, self.codes[i]))
+        return self.kinds[self.codes[i]]
+
+
+def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], Weights]:
     """(the blob's avgdl, docs, f, D, weights), best first."""
     raw = zlib.decompress(blob)
     magic, avgdl, n, k = _HEAD.unpack_from(raw)
@@ -99,14 +128,13 @@ def unpack(blob: bytes) -> tuple[float, array[int], array[int], array[int], list
         col.frombytes(raw[at : at + 8 * n])
         cols.append(col)
         at += 8 * n
-    ws = list(map(kinds.__getitem__, raw[at : at + n]))
-    return avgdl, cols[0], cols[1], cols[2], ws
+    return avgdl, cols[0], cols[1], cols[2], Weights(kinds, raw[at : at + n])
 
 
 def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
           entries: Sequence[tuple[int, int, int, float]]) -> None:
     """Write `term`'s deep list (entries (doc, f, D, w) best first at `avgdl`, every other
-    document of the word has v <= tau); its adds and stale marks go."""
+    document of the word has v <= tau); its adds, stale marks and cross columns go."""
     ensure(con)
     blob = pack(avgdl, [e[0] for e in entries], [e[1] for e in entries],
                 [e[2] for e in entries], [e[3] for e in entries])
@@ -114,15 +142,89 @@ def store(con: sqlite3.Connection, term: str, tau: float, avgdl: float,
                 (term, tau, avgdl, len(entries)))
     con.execute("INSERT OR REPLACE INTO rank_deep_blob(term, data) VALUES (?, ?)",
                 (term, blob))
-    con.execute("DELETE FROM rank_deep_add WHERE term = ?", (term,))
-    con.execute("DELETE FROM rank_deep_stale WHERE term = ?", (term,))
+    for table in ("rank_deep_add", "rank_deep_stale", "rank_deep_cross"):
+        con.execute(f"DELETE FROM {table} WHERE term = ?", (term,))
+
+
+# -- cross columns: the hottest words' deep lists carry each other's f ----------------------
+
+def cross_words(con: sqlite3.Connection, champions: int) -> list[str]:
+    """The words whose deep lists carry each other's f: the `CROSS` commonest words that
+    get a deep list (by `rank_terms.df`)."""
+    if CROSS <= 1:
+        return []
+    return [str(r[0]) for r in con.execute(
+        "SELECT term FROM rank_terms WHERE df >= ? ORDER BY df DESC, term LIMIT ?",
+        (max(1, DEEP_SHARE * 2 * champions), CROSS))]
+
+
+def _has_cross(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                       " AND name = 'rank_deep_cross'").fetchone() is not None
+
+
+def cross_wanted(con: sqlite3.Connection, champions: int) -> list[str]:
+    """Deep lists of cross words that have no cross columns yet (made since, or before
+    cross columns existed). Read-only."""
+    words = cross_words(con, champions)
+    if len(words) < 2 or not has_deep(con):
+        return []
+    marks = ",".join("?" * len(words))
+    having = " AND NOT EXISTS (SELECT 1 FROM rank_deep_cross c WHERE c.term = d.term)" \
+        if _has_cross(con) else ""
+    got = {str(r[0]) for r in con.execute(
+        f"SELECT d.term FROM rank_deep d WHERE d.term IN ({marks}){having}", words)}
+    return [t for t in words if t in got]
+
+
+def make_cross(con: sqlite3.Connection, term: str, champions: int,
+               text_of: TextOf = texts_of) -> bool:
+    """Give `term`'s deep list its cross columns: per other cross word, its f in each
+    entry's document (one byte each, `UNKNOWN` when that large), as documents_fts
+    tokenizes the texts now. The texts are read and counted OUTSIDE any transaction (a
+    word's 20,000 texts take ~0.5 s; no writer waits for that); the columns are written
+    in one short IMMEDIATE transaction only if the list is still the one counted (else
+    False: remade or gone meanwhile). Why a later read is exact: an entry whose document
+    changed or went since the list was made is excluded at query time for good (it is new
+    since `wm`, in `rank_dirty`, or marked stale by the fold), whatever its column says.
+    Call outside a transaction."""
+    row = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+    others = [t for t in cross_words(con, champions) if t != term]
+    if row is None or not others:
+        return False
+    blob = bytes(row[0])
+    _, docs, _, _, _ = unpack(blob)
+    freq, _ = counts_many(((r, t) for r, t, _, _ in text_of(con, list(docs))), others)
+    columns = []
+    for t in others:
+        got = freq.get(t, {})
+        columns.append((term, t, zlib.compress(bytes(min(got.get(d, 0), UNKNOWN)
+                                                     for d in docs), 6)))
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        now = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
+        if now is None or bytes(now[0]) != blob:
+            con.execute("ROLLBACK")
+            return False
+        ensure(con)
+        con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
+        con.executemany("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
+                        columns)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return True
 
 
 def drop(con: sqlite3.Connection, term: str | None = None) -> None:
     """Forget one word's deep list, or every one."""
     if not has_deep(con):
         return
-    for table in ("rank_deep", "rank_deep_blob", "rank_deep_add", "rank_deep_stale"):
+    ensure(con)  # (files made before rank_deep_cross gain it)
+    for table in ("rank_deep", "rank_deep_blob", "rank_deep_add", "rank_deep_stale",
+                  "rank_deep_cross"):
         if term is None:
             con.execute(f"DELETE FROM {table}")
         else:
@@ -143,17 +245,30 @@ def fold_marks(con: sqlite3.Connection, a_now: float) -> dict[str, float]:
     return {str(t): float(tau) for t, tau in con.execute("SELECT term, tau FROM rank_deep")}
 
 
-Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", list[float],
-             set[int], list[tuple[int, int, int, float]]]
+def crossed(con: sqlite3.Connection, terms: list[str]) -> bool:
+    """Whether every one of `terms` has a deep list carrying the f of each other one."""
+    words = sorted(set(terms))
+    if len(words) < 2 or not has_deep(con) or not _has_cross(con):
+        return False
+    marks = ",".join("?" * len(words))
+    n = con.execute(f"SELECT count(*) FROM rank_deep_cross WHERE term IN ({marks})"
+                    f" AND other IN ({marks})", [*words, *words]).fetchone()[0]
+    return int(n) == len(words) * (len(words) - 1)
+
+
+Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", Weights,
+             set[int], list[tuple[int, int, int, float]], dict[str, bytes]]
 
 
 def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
     """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
-    first, stale docs, adds as (doc, f, D, w)). Read-only."""
+    first, stale docs, adds as (doc, f, D, w), cross columns of the other `terms`).
+    Read-only."""
     out: dict[str, Deep] = {}
     if not terms or not has_deep(con):
         return out
     marks = ",".join("?" * len(terms))
+    crossed = _has_cross(con)
     for t, tau, tavgdl, blob in con.execute(
             "SELECT d.term, d.tau, d.tavgdl, b.data FROM rank_deep d JOIN rank_deep_blob b"
             f" ON b.term = d.term WHERE d.term IN ({marks})", terms):
@@ -162,5 +277,14 @@ def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
             "SELECT doc FROM rank_deep_stale WHERE term = ?", (t,))}
         adds = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
             "SELECT doc, f, dl, w FROM rank_deep_add WHERE term = ?", (t,))]
-        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds)
+        cross: dict[str, bytes] = {}
+        if crossed:
+            for other, data in con.execute(
+                    "SELECT other, data FROM rank_deep_cross WHERE term = ?"
+                    f" AND other IN ({marks})", [t, *terms]):
+                column = zlib.decompress(bytes(data))
+                if len(column) == len(docs):
+                    cross[str(other)] = column
+        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds,
+                       cross)
     return out

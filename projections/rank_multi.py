@@ -15,6 +15,10 @@ and a document absent from word i's champion list has v_i <= T_i = tau_i * max(1
 - hits are taken from the candidates only while they beat U strictly (search._certified),
   so the answer is the full ranking's, or None and the caller ranks every match.
 
+With deep lists (projections.rank_deep) the lists are walked best first (Fagin's TA bound);
+with their cross columns a member's other f are read, not tokenized, and entries lacking a
+query word are never visited.
+
 Promises: scores are FTS5's formula in its operation order (bit-identical doubles); idf
 needs each word's exact document count now: `rank_terms.df` is the count as of `wm`
 (build/refresh keep it so) plus the new and changed documents' hits minus the hits of their
@@ -28,15 +32,18 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
+import re
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from projections import rank, rank_deep, rank_tokens
 
 MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
 MAX_VISITS = 20_000  # list members a query bounds one by one at most; beyond: the same
+MAX_VISITS_CROSSED = 100_000  # ... when the words' deep lists carry each other's f
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
 
@@ -79,7 +86,7 @@ def search(
         if threshold <= st.bound:
             return None
         if st.walk_bound >= st.best_unsure():
-            if st.visits > MAX_VISITS:  # ranking every match is likely cheaper
+            if st.visits > st.max_visits:  # ranking every match is likely cheaper
                 return None
             st.walk()
             continue
@@ -97,6 +104,9 @@ def search(
                 st.add(_score(fs, sizes[r], rank.weight(role, kind), st.idfs, st.a_now), r)
 
 
+_ADDED = (0, 0, 0.0, -1)  # (f, D, w, entry) of no entry of the list
+
+
 class _List:
     """One word's list as the query sees it: members (doc -> (f, D, w)), the order to walk
     them in (best first at `a_ref`), and T, the bound of every other document's v."""
@@ -105,18 +115,24 @@ class _List:
         self.top = top
         self.ratio = max(1.0, a_now / a_ref) * (1 + rank.MARGIN)
         self.a_ref = a_ref
-        self.members: dict[int, tuple[int, int, float]] = {}
+        # (f, D, w, entry): entry is the deep list's index (its cross columns' too), 0 for
+        # a champion, -1 for an add (rank_deep_add: not in the walk order's bound)
+        self.members: dict[int, tuple[int, int, float, int]] = {}
+        self.cross: dict[str, bytes] = {}  # other word -> its f per entry (rank_deep)
         self.order: list[int] = []  # members in walk order (best first at a_ref) ...
         self.extra: list[int] = []  # ... and the members not in it (visited first)
         self.at = 0
 
     def head(self) -> float:
-        """A bound of v (now) of every member from the walk's position on."""
-        while self.at < len(self.order) and self.order[self.at] not in self.members:
+        """A bound of v (now) of every member from the walk's position on. Only the
+        list's own entries bound what follows them: a member that replaced its stale
+        entry (an add: entry -1) may be worth less now than the entries after it."""
+        while self.at < len(self.order) and self.members.get(
+                self.order[self.at], _ADDED)[3] < 0:
             self.at += 1
         if self.at >= len(self.order):
             return 0.0
-        f, dl, w = self.members[self.order[self.at]]
+        f, dl, w, _ = self.members[self.order[self.at]]
         return w * rank.tf(float(f), float(dl), self.a_ref) * self.ratio
 
 
@@ -131,33 +147,51 @@ class _State:
         self.unsure: list[tuple[float, int]] = []  # heap of (-upper bound, -doc)
         self.seen: set[int] = set()
         self.walk_bound = 0.0
-        self.parts = [(li, self.weight_of[t]) for t, li in lists.items()]
         self.visits = self.tokenized = 0
+        self.max_visits = MAX_VISITS
 
     def add(self, score: float, d: int) -> None:
         bisect.insort(self.scored, (-score, -d))
 
     def visit(self, d: int) -> None:
-        """Score `d` from the lists when it is in all of them, else queue its upper bound."""
+        """Score `d` when every word's f in it is known — from the lists holding it, or
+        from a deep list's cross columns — else queue its upper bound (T_j for the words
+        whose f is unknown); a document a cross column shows lacks a word is no match."""
         if d in self.seen:
             return
         self.seen.add(d)
         self.visits += 1
-        upper = 0.0
-        missing = False
+        known: dict[str, int] = {}
         got = None
-        for li, weight in self.parts:
-            got = li.members.get(d)
-            if got is None:
-                upper += weight * li.top
-                missing = True
-            else:
-                f, dl, w = got
-                upper += weight * w * rank.tf(float(f), float(dl), self.a_now)
-        if not missing and got is not None:
-            fs = [self.lists[t].members[d][0] for t in self.phrases]
-            self.add(_score(fs, got[1], got[2], self.idfs, self.a_now), d)
+        crossing = []
+        for t, li in self.lists.items():
+            hit = li.members.get(d)
+            if hit is not None:
+                known[t] = hit[0]
+                got = hit
+                if hit[3] >= 0 and li.cross:
+                    crossing.append((li.cross, hit[3]))
+        if got is None:
             return
+        for cross, i in crossing:
+            for u, column in cross.items():
+                if u not in known:
+                    f = column[i]
+                    if f == 0:
+                        return  # it lacks word u: not a match
+                    if f < rank_deep.UNKNOWN:
+                        known[u] = f
+        _, dl, w, _ = got
+        if len(known) == len(self.lists):
+            self.add(_score([known[t] for t in self.phrases], dl, w, self.idfs, self.a_now), d)
+            return
+        upper = 0.0
+        for t, li in self.lists.items():
+            have = known.get(t)
+            if have is None:
+                upper += self.weight_of[t] * li.top
+            else:
+                upper += self.weight_of[t] * w * rank.tf(float(have), float(dl), self.a_now)
         upper = upper * (1 + rank.MARGIN) + self.bound * rank.MARGIN
         if upper > self.bound:  # it might beat U: its exact score decides
             heapq.heappush(self.unsure, (-upper, -d))
@@ -225,7 +259,8 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     expect = float(nrow)
     for _, _, df in rows.values():
         expect *= df / nrow
-    if expect < FULL_BELOW:  # (df as of wm: close enough to decide what pays)
+    crossed = rank_deep.crossed(con, words)
+    if expect < FULL_BELOW and not crossed:  # (df as of wm: close enough to decide)
         return None
     fresh = rank_tokens.fresh_docs(con, wm)
     docs = text_of(con, fresh) if fresh else []
@@ -240,6 +275,7 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     bound = sum(i * lists[t].top for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
     st = _State(lists, words, phrases, idfs, a_now, bound,
                 min(MAX_TOKENIZE, int(expect / PER_MATCH)))
+    st.max_visits = MAX_VISITS_CROSSED if crossed else MAX_VISITS
     for r, _, role, kind in docs:
         fs = [freq.get((t, r), 0) for t in phrases]
         if all(fs):
@@ -256,6 +292,29 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     return st
 
 
+_NONZERO = bytes([0] + [1] * 255)
+_ONE = re.compile(b"\x01")
+
+
+def _all_nonzero(columns: list[bytes], n: int) -> list[int]:
+    """The entries whose byte is nonzero in every column (C-speed: one big integer each)."""
+    acc = -1
+    for column in columns:
+        acc &= int.from_bytes(column.translate(_NONZERO), "big")
+    return [m.start() for m in _ONE.finditer(acc.to_bytes(n, "big"))]
+
+
+def _gather(values: Sequence[Any], keep: Sequence[int]) -> list[Any]:
+    """values[i] for i in keep, at C speed."""
+    if isinstance(values, rank_deep.Weights):
+        return list(map(values.kinds.__getitem__, _gather(values.codes, keep)))
+    if isinstance(keep, range) and keep.step == 1:
+        return list(values[keep.start : keep.stop])
+    if len(keep) == 1:
+        return [values[keep[0]]]
+    return list(operator.itemgetter(*keep)(values)) if keep else []
+
+
 def _lists(con: sqlite3.Connection, words: list[str],
            rows: dict[str, tuple[float, float, int]], wm: int, skip: set[int],
            a_now: float) -> dict[str, _List]:
@@ -264,23 +323,30 @@ def _lists(con: sqlite3.Connection, words: list[str],
     out = {}
     for t in words:
         if t in deep:
-            tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds = deep[t]
+            tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds, cross = deep[t]
             li = _List(tau * max(1.0, a_now / tavgdl) * (1 + rank.MARGIN), a_blob, a_now)
-            members = dict(zip(docs, zip(fs, dls, ws, strict=True), strict=True))
-            if docs and max(docs) > wm:  # (made after wm: those are fresh)
-                for d in [d for d in docs if d > wm]:
-                    del members[d]
+            li.cross = cross
+            others = [cross[u] for u in words if u != t and u in cross]
+            if others and len(others) == len(words) - 1:  # only entries with every word
+                keep: Sequence[int] = _all_nonzero(others, len(docs))
+            else:
+                keep = range(len(docs))
+            li.order = _gather(docs, keep)
+            members = dict(zip(li.order, zip(_gather(fs, keep), _gather(dls, keep),
+                                             _gather(ws, keep), keep, strict=True),
+                               strict=True))
+            for d in [d for d in members if d > wm]:  # (made after wm: those are fresh)
+                del members[d]
             for d in stale:
                 members.pop(d, None)
             for d, f, dl, w in adds:
                 if d <= wm:
-                    members[d] = (f, dl, w)
+                    members[d] = (f, dl, w, -1)
                     li.extra.append(d)
-            li.order = list(docs)
         else:
             tau, a_ref, _ = rows[t]
             li = _List(tau * max(1.0, a_now / a_ref) * (1 + rank.MARGIN), a_ref, a_now)
-            members = {int(d): (int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
+            members = {int(d): (int(f), int(dl), float(w), 0) for d, f, dl, w in con.execute(
                 "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?",
                 (t, wm))}
             li.order = sorted(members, key=lambda d: (

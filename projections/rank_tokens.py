@@ -128,6 +128,32 @@ def counts(
     return freq, sizes
 
 
+def counts_many(
+    texts: Iterable[tuple[int, str]], terms: Iterable[str]
+) -> tuple[dict[str, dict[int, int]], dict[int, int]]:
+    """`counts` for many words at once: ({term: {doc: f}}, {doc: D}); an ASCII text is
+    counted once (not once per word)."""
+    wanted = set(terms)
+    freq: dict[str, dict[int, int]] = {}
+    sizes: dict[int, int] = {}
+    rest = []
+    for r, text in texts:
+        if text.isascii():
+            toks = _ASCII_TOKEN.findall(text.lower())
+            sizes[r] = len(toks)
+            for t, n in Counter(toks).items():
+                if t in wanted:
+                    freq.setdefault(t, {})[r] = n
+        else:
+            rest.append((r, text))
+    if rest:
+        more, more_sizes, _ = frequencies(rest, sorted(wanted))
+        for (t, r), n in more.items():
+            freq.setdefault(t, {})[r] = n
+        sizes.update(more_sizes)
+    return freq, sizes
+
+
 # -- what changed since the lists' watermark (rank_meta.wm) -------------------------------
 
 def has_was(con: sqlite3.Connection) -> bool:

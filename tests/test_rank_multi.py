@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from projections import rank, rank_deep, rank_multi, rank_tokens, search
@@ -30,15 +30,27 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
 
 
-@pytest.fixture(params=[False, True], ids=["champions", "deep"])
+@pytest.fixture(params=["champions", "deep", "cross"])
 def deep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """With deep lists: every word in >= 8 documents keeps its best 8 (or all of them)."""
-    if request.param:
+    """With deep lists: every word in >= 8 documents keeps its best 8 (or all of them);
+    "cross": and they carry each other's f (rank_deep_cross), "deep": they do not."""
+    if request.param != "champions":
         monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
         monkeypatch.setattr(rank_deep, "DEEP_MAX", 8)
     else:
         monkeypatch.setattr(rank_deep, "DEEP_MAX", 0)
-    return bool(request.param)
+    if request.param != "cross":
+        monkeypatch.setattr(rank_deep, "CROSS", 0)
+    return request.param != "champions"
+
+
+def cross(con: sqlite3.Connection) -> int:
+    """Give every wanted deep list its cross columns (the capture loop's later steps)."""
+    made = 0
+    while (wanted := rank_deep.cross_wanted(con, rank.CHAMPIONS)) and made < 100:
+        assert rank_deep.make_cross(con, wanted[0], rank.CHAMPIONS)
+        made += 1
+    return made
 
 
 def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
@@ -87,6 +99,16 @@ def df_is_exact(con: sqlite3.Connection) -> None:
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
           deadline=None)
+@example(  # an add replacing its stale deep entry must not bound the entries after it
+    docs=[(["alpha"], None, "s1"), (["beta"], None, "s1"), (["zeta"], None, "s1"),
+          (["zeta"], None, "s1"), (["zeta"], None, "s1"), (["beta", "zeta"], None, "s1"),
+          (["beta", "zeta"], "user", "s1"), (["beta"], None, "s1"),
+          (["alpha", "beta"], None, "s1"), (["alpha", "zeta"], None, "s1"),
+          (["alpha"], None, "s1"), (["alpha"], None, "s1"), (["alpha", "zeta"], None, "s1"),
+          (["alpha", "alpha", "zeta"], "user", "s1")],
+    later=[(["alpha"], None, "s1")] * 6 + [(["alpha"], "user", "s1"),
+                                           (["alpha", "alpha"], None, "s1")],
+    words=["alpha", "alpha", "zeta"], k=1, session=None, change=5)
 @given(docs=docs_st, later=docs_st,
        words=st.lists(st.sampled_from(WORDS), min_size=2, max_size=3),
        k=st.integers(1, 6), session=st.sampled_from([None, "s1"]), change=st.integers(0, 7))
@@ -101,6 +123,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         _put_all(con, docs)
         rank.build(con)
         con.execute("COMMIT")
+        cross(con)
         if deep and max(sum(w in ws for ws, _, _ in docs) for w in WORDS) >= 8:
             assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0]
         flt = Filters(session=session)
@@ -118,6 +141,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         con.execute("BEGIN")
         rank.refresh(con, force=True)
         con.execute("COMMIT")
+        cross(con)
         df_is_exact(con)
         check(con, words, flt, k)
         # changes after the fold: deep lists' entries go stale, better texts are added
@@ -200,6 +224,60 @@ def test_deep_lists_certify_what_champion_lists_cannot(
     con.close()
 
 
+def test_cross_columns_score_deep_members_without_their_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
+    con = _listed(tmp_path / "h.db", 60)
+    words = ["fix", "error", "more"]
+    assert rank_multi._prepare(con, words, rank.texts_of) is None  # no cross columns yet
+    assert cross(con) >= 3
+    # each cross column is the other word's f in each entry's document, as FTS5 indexed it
+    deep = rank_deep.load(con, words)
+    assert set(deep) == set(words)
+    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, columns) in deep.items():
+        assert set(columns) == set(words) - {t}
+        freq, _, _ = rank.frequencies(
+            [(r, text) for r, text, _, _ in rank.texts_of(con, list(docs))], words)
+        for u, column in columns.items():
+            assert list(column) == [freq.get((u, d), 0) for d in docs]
+    read: list[int] = []
+
+    def text_of(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+        read.extend(rowids)
+        return rank.texts_of(c, rowids)
+
+    assert rank_multi._prepare(con, words, text_of) is not None
+    for k, flt in ((3, Filters()), (20, Filters()), (2, Filters(session="s1"))):
+        assert check(con, words, flt, k)
+        accept = lambda sc, b, f=flt, n=k: search._certified(con, sc, b, f, n)  # noqa: E731
+        assert rank_multi.search(con, words, accept, text_of) is not None
+    assert read == []  # every candidate scored from the lists: no text tokenized
+
+    # a list remade while its texts were read (outside any transaction): nothing written
+    def remade(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
+        texts = rank.texts_of(c, rowids)
+        _put(c, 700, "fix fix fix error more more", "user", "s2")
+        c.execute("BEGIN")
+        rank.build(c)
+        c.execute("COMMIT")
+        return texts
+
+    assert not rank_deep.make_cross(con, "fix", rank.CHAMPIONS, remade)
+    assert con.execute("SELECT count(*) FROM rank_deep_cross").fetchone()[0] == 0
+    assert "fix" in rank_deep.cross_wanted(con, rank.CHAMPIONS)
+    # without the cross columns the same lists need the texts (or cannot answer)
+    assert rank_multi._prepare(con, words, text_of) is None  # FULL_BELOW applies again
+    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)
+    assert check(con, words, Filters(), 20)
+    accept20 = lambda sc, b: search._certified(con, sc, b, Filters(), 20)  # noqa: E731
+    rank_multi.search(con, words, accept20, text_of)
+    assert read
+    con.close()
+
+
 def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con = _listed(tmp_path / "h.db", 40)
     assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
@@ -234,3 +312,6 @@ def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) 
     got_freq, got_sizes = rank_tokens.counts(rows, words)
     assert got_freq == freq
     assert {r: n for r, n in got_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
+    many, many_sizes = rank_tokens.counts_many(rows, words)
+    assert {(t, r): n for t, per in many.items() for r, n in per.items()} == freq
+    assert {r: n for r, n in many_sizes.items() if n} == {r: n for r, n in sizes.items() if n}

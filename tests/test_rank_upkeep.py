@@ -98,3 +98,29 @@ def test_the_capture_loop_makes_the_wanted_lists_while_idle(tmp_path: Path) -> N
             time.sleep(0.05)
     finally:
         loop.stop()
+
+
+def test_cross_columns_are_made_after_the_lists_never_by_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections import rank_deep
+
+    monkeypatch.setattr(rank, "BUILD_BUDGET", 100)  # the rebuild makes every list
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 8)
+    path = tmp_path / "history.db"
+    rebuild(path, make_log(tmp_path / "log", _messages(0, 30, "walrus otter")))
+    con = db.connect(path)
+    try:
+        assert _state(path)[3] == 0  # no list waits
+        wanted = rank_deep.cross_wanted(con, rank.CHAMPIONS)
+        assert {"walrus", "otter", "note"} <= set(wanted)  # the rebuild made no cross column
+        assert not rank_deep.crossed(con, ["walrus", "otter"])
+        assert make_lists(path, steps=1) == 1  # one word's columns a step
+        assert len(rank_deep.cross_wanted(con, rank.CHAMPIONS)) == len(wanted) - 1
+        assert make_lists(path) == len(wanted) - 1
+        assert rank_deep.cross_wanted(con, rank.CHAMPIONS) == []
+        assert rank_deep.crossed(con, ["walrus", "otter", "note"])
+        assert make_lists(path) == 0
+    finally:
+        con.close()

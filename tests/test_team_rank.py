@@ -38,6 +38,16 @@ def test_an_old_best_match_outranks_many_newer_matches(
     assert [h["id"] for h in hits] == ["message:m0"] + [
         f"message:m{i}" for i in range(NEWER, NEWER - 4, -1)]  # then ties, newest first
     assert pgq.search(pg_url, "okapi words", limit=50)["hits"][-1]["id"] == "message:m1"
+    # a server made before the list tables: projection and search go on, ranking all
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("DROP TABLE agentlog.rank_champions, agentlog.rank_terms")
+    pgq.close_connections()
+    append(log, [_msg(NEWER + 1, "okapi okapi okapi okapi okapi okapi and okapi")], "more")
+    sync(log, pg_url, "alpha")
+    assert project(pg_url, tmp_path / "scratch").documents == 1
+    assert pgq.search(pg_url, "okapi", limit=1)["hits"][0]["id"] == f"message:m{NEWER + 1}"
 
 
 def test_champion_lists_give_the_full_ranking_and_follow_new_documents(

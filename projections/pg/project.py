@@ -115,7 +115,7 @@ def project(
             return out
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
-        ranked = rank.ready(con)
+        ranked = rank.ready(con, write=True)
         con.rollback()
         scratch_dir.mkdir(parents=True, exist_ok=True)
         for host in names:

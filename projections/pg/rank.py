@@ -17,6 +17,9 @@ Upkeep keeps it in the projector's own transaction (`fold`): every document a ba
 or deletes leaves every list, and goes back into the lists of its words where its key is
 above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises
 the bound to the best key it dropped. Deletions only shrink lists (no corpus statistics).
+Batches of different hosts fold at once: a member may end below a bound another batch
+raised (it is then never answered from, only ranked in the fall-back); trims lock each
+word's bound row in word order, so two batches never deadlock.
 Lists are made (`make_lists`, after a projection pass) under an exclusive transaction
 advisory lock that every batch takes shared before writing documents, so a list's ranking
 never misses a batch committing beside it. Lists are a cache: dropping both tables loses
@@ -39,11 +42,17 @@ SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
 
 
 
-def ready(con: Any) -> bool:
-    """Whether the list tables exist (a server made before them gains them from
-    `ensure_schema`: a first `sync` or `team init`); without them nothing is listed."""
-    row = con.execute("SELECT to_regclass('agentlog.rank_terms') IS NOT NULL"
-                      " AND to_regclass('agentlog.rank_champions') IS NOT NULL").fetchone()
+def ready(con: Any, *, write: bool = False) -> bool:
+    """Whether the list tables exist and this role may read them (`write`: and keep them).
+    A server made before them gains them from `ensure_schema` (`team init`, or the first
+    `sync` of a new server); without them nothing is listed and every match is ranked."""
+    privs = ("SELECT", "INSERT", "UPDATE", "DELETE") if write else ("SELECT",)
+    held = " AND ".join(f"has_table_privilege('agentlog.{t}', '{p}')"
+                        for t in ("rank_terms", "rank_champions") for p in privs)
+    row = con.execute(  # CASE: the privilege test of a missing table would raise
+        "SELECT CASE WHEN to_regclass('agentlog.rank_terms') IS NULL"
+        f" OR to_regclass('agentlog.rank_champions') IS NULL THEN false ELSE {held} END"
+    ).fetchone()
     return bool(row and row[0])
 
 
@@ -72,9 +81,9 @@ def fold(c: Any, rids: list[int]) -> None:
         " WHERE d.rid = ANY(%s) AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)"
         " RETURNING term", (rids,)).fetchall()]
     full = c.execute("SELECT term FROM agentlog.rank_champions WHERE term = ANY(%s)"
-                     " GROUP BY term HAVING count(*) > %s",
+                     " GROUP BY term HAVING count(*) > %s ORDER BY term",
                      (sorted(set(terms)), 2 * CHAMPIONS)).fetchall()
-    for (term,) in full:
+    for (term,) in full:  # in term order: two hosts' batches trimming at once never deadlock
         _trim(c, str(term))
 
 
