@@ -420,9 +420,10 @@ def abandon_bulk(con: sqlite3.Connection) -> None:
         feed.close()
 
 
-def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
+def finish_bulk(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] | None:
     """After a bulk load (committed): the full-text indexes (built beside the load from the
-    text in hand, projections/fts_bulk.py), query indexes, then triggers.
+    text in hand, projections/fts_bulk.py), query indexes, then triggers. Returns what
+    `rank.build` takes as `vocab` when the indexer read it beside the sort (else None).
 
     The load's page cache is handed back to the OS before the sort starts
     (`projections.heap`); the full-text indexer's closing merge runs beside the sort, so
@@ -436,7 +437,8 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     try:
         heap.trim()  # the load's page cache
         if feed is not None and feed.inline:
-            beside(lambda: con.executescript(_QUERY_INDEXES), feed.end, "query-indexes")
+            beside(lambda: con.executescript(_QUERY_INDEXES),
+                   lambda: feed.end(rank.HOT_DF if engine == "fts5" else None), "query-indexes")
         else:
             if feed is not None:
                 feed.end()  # its last rows; the indexer merges them while the indexes sort
@@ -451,6 +453,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> None:
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
+    return None if feed is None else feed.terms
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

@@ -1,7 +1,7 @@
 """The full-text indexes of a bulk load (a rebuild): built from the text in hand, into a
 scratch file, during the load.
 
-Three ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs each):
+Two ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs each):
 - "process" (a sequential rebuild of a log of `PROCESS_BYTES` or more, on two CPUs or
   more: `rebuild.fts_mode`): a child process (a fresh interpreter, like the parallel
   rebuild's parse process) indexes the chunks it is sent over a pipe, on the core the
@@ -9,13 +9,12 @@ Three ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs 
   other's hand-offs. Measured on 100,000 messages: docs/performance.md;
 - "inline" (the parallel and follow builds, whose parse process already has the other
   core, and small logs): the building thread itself indexes each chunk of rows as it is
-  sent, on a second connection;
-- "thread" (`THREAD`, not used by default): a thread of its own. Measured to cost more than
-  it gives on two cores: the GIL hand-offs between two threads that both call SQLite and
-  zstd many times a second added ~6 s of CPU to a 28 s sequential rebuild of a 317 MB home
-  (docs/performance.md, session 19).
-The description below of "the indexer" holds for all three: inline, each operation simply
-runs at once, in order.
+  sent, on a second connection.
+(A third way, a thread of its own, was measured to cost more than it gives on two cores:
+the GIL hand-offs between two threads that both call SQLite and zstd many times a second
+added ~6 s of CPU to a 28 s sequential rebuild of a 317 MB home: docs/performance.md,
+session 19. It is gone.) The description below of "the indexer" holds for both: inline,
+each operation simply runs at once, in order.
 
 A rebuild loads `document_rows` without triggers. `projections.rows.put_row` hands each
 row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by
@@ -23,20 +22,21 @@ row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by
 a time, to the indexer, which indexes them into the same full-text tables in a scratch file
 beside the new one (`<file>.fts`). After the load's commit, `db.finish_bulk` calls `end`
 (the last rows; the indexer then merges each index with 'optimize' while the building
-thread sorts the query indexes) and `finish`, which waits for the indexer and copies the
-scratch file's FTS5 shadow tables (`_data`, `_idx`, `_docsize`, `_config`) into the new
-file in one transaction, through a connection of its own: FTS5 keeps an index only in those
-tables, and re-reads them in every other connection once that transaction commits
-(`PRAGMA data_version`).
+thread sorts the query indexes; inline, the words the champion lists will want are then
+read from the merged scratch index, `terms`, while the sort still runs) and `finish`,
+which waits for the indexer and copies the scratch file's FTS5 shadow tables (`_data`,
+`_idx`, `_docsize`, `_config`) into the new file in one transaction, through a connection
+of its own: FTS5 keeps an index only in those tables, and re-reads them in every other
+connection once that transaction commits (`PRAGMA data_version`).
 
 Promises:
 - each index ends holding exactly what the triggers would have indexed for the rows as
   they stand: a row written again during the load is indexed with its last text (still
   waiting: replaced in place; already sent: removed with FTS5's 'delete' and the text it
   was indexed with, then added again) — operations reach the indexer in order;
-- memory is bounded: at most `FLUSH_CHARS` characters wait in Python, at most `QUEUE`
-  chunks are in flight to a thread (a send blocks; to a process: what the pipe holds,
-  `PIPE_BYTES`, and the chunk being indexed), and FTS5's term hash is `hashsize` bytes;
+- memory is bounded: at most `FLUSH_CHARS` characters wait in Python, at most what the
+  pipe to a process holds (`PIPE_BYTES`, a send blocks) and the chunk being indexed are in
+  flight, and FTS5's term hash is `hashsize` bytes;
 - few segments: single-row INSERTs open no statement savepoint (FTS5 in SQLite 3.40
   flushes its term hash to a new segment at each one), automatic merges are off while
   loading ('automerge' 0, set back after), and an index with two rows or more ends the
@@ -55,7 +55,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import sqlite3
 import sys
 import threading
@@ -69,10 +68,8 @@ if TYPE_CHECKING:  # the child-process mode imports these when it runs: every ca
     import subprocess  # search imports this module (through projections.db), ~4 ms
 
 FLUSH_CHARS = 1 << 20  # characters of text gathered before a chunk goes to the indexer
-QUEUE = 4  # chunks in flight to a thread
 PIPE_BYTES = 1 << 20  # the pipe to a child process (Linux F_SETPIPE_SZ; else the default)
-THREAD = False  # index on a thread of its own (the module doc: measured slower on 2 cores)
-MODE: str | None = None  # tests: force "inline", "thread" or "process"
+MODE: str | None = None  # tests: force "inline" or "process"
 SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's storage
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
@@ -99,17 +96,13 @@ class BulkFeed:
         self.sent = False
         self.ended = False
         self.error: BaseException | None = None
-        self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue(QUEUE)
+        self.terms: list[tuple[str, int]] | None = None  # `end`'s vocabulary read, inline
         with contextlib.suppress(FileNotFoundError):
             self.scratch.unlink()
         self.args = (ddl, pragmas, hashsize, default_hashsize)
         self.con: sqlite3.Connection | None = None  # inline: the scratch file's connection
         self.proc: subprocess.Popen[bytes] | None = None  # process: the child
-        self.thread = threading.Thread(target=self._run, name="fts-bulk", daemon=True)
-        mode = MODE or ("thread" if THREAD else mode)
-        if mode == "thread":
-            self.thread.start()
-        elif mode == "process":
+        if (MODE or mode) == "process":
             self._spawn()
         else:
             self.con = open_scratch(self.scratch, *self.args[:3])
@@ -152,22 +145,16 @@ class BulkFeed:
             return
         if self.proc is not None:
             self._write(op)
-            return
-        while True:
-            if self.error is not None or not self.thread.is_alive():
-                self._raise()
-            try:
-                self.queue.put(op, timeout=0.5)
-                return
-            except queue.Full:
-                continue
 
     def _raise(self) -> None:
         raise RuntimeError("the full-text build of the rebuild failed") from self.error
 
-    def end(self) -> None:
+    def end(self, terms_over: int | None = None) -> None:
         """Send what still waits (in two segments) and the end of the load: the indexer
-        then merges each index ('optimize') while this thread goes on (`finish` waits)."""
+        then merges each index ('optimize') while this thread goes on (`finish` waits).
+        Inline, with `terms_over`: then read into `terms` every word of documents_fts in
+        more than that many documents, with that count (the champion lists' fts5vocab
+        scan, projections.rank.build; the index `finish` copies in is this one)."""
         rows = list(self.pending.items())
         self.pending = {}
         half = len(rows) // 2
@@ -175,8 +162,18 @@ class BulkFeed:
             if part:
                 self._put(("add", part))
             self._put(("segment",))
+        inline = self.inline
         self._put(_DONE)
         self.ended = True
+        if inline and terms_over is not None:
+            con = sqlite3.connect(self.scratch, isolation_level=None)
+            try:
+                con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, documents_fts,"
+                            " row)")
+                self.terms = [(str(t), int(n)) for t, n in con.execute(
+                    "SELECT term, doc FROM temp.v WHERE doc > ?", (terms_over,))]
+            finally:
+                con.close()
 
     def finish(self) -> None:
         """`end` (if not yet), wait for the indexer, then copy both indexes into the new
@@ -184,8 +181,6 @@ class BulkFeed:
         try:
             if not self.ended:
                 self.end()
-            if self.thread.is_alive():
-                self.thread.join()
             if self.proc is not None:
                 self._reap("ok")
             if self.error is not None:
@@ -196,10 +191,6 @@ class BulkFeed:
 
     def close(self) -> None:
         """Stop the indexer (if running) and remove the scratch file."""
-        if self.thread.is_alive():
-            with contextlib.suppress(queue.Full):
-                self.queue.put(("stop",), timeout=5)
-            self.thread.join(30)
         if self.con is not None:  # inline, given up: nothing of it is kept
             with contextlib.suppress(sqlite3.Error):
                 self.con.execute("ROLLBACK")
@@ -277,26 +268,6 @@ class BulkFeed:
             self.error = RuntimeError(f"the full-text process said {said[:200]!r}"
                                       f" (exit code {code})")
 
-    # -- the full-text thread -----------------------------------------------------------
-    def _run(self) -> None:
-        try:
-            con = open_scratch(self.scratch, *self.args[:3])
-        except BaseException as exc:  # handed to the building thread
-            self.error = exc
-            return
-        try:
-            while not apply_op(con, self.queue.get(), self.args[3]):
-                pass
-        except BaseException as exc:  # handed to the building thread
-            self.error = exc
-            while True:  # unblock a sender waiting on a full queue
-                try:
-                    self.queue.get_nowait()
-                except queue.Empty:
-                    break
-        finally:
-            con.close()
-
 
 def beside(other: Callable[[], object], here: Callable[[], object], name: str) -> None:
     """`other` on a thread of its own (named `name`) while `here` runs in this one; the
@@ -321,7 +292,7 @@ def beside(other: Callable[[], object], here: Callable[[], object], name: str) -
 
 
 
-# -- the indexer (any of the three) ---------------------------------------------------------
+# -- the indexer (either way) ---------------------------------------------------------
 def open_scratch(path: Path, ddl: str, pragmas: list[str], hashsize: int) -> sqlite3.Connection:
     """The scratch file, its two full-text tables made, a transaction open."""
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

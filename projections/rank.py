@@ -32,12 +32,18 @@ Promises:
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
-from projections import rank_deep
+from projections import rank_deep, rank_scan
+from projections.bm25 import K1 as K1
+from projections.bm25 import ROLE_WEIGHT as ROLE_WEIGHT
+from projections.bm25 import WEIGHT_SQL as WEIGHT_SQL
+from projections.bm25 import B as B
+from projections.bm25 import idf as idf
+from projections.bm25 import tf as tf
+from projections.bm25 import weight as weight
 from projections.rank_tokens import TextOf as TextOf
 from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
 from projections.rank_tokens import frequencies as frequencies
@@ -47,8 +53,6 @@ from projections.rank_tokens import texts_of as texts_of
 from projections.rank_tokens import totals as totals
 from projections.text import fts_phrase
 
-K1 = 1.2
-B = 0.75
 HOT_DF = 5_000  # a word in more documents gets a champion list
 CHAMPIONS = 1000  # documents kept per word (fewer: ties at the bound fail more often)
 FRESH_MAX = 2_000  # new/changed matches a query scores itself; beyond: rank every match
@@ -82,32 +86,6 @@ CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
 END;
 """
 
-ROLE_WEIGHT = {
-    "user": 3.0, "question": 3.0, "answer": 2.5, "decision": 2.5, "message": 2.0,
-    "approval": 2.0, "report": 2.0, "progress": 1.5, "assistant": 1.6, "metadata": 1.5,
-    "thinking": 1.1, "system": 1.0, "log": 1.0, "tool_use": 0.8, "tool_result": 0.7,
-}
-WEIGHT_SQL = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items())
-)
-
-
-def weight(role: object, kind: object) -> float:
-    """The role weight, as `WEIGHT_SQL` computes it."""
-    key = role if role is not None else kind
-    return ROLE_WEIGHT.get(key, 1.0) if isinstance(key, str) else 1.0
-
-
-def tf(f: float, dl: float, avgdl: float) -> float:
-    """bm25's term-frequency part, in FTS5's operation order (fts5_aux.c)."""
-    return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * dl / avgdl))
-
-
-def idf(nrow: int, nhit: int) -> float:
-    v = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
-    return v if v > 0.0 else 1e-6
-
-
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_meta'"
@@ -117,10 +95,14 @@ def has_lists(con: sqlite3.Connection) -> bool:
 # -- building and refreshing (writers) -------------------------------------------------------
 
 def build(con: sqlite3.Connection, *, hot_df: int | None = None,
-          budget: int | None = None) -> int:
+          budget: int | None = None, workers: int = 1,
+          vocab: list[tuple[str, int]] | None = None) -> int:
     """Make the champion lists from scratch: every word in more than `hot_df` documents is
     wanted; lists are made hottest first until the matches ranked would exceed `budget`
-    (None: all); the rest wait for `refresh`. Returns the lists made. In a transaction."""
+    (None: all); the rest wait for `refresh`. Returns the lists made. `workers` > 1 (a
+    rebuild, outside a transaction): the matches are ranked on that many threads
+    (projections.rank_scan, same lists). `vocab`: every word of documents_fts in more than
+    `hot_df` documents with that count (fts5vocab's), when the caller already read it."""
     hot = HOT_DF if hot_df is None else hot_df
     for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
         con.execute(f"DELETE FROM {table}")
@@ -133,50 +115,50 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
                 (wm, ntok / nrow if nrow else 1.0))
     if not nrow:
         return 0
-    con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", [
-        (str(t), int(df)) for t, df in con.execute(  # fts5vocab (projections.db)
-            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))])
-    return make_wanted(con, budget)
+    if vocab is None:  # fts5vocab (projections.db)
+        vocab = [(str(t), int(df)) for t, df in con.execute(
+            "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))]
+    con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", vocab)
+    return make_wanted(con, budget, workers)
 
 
-def make_wanted(con: sqlite3.Connection, budget: int | None) -> int:
-    """Make the wanted lists, hottest first, within `budget` matches ranked (at least one)."""
+def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -> int:
+    """Make the wanted lists, hottest first, within `budget` matches ranked (at least one);
+    `workers`: as `build`."""
     nrow, ntok = totals(con)
     if not nrow:
         return 0
     avgdl = ntok / nrow
     spent = made = 0
-    since: dict[str, int] | None = None  # df now - df as of wm, per word (rank_multi)
+    chosen: list[str] = []
     for term, df in con.execute("SELECT term, df FROM rank_terms WHERE tau IS NULL"
                                 " ORDER BY df DESC, term").fetchall():
         if budget is not None and spent + df > budget and spent:
             break
         spent += df
-        if since is None:
-            wanted = [str(r[0]) for r in con.execute(
-                "SELECT term FROM rank_terms WHERE tau IS NULL")]
-            since = df_since(con, wanted)
-        if _build_one(con, str(term), nrow, avgdl, since.get(str(term), 0)):
+        chosen.append(str(term))
+    if not chosen:
+        return 0
+    since = df_since(con, [str(r[0]) for r in con.execute(  # df now - df as of wm
+        "SELECT term FROM rank_terms WHERE tau IS NULL")])
+    dfs = {term: rank_scan.count(con, term) for term in chosen}
+    jobs = [(term, max(CHAMPIONS, rank_deep.depth(dfs[term], CHAMPIONS)), dfs[term])
+            for term in chosen]
+    for term, rows in rank_scan.ranked_all(con, jobs, workers):
+        if _build_one(con, term, nrow, avgdl, since.get(term, 0), dfs[term], rows):
             made += 1
         else:
             con.execute("DELETE FROM rank_terms WHERE term = ?", (term,))
     return made
 
 
-def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float,
-               since: int = 0) -> bool:
-    """Rank every match of `term` (FTS5's bm25 x weight); keep the best `CHAMPIONS` with
-    (f, D) recovered exactly from the score (D from FTS5's docsize), and for a very
-    common word the deeper list of `projections.rank_deep` from the same ranking.
-    False: no list."""
-    df = int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
-                         (fts_phrase(term),)).fetchone()[0])
+def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float, since: int,
+               df: int, rows: list[rank_scan.Row]) -> bool:
+    """Keep the best `CHAMPIONS` of `term`'s ranked matches (FTS5's bm25 x weight, best
+    first: `rank_scan`) with (f, D) recovered exactly from the score (D from FTS5's
+    docsize), and for a very common word the deeper list of `projections.rank_deep` from
+    the same ranking. False: no list."""
     deep = rank_deep.depth(df, CHAMPIONS)
-    rows = con.execute(
-        f"SELECT f.rowid, bm25(documents_fts), {WEIGHT_SQL} AS w FROM documents_fts f"
-        " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?"
-        " ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?",
-        (fts_phrase(term), max(CHAMPIONS, deep))).fetchall()
     if len(rows) < CHAMPIONS:
         return False
     i = idf(nrow, df)

@@ -43,6 +43,7 @@ LOAD_CACHE_KIB = 16 * 1024  # SQLite page cache while loading rows (32 MiB: same
 INDEX_CACHE_KIB = 16 * 1024  # ... while indexing after the load; also the sorter's buffers
 TEMP_STORE = "FILE"  # the index sorter spills to temporary files beyond its buffers
 THREADS = 2  # CREATE INDEX after the load sorts on 2 cores
+LIST_THREADS = 2  # ... and the champion lists are ranked on 2 threads (rank_scan)
 PAGE_SIZE = 16384
 SMALL_PAGE_SIZE = 4096  # below LARGE_PAGES_BYTES of log: every table and index is at least a
 LARGE_PAGES_BYTES = 32 << 20  # page, ~36 of them: 16 KiB pages add ~0.5 MB to a small file
@@ -165,15 +166,17 @@ def build(
         # sorter's buffers and the full-text build's term hash then replace it in memory
         # instead of adding to it (peak RSS ~ the largest phase, not the sum).
         con.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")
-        db.finish_bulk(con, chosen)
+        vocab = db.finish_bulk(con, chosen)
         db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
             from projections import rank
 
-            # champion lists of the most common words (the rest: catch-up, `refresh`)
-            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]))
+            # champion lists of the most common words (the rest: catch-up, `refresh`),
+            # ranked on both cores: nothing else runs now (projections/rank_scan.py)
+            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
+                       workers=min(LIST_THREADS, _cpus()), vocab=vocab)
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:

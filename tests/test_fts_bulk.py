@@ -1,7 +1,7 @@
-"""A rebuild's full-text indexes, built beside the load (projections/fts_bulk.py: inline, on
-a thread, or in a child process), index exactly what the triggers would have.
+"""A rebuild's full-text indexes, built beside the load (projections/fts_bulk.py: inline or
+in a child process), index exactly what the triggers would have.
 
-- rows written again during the load (texts already sent to the thread, and texts still
+- rows written again during the load (texts already sent to the indexer, and texts still
   waiting; CJK and not, compressed and short) end indexed with their last text: the terms
   of both indexes equal those of the same final rows indexed by the triggers, FTS5's
   'integrity-check' passes, and searches find the last texts only;
@@ -35,7 +35,7 @@ from projections.rows import put_document
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
 
-@pytest.fixture(autouse=True, params=["inline", "thread", "process"])
+@pytest.fixture(autouse=True, params=["inline", "process"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every way of running the scratch index (fts_bulk.MODE) keeps every promise."""
     monkeypatch.setattr(fts_bulk, "MODE", request.param)

@@ -1,0 +1,251 @@
+"""Ranking every match of a word for its champion list (projections.rank), on the caller's
+connection or, in a rebuild, on worker threads that share the two cores.
+
+A list is made by ranking every match of its word with FTS5's bm25 x role weight (~1 s for
+a word in 400,000 documents, nearly all of it inside one SQLite statement: a docsize lookup
+and a `documents` row per match). A rebuild makes its lists after the load, when nothing
+else runs: `ranked_all` splits each word's matches into rowid ranges and ranks the ranges
+on `workers` threads, each with a read-only connection of its own; SQLite runs a statement
+without holding the GIL, so the threads run on as many cores.
+
+Most of a statement's time is bm25 itself (FTS5 looks each match's length up), so a word in
+at least `PRUNE_AT` documents is first ranked among the documents of the heaviest role
+weights only (`floor`: ~half the time when they are a third of the documents), chosen so
+that they are expected to hold `SPARE` times the rows wanted; bm25 x weight is below
+idf x (k1 + 1) x weight for every document (bm25's g(f, D) < k1 + 1), so when the last row
+kept beats that bound for the heaviest weight left out, no document left out can rank
+among them; else the word is ranked over every match after all, and later words start one
+weight lower.
+
+Promises:
+- `ranked(con, term, limit)` is the word's `limit` best matches, (rowid, bm25, weight), in
+  the lists' order: bm25 x weight ascending (best first), ties by rowid descending;
+- `ranked_all` gives exactly the same rows per word: bm25's inputs (the document count,
+  average length and the word's document count) are the whole index's whatever rowid range
+  or weights a statement reads, the ranges' rows are merged by the very key SQLite sorted
+  them by (the product of the same two doubles, then the rowid): bit-identical, same order;
+  and rows ranked above a weight floor are kept only with the certificate above (with a
+  relative `MARGIN` for rounding; the weights left out are every weight a document can
+  have, `rank.ROLE_WEIGHT`'s and the default 1.0, not only those in the file);
+- read-only; `ranked_all` needs the database in a file with no write transaction open on
+  it (its threads read through connections of their own), else it ranks on `con` alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from projections.bm25 import K1, ROLE_WEIGHT, WEIGHT_SQL, idf
+from projections.rank_tokens import totals
+from projections.text import fts_phrase
+
+Row = tuple[int, float, float]  # rowid, bm25, role weight
+Job = tuple[str, int, int]  # word, rows wanted, its document count
+AHEAD = 1  # words ranked ahead of the one being kept (rank.make_wanted)
+PRUNE_AT = 50_000  # a word in this many documents or more is ranked heaviest first ...
+SPARE = 4  # ... among the weights expected to hold this many times the rows wanted
+MARGIN = 1e-9
+_QUERY = ("SELECT f.rowid, bm25(documents_fts), {weight} AS w FROM documents_fts f"
+          " JOIN document_rows d ON d.rowid = f.rowid WHERE documents_fts MATCH ? AND w >= ?"
+          "{where} ORDER BY bm25(documents_fts) * w, f.rowid DESC LIMIT ?")
+
+
+def _query(where: str = "") -> str:
+    return _QUERY.format(weight=WEIGHT_SQL, where=where)
+
+
+def count(con: sqlite3.Connection, term: str) -> int:
+    """The word's document count (a multi-word idf's and bm25's own)."""
+    return int(con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
+                           (fts_phrase(term),)).fetchone()[0])
+
+
+def ranked(con: sqlite3.Connection, term: str, limit: int, floor: float = 0.0) -> list[Row]:
+    """The word's `limit` best matches in the lists' order (among the documents weighing
+    `floor` or more)."""
+    return [(int(r), float(b), float(w)) for r, b, w in
+            con.execute(_query(), (fts_phrase(term), floor, limit))]
+
+
+class _Floors:
+    """The weight floor of each word (fixed when first asked), and the certificate."""
+
+    def __init__(self, con: sqlite3.Connection, jobs: list[Job]) -> None:
+        self.levels = sorted({*ROLE_WEIGHT.values(), 1.0})  # every weight there is
+        self.nrow = totals(con)[0]
+        self.lower = 0  # certificates that failed: later words start this many weights lower
+        self.of: dict[int, float] = {}
+        self.share: list[tuple[float, float]] = []  # (weight, share of documents >= it)
+        self.lock = threading.Lock()
+        if any(df >= PRUNE_AT for _, _, df in jobs):
+            counts = sorted(((float(w), int(n)) for w, n in con.execute(
+                f"SELECT {WEIGHT_SQL} AS w, count(*) FROM document_rows d GROUP BY w")),
+                reverse=True)
+            total = sum(n for _, n in counts) or 1
+            seen = 0
+            for w, n in counts:
+                seen += n
+                self.share.append((w, seen / total))
+
+    def floor(self, j: int, job: Job) -> float:
+        """Word j's floor: 0.0 (every match), or the least weight above the heaviest one
+        left out, whose documents are then the fewest expected to hold `SPARE` x the rows
+        wanted (`lower` weights more after failed certificates)."""
+        with self.lock:
+            if j not in self.of:
+                _, limit, df = job
+                k = next((k for k, (_, share) in enumerate(self.share[:-1])
+                          if df * share >= SPARE * limit), None)
+                if df < PRUNE_AT or k is None or k + self.lower + 1 >= len(self.share):
+                    self.of[j] = 0.0
+                else:
+                    out = self.share[k + self.lower + 1][0]
+                    self.of[j] = min(w for w in self.levels if w > out)
+            return self.of[j]
+
+    def certified(self, j: int, job: Job, rows: list[Row]) -> bool:
+        """Whether rows ranked above word j's floor are its best of every match (else
+        later words start one weight lower)."""
+        floor = self.of.get(j, 0.0)
+        if not floor:
+            return True
+        out = [w for w in self.levels if w < floor]
+        bound = idf(self.nrow, job[2]) * (K1 + 1.0) * out[-1] if out else 0.0
+        if len(rows) == job[1] and -(rows[-1][1] * rows[-1][2]) > bound * (1 + MARGIN):
+            return True
+        with self.lock:
+            self.lower += 1
+        return False
+
+
+def _key(row: Row) -> tuple[float, int]:
+    return row[1] * row[2], -row[0]
+
+
+def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
+               ahead: int = AHEAD) -> Iterator[tuple[str, list[Row]]]:
+    """(term, `ranked(con, term, limit)`) for each (term, limit, df), in order; ranked on
+    `workers` threads at most `ahead` words beyond the one the caller was last given (the
+    rows of a deep word are a few MB in Python)."""
+    floors = _Floors(con, jobs)
+    path = _file(con)
+    if workers < 2 or path is None or con.in_transaction:
+        for j, (term, limit, _) in enumerate(jobs):
+            rows = ranked(con, term, limit, floors.floor(j, jobs[j]))
+            if not floors.certified(j, jobs[j], rows):
+                rows = ranked(con, term, limit)
+            yield term, rows
+        return
+    last = int(con.execute("SELECT coalesce(max(id), 0) FROM documents_fts_docsize")
+               .fetchone()[0])
+    bounds = [last * i // workers for i in range(workers + 1)]  # ranges (lo, hi]: all rowids
+    bounds[0], bounds[-1] = -(1 << 63), (1 << 63) - 1
+    query = _query(" AND f.rowid > ? AND f.rowid <= ?")
+
+    def work(wcon: sqlite3.Connection, n: int) -> list[Row]:
+        j, i = n // workers, n % workers
+        term, limit, _ = jobs[j]
+        return [(int(r), float(b), float(w)) for r, b, w in wcon.execute(
+            query, (fts_phrase(term), floors.floor(j, jobs[j]), bounds[i], bounds[i + 1],
+                    limit))]
+
+    pool = _Pool(path, work, len(jobs) * workers, workers)
+    try:
+        for j, (term, limit, _) in enumerate(jobs):
+            pool.allow((j + 1 + ahead) * workers)
+            parts = [pool.take(j * workers + i) for i in range(workers)]
+            rows = list(itertools.islice(heapq.merge(*parts, key=_key), limit))
+            if not floors.certified(j, jobs[j], rows):  # every match after all, here
+                rows = ranked(con, term, limit)
+            yield term, rows
+    finally:
+        pool.stop()
+
+
+def _reader(path: Path) -> sqlite3.Connection:
+    """A connection that only reads (query_only; opened read-write like every reader of
+    projections.db.connect); the statements above need no function of ours."""
+    uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    con = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    con.execute("PRAGMA query_only = 1")
+    return con
+
+
+def _file(con: sqlite3.Connection) -> Path | None:
+    for _, name, file in con.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+class _Pool:
+    """`workers` threads, a read-only connection each, computing tasks 0..n-1 in order but
+    none at or beyond the bound `allow` set; `take` waits for a task's result (and raises
+    the first error of any thread)."""
+
+    def __init__(self, path: Path, work: Callable[[sqlite3.Connection, int], list[Row]],
+                 n: int, workers: int) -> None:
+        self.path, self.work, self.n = path, work, n
+        self.next = 0  # the next task to start
+        self.bound = 0  # tasks below it may start
+        self.stopped = False
+        self.results: dict[int, list[Row]] = {}
+        self.errors: list[BaseException] = []
+        self.cond = threading.Condition()
+        self.threads = [threading.Thread(target=self._loop, name=f"rank-{i}", daemon=True)
+                        for i in range(workers)]
+        for t in self.threads:
+            t.start()
+
+    def _loop(self) -> None:
+        try:
+            wcon = _reader(self.path)
+        except BaseException as exc:
+            with self.cond:
+                self.errors.append(exc)
+                self.cond.notify_all()
+            return
+        try:
+            while True:
+                with self.cond:
+                    while not (self.stopped or self.errors or self.next < self.bound):
+                        self.cond.wait()
+                    if self.stopped or self.errors or self.next >= self.n:
+                        return
+                    n = self.next
+                    self.next += 1
+                rows = self.work(wcon, n)  # one SQLite statement: the GIL is free meanwhile
+                with self.cond:
+                    self.results[n] = rows
+                    self.cond.notify_all()
+        except BaseException as exc:
+            with self.cond:
+                self.errors.append(exc)
+                self.cond.notify_all()
+        finally:
+            wcon.close()
+
+    def allow(self, bound: int) -> None:
+        with self.cond:
+            self.bound = min(self.n, max(self.bound, bound))
+            self.cond.notify_all()
+
+    def take(self, n: int) -> list[Row]:
+        with self.cond:
+            while n not in self.results:
+                if self.errors:
+                    raise self.errors[0]
+                self.cond.wait()
+            return self.results.pop(n)
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+        for t in self.threads:
+            t.join()
