@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 TOKENIZE = "unicode61 remove_diacritics 2"  # documents_fts's tokenizer (projections.db)
@@ -103,6 +103,17 @@ def frequencies(
     return freq, sizes, common
 
 
+def _ascii_split(texts: Iterable[tuple[int, str]], rest: list[tuple[int, str]]
+                 ) -> Iterator[tuple[int, list[str]]]:
+    """(doc, its tokens) of each ASCII text, split the way unicode61 splits ASCII (runs of
+    [0-9A-Za-z], lower-cased); any other text is put in `rest` for FTS5 to tokenize."""
+    for r, text in texts:
+        if text.isascii():
+            yield r, _ASCII_TOKEN.findall(text.lower())
+        else:
+            rest.append((r, text))
+
+
 def counts(
     texts: Iterable[tuple[int, str]], terms: list[str]
 ) -> tuple[dict[tuple[str, int], int], dict[int, int]]:
@@ -110,17 +121,13 @@ def counts(
     unicode61 splits ASCII (runs of [0-9A-Za-z], lower-cased), any other text by FTS5."""
     freq: dict[tuple[str, int], int] = {}
     sizes: dict[int, int] = {}
-    rest = []
-    for r, text in texts:
-        if text.isascii():
-            toks = _ASCII_TOKEN.findall(text.lower())
-            sizes[r] = len(toks)
-            for t in terms:
-                n = toks.count(t)
-                if n:
-                    freq[(t, r)] = n
-        else:
-            rest.append((r, text))
+    rest: list[tuple[int, str]] = []
+    for r, toks in _ascii_split(texts, rest):
+        sizes[r] = len(toks)
+        for t in terms:
+            n = toks.count(t)
+            if n:
+                freq[(t, r)] = n
     if rest:
         more, more_sizes, _ = frequencies(rest, terms)
         freq.update(more)
@@ -136,16 +143,12 @@ def counts_many(
     wanted = set(terms)
     freq: dict[str, dict[int, int]] = {}
     sizes: dict[int, int] = {}
-    rest = []
-    for r, text in texts:
-        if text.isascii():
-            toks = _ASCII_TOKEN.findall(text.lower())
-            sizes[r] = len(toks)
-            for t, n in Counter(toks).items():
-                if t in wanted:
-                    freq.setdefault(t, {})[r] = n
-        else:
-            rest.append((r, text))
+    rest: list[tuple[int, str]] = []
+    for r, toks in _ascii_split(texts, rest):
+        sizes[r] = len(toks)
+        for t, n in Counter(toks).items():
+            if t in wanted:
+                freq.setdefault(t, {})[r] = n
     if rest:
         more, more_sizes, _ = frequencies(rest, sorted(wanted))
         for (t, r), n in more.items():
