@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,3 +88,28 @@ def workdir(keep: Path | None, prefix: str) -> Iterator[Path]:
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def pg_start(url: str | None, who: str) -> tuple[str, Any]:
+    """(URL, server): `url` as given (an existing server), else a throwaway server started
+    with initdb + pg_ctl (tests/pgserver.py) and a database "bench" in it; exits saying why
+    when PostgreSQL's binaries are not found. End it with `pg_stop`."""
+    if url is not None:
+        return url, None
+    from tests.pgserver import find_bin, start_server
+
+    bindir, why = find_bin()
+    if bindir is None:
+        sys.exit(f"{who}: {why}")
+    server = start_server(bindir)
+    return server.createdb("bench"), server
+
+
+def pg_stop(server: Any, keep: bool) -> None:
+    """Remove the throwaway server of `pg_start`, or say where it stays (`keep`)."""
+    if server is None:
+        return
+    if keep:
+        print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
+    else:
+        server.destroy()

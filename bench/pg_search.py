@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import load_average, pct  # noqa: E402
+from common import load_average, pct, pg_start, pg_stop  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from projections.pg import query as pgq  # noqa: E402
@@ -144,17 +144,8 @@ def main() -> None:
     n = args.docs or (100_000 if args.quick else 1_000_000)
     nq = args.queries or (30 if args.quick else 100)
     base = baseline_module(args.baseline)
-    server = None
+    url, server = pg_start(args.url, "bench/pg_search.py")
     try:
-        url = args.url
-        if url is None:
-            from tests.pgserver import find_bin, start_server
-
-            bindir, why = find_bin()
-            if bindir is None:
-                sys.exit(f"bench/pg_search.py: {why}")
-            server = start_server(bindir)
-            url = server.createdb("bench")
         t0 = time.perf_counter()
         vocab = make_texts(1)[1] if args.no_load else load(url, n)
         print(f"{n:,} documents loaded in {time.perf_counter() - t0:.0f} s; {nq} queries a"
@@ -208,10 +199,7 @@ def main() -> None:
     finally:
         pgq.close_connections()
         base.close_connections()
-        if server is not None and not args.keep:
-            server.destroy()
-        elif server is not None:
-            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
+        pg_stop(server, args.keep)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import pct  # noqa: E402
+from common import pct, pg_start, pg_stop  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from eventlog.events import MessageSent  # noqa: E402
@@ -101,17 +101,8 @@ def main() -> None:
     n = args.docs or (20_000 if args.quick else 1_000_000)
     nq = args.queries or (50 if args.quick else 200)
     work = Path(tempfile.mkdtemp(prefix="agentlog-bench-pg-"))
-    server = None
+    url, server = pg_start(args.url, "bench/postgres.py")
     try:
-        url = args.url
-        if url is None:
-            from tests.pgserver import find_bin, start_server
-
-            bindir, why = find_bin()
-            if bindir is None:
-                sys.exit(f"bench/postgres.py: {why}")
-            server = start_server(bindir)
-            url = server.createdb("bench")
         t0 = time.perf_counter()
         texts, vocab = make_texts(n)
         logs = {}
@@ -185,10 +176,7 @@ def main() -> None:
     finally:
         pgq.close_connections()
         query.close_connections()
-        if server is not None and not args.keep:
-            server.destroy()
-        elif server is not None:
-            print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
+        pg_stop(server, args.keep)
         shutil.rmtree(work, ignore_errors=True)
 
 

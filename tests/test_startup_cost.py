@@ -92,32 +92,36 @@ def _home(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
     return args, env, claude
 
 
+def _plus_one(tmp_path: Path, word: str, prelude: str, probe: str
+              ) -> tuple[str, list[str], dict[str, str]]:
+    """(stderr, args, env) of a +1 capture (a second session holding `word`) run by `_console`
+    with `prelude` and `AFTER[probe]`; the session was captured."""
+    args, env, claude = _home(tmp_path)
+    _session(claude, "s2", word)
+    proc = _console(prelude, AFTER[probe], args, env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["appended"] > 0
+    return proc.stderr, args, env
+
+
 def test_a_plus_one_capture_compiles_no_annotation_and_loads_no_openssl(tmp_path: Path
                                                                         ) -> None:
     """The +1 capture and its catch-up resolve no string annotation: each was a
     `typing.ForwardRef` compile (~200 per process before, ~4 % of its instructions); and
     they hash (the chain, cursors, root ids) without OpenSSL's `_hashlib` (~3 %)."""
-    args, env, claude = _home(tmp_path)
-    _session(claude, "s2", "second")
-    proc = _console(FORWARD_REFS, AFTER["forward"], args, env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["appended"] > 0
-    made = proc.stderr.rsplit("forwardrefs: ", 1)[1]
+    err, _, _ = _plus_one(tmp_path, "second", FORWARD_REFS, "forward")
+    made = err.rsplit("forwardrefs: ", 1)[1]
     assert made == "[]", made
-    assert "openssl: False" in proc.stderr, proc.stderr
-    assert "unneeded: []" in proc.stderr, proc.stderr
+    assert "openssl: False" in err, err
+    assert "unneeded: []" in err, err
 
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
     """The console's process runs no cyclic collection before the capture engine exists
     (`cli.fast.quiet_startup`); the collector runs again for the work after it, and the
     new session is captured and searchable."""
-    args, env, claude = _home(tmp_path)
-    _session(claude, "s2", "sesquipedalian")
-    proc = _console(COLLECTIONS, AFTER["gc"], args, env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["appended"] > 0
-    started = proc.stderr.rsplit("collections: ", 1)[1]
+    err, args, env = _plus_one(tmp_path, "sesquipedalian", COLLECTIONS, "gc")
+    started = err.rsplit("collections: ", 1)[1]
     assert "False" not in started, started  # none during the start-up
     on = subprocess.run([sys.executable, "-c", "import gc, sys\nfrom cli import fast\n"
                          "fast.quiet_startup(gc)\nassert not gc.isenabled()\n"
