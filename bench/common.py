@@ -10,6 +10,7 @@ on the path again.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import resource
@@ -88,6 +89,17 @@ def workdir(keep: Path | None, prefix: str) -> Iterator[Path]:
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def pg_parser() -> argparse.ArgumentParser:
+    """The options both PostgreSQL benches take: --quick, --docs, --queries, --url, --keep."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--docs", type=int, default=None)
+    ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
+    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
+    return ap
 
 
 def pg_start(url: str | None, who: str) -> tuple[str, Any]:

@@ -21,7 +21,6 @@ Usage: .venv/bin/python bench/pg_search.py [--quick] [--docs N] [--queries Q] [-
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import random
 import subprocess
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import load_average, pct, pg_start, pg_stop  # noqa: E402
+from common import load_average, pct, pg_parser, pg_start, pg_stop  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from projections.pg import query as pgq  # noqa: E402
@@ -130,14 +129,9 @@ def fold_cost(url: str, texts: list[str], work: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--docs", type=int, default=None)
-    ap.add_argument("--queries", type=int, default=None)
-    ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
+    ap = pg_parser()
     ap.add_argument("--baseline", default="404202f", help="revision ranking the newest 5,000")
     ap.add_argument("--no-load", action="store_true", help="--url already holds the documents")
-    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
     ap.add_argument("--fold", type=int, default=0, metavar="N",
                     help="also time project() of N new documents with and without the lists")
     args = ap.parse_args()

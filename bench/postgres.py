@@ -16,7 +16,6 @@ Usage: .venv/bin/python bench/postgres.py [--quick] [--docs N] [--queries Q] [--
 
 from __future__ import annotations
 
-import argparse
 import random
 import shutil
 import sys
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import pct, pg_start, pg_stop  # noqa: E402
+from common import pct, pg_parser, pg_start, pg_stop  # noqa: E402
 from search import make_texts  # noqa: E402
 
 from eventlog.events import MessageSent  # noqa: E402
@@ -91,12 +90,7 @@ def bare_copy(url: str, logs: dict[str, EventLog]) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--docs", type=int, default=None)
-    ap.add_argument("--queries", type=int, default=None)
-    ap.add_argument("--url", default=None, help="an existing server (superuser) instead")
-    ap.add_argument("--keep", action="store_true", help="leave the server running (debugging)")
+    ap = pg_parser()
     args = ap.parse_args()
     n = args.docs or (20_000 if args.quick else 1_000_000)
     nq = args.queries or (50 if args.quick else 200)
