@@ -35,6 +35,19 @@ def _tables(con: sqlite3.Connection) -> dict[str, list[Any]]:
             if t == "rank_meta" or rank_deep.has_deep(con) or not t.startswith("rank_deep")}
 
 
+Job = tuple[str, int, int]
+
+
+def _ranked_one_way(tmp_path: Path, key: Any, docs: list[Any], limits: list[int]
+                    ) -> tuple[sqlite3.Connection, list[Job], dict[str, Any]]:
+    """A file of `docs` (named by the example, so each Hypothesis example has its own), the
+    jobs of `WORDS` with `limits` and their rankings on this one connection."""
+    con = _home(tmp_path / f"h{abs(hash((str(docs), key, str(limits))))}.db")
+    _put_all(con, docs)
+    jobs = [(t, n, rank_scan.count(con, t)) for t, n in zip(WORDS, limits, strict=True)]
+    return con, jobs, {t: rank_scan.ranked(con, t, n) for t, n, _ in jobs}
+
+
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40,
           deadline=None)
 @given(docs=docs_st, workers=st.integers(2, 3), ahead=st.integers(0, 2),
@@ -42,12 +55,8 @@ def _tables(con: sqlite3.Connection) -> dict[str, list[Any]]:
 def test_threads_rank_exactly_as_one_connection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[Any], workers: int,
         ahead: int, limits: list[int]) -> None:
-    path = tmp_path / f"h{abs(hash((str(docs), workers, ahead, str(limits))))}.db"
-    con = _home(path)
+    con, jobs, one = _ranked_one_way(tmp_path, (workers, ahead), docs, limits)
     try:
-        _put_all(con, docs)
-        jobs = [(t, n, rank_scan.count(con, t)) for t, n in zip(WORDS, limits, strict=True)]
-        one = {term: rank_scan.ranked(con, term, limit) for term, limit, _ in jobs}
         got = list(rank_scan.ranked_all(con, jobs, workers, ahead))
         assert [t for t, _ in got] == WORDS
         assert dict(got) == one
@@ -115,12 +124,8 @@ def test_ranking_the_heaviest_weights_first_gives_the_full_ranking(
     the certificate holds or the word is ranked again over every match."""
     monkeypatch.setattr(rank_scan, "PRUNE_AT", 0)
     monkeypatch.setattr(rank_scan, "SPARE", spare)
-    path = tmp_path / f"h{abs(hash((str(docs), workers, spare, str(limits))))}.db"
-    con = _home(path)
+    con, jobs, full = _ranked_one_way(tmp_path, (workers, spare), docs, limits)
     try:
-        _put_all(con, docs)
-        jobs = [(t, n, rank_scan.count(con, t)) for t, n in zip(WORDS, limits, strict=True)]
-        full = {t: rank_scan.ranked(con, t, n) for t, n, _ in jobs}
         assert dict(rank_scan.ranked_all(con, jobs, workers)) == full
     finally:
         con.close()
