@@ -161,6 +161,13 @@ def test_multi_word_top_k_equals_the_full_ranking(
         path.unlink(missing_ok=True)
 
 
+@pytest.fixture
+def deep_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deep lists for `_listed`'s common words (`DEEP_SHARE` 1), of at most 40 entries."""
+    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
+
+
 def _listed(path: Path, n: int) -> sqlite3.Connection:
     """A history.db of documents of two common words (a few short user prompts are the
     best matches), its champion lists made."""
@@ -199,10 +206,8 @@ def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: P
 
 
 def test_deep_lists_certify_what_champion_lists_cannot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
 ) -> None:
-    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
-    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
     con = _listed(tmp_path / "h.db", 60)
     assert con.execute("SELECT count(*) FROM rank_deep").fetchone()[0] >= 2
     assert check(con, ["fix", "error"], Filters(), 20)  # champions (4) alone cannot
@@ -225,10 +230,8 @@ def test_deep_lists_certify_what_champion_lists_cannot(
 
 
 def test_cross_columns_score_deep_members_without_their_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
 ) -> None:
-    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
-    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
     monkeypatch.setattr(rank_multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
     con = _listed(tmp_path / "h.db", 60)
     words = ["fix", "error", "more"]
@@ -279,12 +282,10 @@ def test_cross_columns_score_deep_members_without_their_text(
 
 
 def test_stale_marks_of_documents_a_list_does_not_hold_are_dropped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
 ) -> None:
     from projections.catchup import make_lists
 
-    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
-    monkeypatch.setattr(rank_deep, "DEEP_MAX", 40)
     monkeypatch.setattr(rank_deep, "KEEP", 0)
     path = tmp_path / "h.db"
     con = _listed(path, 60)
