@@ -37,12 +37,16 @@ import heapq
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from projections.bm25 import K1, ROLE_WEIGHT, WEIGHT_SQL, idf
 from projections.rank_tokens import totals
 from projections.text import fts_phrase
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Row = tuple[int, float, float]  # rowid, bm25, role weight
 Job = tuple[str, int, int]  # word, rows wanted, its document count
@@ -145,26 +149,42 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
                .fetchone()[0])
     bounds = [last * i // workers for i in range(workers + 1)]  # ranges (lo, hi]: all rowids
     bounds[0], bounds[-1] = -(1 << 63), (1 << 63) - 1
-    query = _query(" AND f.rowid > ? AND f.rowid <= ?")
+    from concurrent.futures import ThreadPoolExecutor  # a rebuild's, not every writer's
 
-    def work(wcon: sqlite3.Connection, n: int) -> list[Row]:
-        j, i = n // workers, n % workers
+    query = _query(" AND f.rowid > ? AND f.rowid <= ?")
+    local = threading.local()  # each thread's read-only connection
+    opened: list[sqlite3.Connection] = []
+
+    def work(n: int) -> list[Row]:  # task n: word n // workers, rowid range n % workers
+        wcon = getattr(local, "con", None)
+        if wcon is None:
+            wcon = local.con = _reader(path)
+            opened.append(wcon)
+        j, i = divmod(n, workers)
         term, limit, _ = jobs[j]
-        return [(int(r), float(b), float(w)) for r, b, w in wcon.execute(
+        return [(int(r), float(b), float(w)) for r, b, w in wcon.execute(  # GIL free
             query, (fts_phrase(term), floors.floor(j, jobs[j]), bounds[i], bounds[i + 1],
                     limit))]
 
-    pool = _Pool(path, work, len(jobs) * workers, workers)
+    tasks: dict[int, Future[list[Row]]] = {}
+    started = 0  # tasks submitted: 0 .. started-1, in order
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="rank")
     try:
         for j, (term, limit, _) in enumerate(jobs):
-            pool.allow((j + 1 + ahead) * workers)
-            parts = [pool.take(j * workers + i) for i in range(workers)]
+            while started < min(len(jobs), j + 1 + ahead) * workers:
+                tasks[started] = pool.submit(work, started)
+                started += 1
+            parts = [tasks.pop(j * workers + i).result() for i in range(workers)]
             rows = list(itertools.islice(heapq.merge(*parts, key=_key), limit))
             if not floors.certified(j, jobs[j], rows):  # every match after all, here
                 rows = ranked(con, term, limit)
             yield term, rows
     finally:
-        pool.stop()
+        for task in tasks.values():
+            task.cancel()
+        pool.shutdown(wait=True)
+        for wcon in opened:
+            wcon.close()
 
 
 def _reader(path: Path) -> sqlite3.Connection:
@@ -181,71 +201,3 @@ def _file(con: sqlite3.Connection) -> Path | None:
         if name == "main":
             return Path(file) if file else None
     return None
-
-
-class _Pool:
-    """`workers` threads, a read-only connection each, computing tasks 0..n-1 in order but
-    none at or beyond the bound `allow` set; `take` waits for a task's result (and raises
-    the first error of any thread)."""
-
-    def __init__(self, path: Path, work: Callable[[sqlite3.Connection, int], list[Row]],
-                 n: int, workers: int) -> None:
-        self.path, self.work, self.n = path, work, n
-        self.next = 0  # the next task to start
-        self.bound = 0  # tasks below it may start
-        self.stopped = False
-        self.results: dict[int, list[Row]] = {}
-        self.errors: list[BaseException] = []
-        self.cond = threading.Condition()
-        self.threads = [threading.Thread(target=self._loop, name=f"rank-{i}", daemon=True)
-                        for i in range(workers)]
-        for t in self.threads:
-            t.start()
-
-    def _loop(self) -> None:
-        try:
-            wcon = _reader(self.path)
-        except BaseException as exc:
-            with self.cond:
-                self.errors.append(exc)
-                self.cond.notify_all()
-            return
-        try:
-            while True:
-                with self.cond:
-                    while not (self.stopped or self.errors or self.next < self.bound):
-                        self.cond.wait()
-                    if self.stopped or self.errors or self.next >= self.n:
-                        return
-                    n = self.next
-                    self.next += 1
-                rows = self.work(wcon, n)  # one SQLite statement: the GIL is free meanwhile
-                with self.cond:
-                    self.results[n] = rows
-                    self.cond.notify_all()
-        except BaseException as exc:
-            with self.cond:
-                self.errors.append(exc)
-                self.cond.notify_all()
-        finally:
-            wcon.close()
-
-    def allow(self, bound: int) -> None:
-        with self.cond:
-            self.bound = min(self.n, max(self.bound, bound))
-            self.cond.notify_all()
-
-    def take(self, n: int) -> list[Row]:
-        with self.cond:
-            while n not in self.results:
-                if self.errors:
-                    raise self.errors[0]
-                self.cond.wait()
-            return self.results.pop(n)
-
-    def stop(self) -> None:
-        with self.cond:
-            self.stopped = True
-            self.cond.notify_all()
-        for t in self.threads:
-            t.join()
