@@ -241,10 +241,9 @@ class BulkFeed:
                                      close_fds=True)
         last_child[:] = [self.proc.pid, last_child[1] + 1]
         assert self.proc.stdin is not None
-        with contextlib.suppress(AttributeError, OSError):  # Linux: a deeper pipe
-            import fcntl
+        from projections import frames
 
-            fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        frames.widen(self.proc.stdin.fileno(), PIPE_BYTES)
 
     def _write(self, op: tuple[Any, ...]) -> None:
         from projections import frames

@@ -120,7 +120,7 @@ def load(
                             stdin=None if follow else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, close_fds=True)
     assert proc.stdout is not None
-    _widen(proc.stdout.fileno())
+    frames.widen(proc.stdout.fileno(), PIPE_BYTES)
     last_seq, last_hash, events = 0, "", 0
     open_batch = False
     pipestats.start()
@@ -167,17 +167,6 @@ def load(
             proc.kill()
             proc.wait()
     return last_seq, last_hash, events
-
-
-def _widen(fd: int) -> None:
-    """Give pipe `fd` `PIPE_BYTES` of capacity where the system allows (else it keeps its
-    own: the same frames cross, in more turns)."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):
-        pass
 
 
 _BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"

@@ -24,7 +24,7 @@ import zstandard
 
 from eventlog import CorruptRecord, EventLog
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, MessageSent
-from projections import db, follow, pipeline, query, rebuild
+from projections import db, follow, frames, pipeline, query, rebuild
 from projections.drift import digests
 from projections.errors import ProjectionError
 from tests.conftest import ROOT
@@ -329,7 +329,7 @@ def test_the_parse_process_packs_bodies_while_the_pipe_is_backed_up(tmp_path: Pa
 def test_the_pipe_to_the_parse_process_is_widened_and_its_backlog_read() -> None:
     r, w = os.pipe()
     try:
-        pipeline._widen(r)
+        frames.widen(r, pipeline.PIPE_BYTES)
         assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == pipeline.PIPE_BYTES
         share = pipeline._backlog(w)
         assert share() == 0.0
