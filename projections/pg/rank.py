@@ -30,14 +30,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.search import ROLE_WEIGHT
+from projections.bm25 import WEIGHT_SQL
 
 HOT_DF = 5000  # ~10 ms of ranking every match (bench/pg_search.py): below that, no list
 CHAMPIONS = 1000
 BUILD_BUDGET = 3  # matches ranked per document when making lists in one pass
 LOCK = "hashtext('agentlog.rank')"
-WEIGHT = "(CASE coalesce(d.role, d.kind) {} ELSE 1.0 END)".format(
-    " ".join(f"WHEN '{k}' THEN {v}" for k, v in ROLE_WEIGHT.items()))
+WEIGHT = WEIGHT_SQL  # history.db's role weights, the same SQL (projections.bm25)
 SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
 
 
