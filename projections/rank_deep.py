@@ -39,7 +39,7 @@ import sqlite3
 import struct
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from projections.rank_tokens import TextOf, counts_many, texts_of
@@ -203,16 +203,28 @@ def make_cross(con: sqlite3.Connection, term: str, champions: int,
         got = freq.get(t, {})
         columns.append((term, t, zlib.compress(bytes(min(got.get(d, 0), UNKNOWN)
                                                      for d in docs), 6)))
+
+    def write() -> None:
+        ensure(con)
+        con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
+        con.executemany("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
+                        columns)
+
+    return _write_if_unchanged(con, term, blob, write)
+
+
+def _write_if_unchanged(con: sqlite3.Connection, term: str, blob: bytes,
+                        write: Callable[[], object]) -> bool:
+    """Run `write` in one short IMMEDIATE transaction if `term`'s deep list is still
+    `blob` (what the caller read and worked from outside a transaction); else nothing is
+    written (False: remade or gone meanwhile)."""
     con.execute("BEGIN IMMEDIATE")
     try:
         now = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
         if now is None or bytes(now[0]) != blob:
             con.execute("ROLLBACK")
             return False
-        ensure(con)
-        con.execute("DELETE FROM rank_deep_cross WHERE term = ?", (term,))
-        con.executemany("INSERT INTO rank_deep_cross(term, other, data) VALUES (?, ?, ?)",
-                        columns)
+        write()
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
@@ -259,18 +271,9 @@ def compact(con: sqlite3.Connection, term: str) -> int:
         "SELECT doc FROM rank_deep_stale WHERE term = ?", (term,)) if int(d) not in held]
     if not useless:
         return 0
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        now = con.execute("SELECT data FROM rank_deep_blob WHERE term = ?", (term,)).fetchone()
-        if now is None or bytes(now[0]) != blob:
-            con.execute("ROLLBACK")
-            return 0
-        con.executemany("DELETE FROM rank_deep_stale WHERE term = ? AND doc = ?", useless)
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
+    if not _write_if_unchanged(con, term, blob, lambda: con.executemany(
+            "DELETE FROM rank_deep_stale WHERE term = ? AND doc = ?", useless)):
+        return 0
     return len(useless)
 
 
