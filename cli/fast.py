@@ -176,10 +176,10 @@ def msgspec_without_typing_extensions() -> None:
             del sys.modules["typing_extensions"]
 
 
-_QUIET: list[Any] = []  # the `gc` module while `quiet_startup` holds the collector off
+_QUIET = [False]  # whether `quiet_startup` holds the collector off
 
 
-def quiet_startup(gc: Any) -> None:
+def quiet_startup() -> None:
     """Hold the cyclic collector off while the console's process starts (`cli.main.main`
     with no argv): ~25 collections ran during the imports of a +1 `capture`, each walking
     the young objects those imports made — classes, functions, module dicts, all of them
@@ -187,17 +187,21 @@ def quiet_startup(gc: Any) -> None:
     `startup_done` turns it back on; it is called before any work that makes garbage: the
     capture engine's first pass, the hook's capture, a search, click's commands. A no-op
     when the collector was already off (the caller's choice, kept)."""
+    import gc
+
     if gc.isenabled():
         gc.disable()
-        _QUIET.append(gc)
+        _QUIET[0] = True
 
 
 def startup_done() -> None:
     """The collector back on after `quiet_startup`, with what start-up made frozen
     (`gc.freeze`: imported modules, classes and functions are never garbage, and later
     collections no longer walk them). Idempotent; a no-op when start-up was not quiet."""
-    if _QUIET:
-        gc = _QUIET.pop()
+    if _QUIET[0]:
+        import gc
+
+        _QUIET[0] = False
         gc.freeze()
         gc.enable()
 

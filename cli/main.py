@@ -77,11 +77,9 @@ READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "v
 def main(argv: list[str] | None = None) -> Any:
     args = argv if argv is not None else sys.argv[1:]
     if argv is None:  # this process's own command line: no collection while it starts
-        import gc
-
         from cli import fast
 
-        fast.quiet_startup(gc)
+        fast.quiet_startup()
     from cli.fast import capture_plain, hooks_run, search_json, startup_done
 
     if search_json(args) or hooks_run(args) or capture_plain(args):

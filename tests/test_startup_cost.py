@@ -124,7 +124,7 @@ def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
     started = err.rsplit("collections: ", 1)[1]
     assert "False" not in started, started  # none during the start-up
     on = subprocess.run([sys.executable, "-c", "import gc, sys\nfrom cli import fast\n"
-                         "fast.quiet_startup(gc)\nassert not gc.isenabled()\n"
+                         "fast.quiet_startup()\nassert not gc.isenabled()\n"
                          "fast.startup_done()\nprint(gc.isenabled(), gc.get_freeze_count() > 0)"],
                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert on.stdout.split() == ["True", "True"], on.stderr  # back on, start-up frozen
