@@ -55,7 +55,10 @@ def load_json(data: bytes) -> Any:
 
 
 def load_object(data: bytes) -> dict[str, Any] | None:
-    value = load_json(data)
+    try:  # `load_json`'s first step, inlined (once per line of every transcript)
+        value = _decoder.decode(data)
+    except (RecursionError, msgspec.DecodeError, ValueError, TypeError):
+        value = load_json(data)  # fails the same way again, and takes its way out
     return value if isinstance(value, dict) else None
 
 
@@ -196,12 +199,18 @@ def digest(*parts: str) -> str:
 
 def make_record(**fields: Any) -> Record:
     """A Record whose string fields are all clean UTF-8."""
-    record = Record(**fields)
+    return checked(Record(**fields))
+
+
+def checked(record: Record) -> Record:
+    """`record` with its string fields all clean UTF-8: itself when they are (the parsers'
+    own per-record path builds the Record and asks this; `make_record` for the rest)."""
     try:  # one C pass: msgpack encodes every str of it as UTF-8, or fails on a surrogate
         _check_into(record, _check_buffer)
         return record
-    except Exception:  # anything else: the field by field way below
+    except Exception:  # anything else: field by field
         pass
+    fields = {name: getattr(record, name) for name in record.__struct_fields__}
     for key, value in fields.items():
         if value.__class__ is str:
             if not value.isascii():  # ASCII is always clean: skip the call
