@@ -288,9 +288,12 @@ class _Line:
             seen = self.state.setdefault("seen", {})
             count = 0
             if isinstance(seen, dict):
-                count = seen.get(key, 0) if isinstance(seen.get(key), int) else 0
+                count = seen.get(key, 0)
+                if count.__class__ is not int and not isinstance(count, int):
+                    count = 0
                 seen[key] = count + 1
-                trim_map(seen, _SEEN_LIMIT)
+                if len(seen) > _SEEN_LIMIT:
+                    trim_map(seen, _SEEN_LIMIT)
             uid = f"codex:{key}:{count}"
         subagent = self.state.get("subagent")
         self.result.records.append(

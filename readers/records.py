@@ -102,7 +102,11 @@ class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True):
     name: str
 
 
-class ParseResult(msgspec.Struct, kw_only=True):
+class ParseResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What one parse call yields. Encoded (msgpack) only to cross from the parallel
+    rebuild's parse process to its builder: empty fields are left out (most results are
+    one record and nothing else)."""
+
     records: list[Record] = msgspec.field(default_factory=list)
     titles: list[SessionTitle] = msgspec.field(default_factory=list)
     unknown: dict[str, int] = msgspec.field(default_factory=dict)
