@@ -164,6 +164,9 @@ def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> Pa
 class _Context:
     """What every record of one line shares."""
 
+    __slots__ = ("at", "cursor", "obj", "project", "session", "state", "subagent",
+                 "subagent_name", "uuid")
+
     def __init__(
         self, source: SourceInfo, state: dict[str, Any], obj: dict[str, Any], cursor: str
     ) -> None:

@@ -73,6 +73,8 @@ def parse_line(
 
 
 class _Line:
+    __slots__ = ("at", "cursor", "result", "source", "state")
+
     def __init__(
         self, source: SourceInfo, state: dict[str, Any], cursor: str, result: ParseResult
     ) -> None:
