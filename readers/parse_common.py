@@ -2,9 +2,11 @@
 
 Promises: nothing here raises on any input. JSON decoding returns `None` for bytes that are
 not a JSON object; every string that leaves a parser goes through `clean` (lone surrogates
-replaced, so the text always encodes as UTF-8) and text is capped (`cap`) so one record never
-carries more than `MAX_TEXT` characters. Inline base64 payloads are replaced by short
-placeholders (`scrub`), because they are bytes, not words, and the raw log keeps them anyway.
+replaced, so the text always encodes as UTF-8; a Record's strings are first checked all at
+once by `checked`, which `make_record` calls, and cleaned only if one fails) and text is
+capped (`cap`) so one record never carries more than `MAX_TEXT` characters. Inline base64
+payloads are replaced by short placeholders (`scrub`), because they are bytes, not words, and
+the raw log keeps them anyway.
 """
 
 from __future__ import annotations
