@@ -93,7 +93,9 @@ def _console(prelude: str, probe: str, args: list[str], env: dict[str, str]
 
 
 def _home(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENTLOG_HOME"}
+    # the first run writes bytecode for the +1 (a stale .pyc would be compiled in its start-up)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("AGENTLOG_HOME", "PYTHONDONTWRITEBYTECODE")}
     env["HOME"] = str(tmp_path / "user")
     claude, codex = tmp_path / "claude", tmp_path / "codex"
     (codex / "sessions").mkdir(parents=True)
