@@ -97,6 +97,7 @@ class BulkFeed:
         self.ended = False
         self.error: BaseException | None = None
         self.terms: list[tuple[str, int]] | None = None  # `end`'s vocabulary read, inline
+        self.copied = False  # `copy` done (projections.bulk_tail: on the sort's thread)
         with contextlib.suppress(FileNotFoundError):
             self.scratch.unlink()
         self.args = (ddl, pragmas, hashsize, default_hashsize)
@@ -177,17 +178,24 @@ class BulkFeed:
 
     def finish(self) -> None:
         """`end` (if not yet), wait for the indexer, then copy both indexes into the new
-        file. Call outside a transaction on the new file."""
+        file (unless `copy` did). Call outside a transaction on the new file."""
         try:
             if not self.ended:
                 self.end()
             if self.proc is not None:
                 self._reap("ok")
-            if self.error is not None:
-                self._raise()
-            self._copy()
+            if not self.copied:
+                self.copy()
         finally:
             self.close()
+
+    def copy(self) -> None:
+        """After `end` of an inline indexer: copy both indexes into the new file; the
+        scratch file stays (for readers of it) until `finish` or `close`."""
+        if self.error is not None:
+            self._raise()
+        self._copy()
+        self.copied = True
 
     def close(self) -> None:
         """Stop the indexer (if running) and remove the scratch file."""

@@ -166,17 +166,20 @@ def build(
         # sorter's buffers and the full-text build's term hash then replace it in memory
         # instead of adding to it (peak RSS ~ the largest phase, not the sum).
         con.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")
-        vocab = db.finish_bulk(con, chosen)
+        # the champion lists are made beside the query-index sort when the full-text index
+        # was built inline (projections/bulk_tail.py), else after it, ranked on both cores
+        lists = min(LIST_THREADS, _cpus())
+        made = db.finish_bulk(con, chosen, lists=lists)
         db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
-            from projections import rank
+            if not made:
+                from projections import rank
 
-            # champion lists of the most common words (the rest: catch-up, `refresh`),
-            # ranked on both cores: nothing else runs now (projections/rank_scan.py)
-            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
-                       workers=min(LIST_THREADS, _cpus()), vocab=vocab)
+                # champion lists of the most common words (the rest: catch-up, `refresh`)
+                rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
+                           workers=lists)
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
