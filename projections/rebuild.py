@@ -4,7 +4,9 @@ Promises:
 - the new file is built beside the live one (`history.db.reindex-<pid>`) from seq 1 with
   journal_mode=OFF, synchronous=OFF, in one transaction (its full-text indexes built during the
   load, from the text in hand, in `history.db.reindex-<pid>.fts` and copied in after it:
-  projections/fts_bulk.py; removed on success and failure alike), then optimized (the pages the
+  projections/fts_bulk.py; its champion lists made from that index and the rows' weights in
+  `.weights` beside the query-index sort: projections/bulk_tail.py; both side files removed
+  on success and failure alike), then optimized (the pages the
   merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), fsynced and
   published with `os.replace`; until the swap, every reader (in any process) keeps
   answering from the old file, and a crash at any point leaves the old file serving;
