@@ -83,10 +83,6 @@ CREATE TABLE document_rows(
 );
 CREATE VIEW documents AS SELECT {view} FROM document_rows r;
 CREATE TABLE doc_sources(id INTEGER PRIMARY KEY, source TEXT NOT NULL UNIQUE);
-CREATE INDEX documents_session ON document_rows(session);
-CREATE INDEX documents_run ON document_rows(run) WHERE run IS NOT NULL;
-CREATE INDEX documents_subagent ON document_rows(subagent) WHERE subagent IS NOT NULL;
-CREATE INDEX documents_sender ON document_rows(sender) WHERE sender IS NOT NULL;
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)
@@ -152,13 +148,27 @@ def documents_indexed_by(index: str) -> str:
         raise ValueError(f"not an index name: {index!r}")
     return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
 
-# Indexes only queries need: a rebuild creates them after the bulk load (faster, sorted).
-_QUERY_INDEXES = """
-CREATE INDEX documents_at ON document_rows(at);
-CREATE INDEX documents_conv ON document_rows(conversation, at, ord);
-CREATE INDEX documents_project ON document_rows(project);
-CREATE INDEX documents_job ON document_rows(job) WHERE job IS NOT NULL;
-"""
+# The secondary indexes of `document_rows`; every file has them all. A rebuild's bulk load
+# creates them after the load (sorted, beside the full-text indexer: `finish_bulk`), except
+# each one an applier asks for first (`rows.need_index`, before a lookup by its columns: a run's,
+# an alias's, a subagent's rows): that one is made then, from the rows so far, and is kept up
+# from there on. A load of transcripts alone asks for none of them (docs/performance.md,
+# session 22: keeping the session index up during the load cost ~20 % of its inserts' CPU).
+# `IF NOT EXISTS`: the script skips what a lookup made (sqlite_master keeps the same text).
+_INDEXES = {
+    "documents_session": "documents_session ON document_rows(session)",
+    "documents_run": "documents_run ON document_rows(run) WHERE run IS NOT NULL",
+    "documents_subagent":
+        "documents_subagent ON document_rows(subagent) WHERE subagent IS NOT NULL",
+    "documents_sender": "documents_sender ON document_rows(sender) WHERE sender IS NOT NULL",
+    "documents_at": "documents_at ON document_rows(at)",
+    "documents_conv": "documents_conv ON document_rows(conversation, at, ord)",
+    "documents_project": "documents_project ON document_rows(project)",
+    "documents_job": "documents_job ON document_rows(job) WHERE job IS NOT NULL",
+}
+_INDEX_SQL = {name: f"CREATE INDEX IF NOT EXISTS {sql}" for name, sql in _INDEXES.items()}
+_QUERY_INDEXES = "".join(f"{sql};\n" for sql in _INDEX_SQL.values())
+
 
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
 # The triggers keep them in step with every later write; a row is removed with FTS5's
@@ -275,6 +285,7 @@ class Connection(sqlite3.Connection):
     text_memo: list[Any]
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
     bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
+    deferred_indexes: dict[str, str]  # a bulk load's indexes not made yet: name -> SQL
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -284,6 +295,7 @@ class Connection(sqlite3.Connection):
         self.text_memo = [None, None]
         self.fts_after = [-1]
         self.bulk_fts = None
+        self.deferred_indexes = {}
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -381,7 +393,9 @@ def create_schema(
     if engine is None:
         engine = "fts5" if fts5_available() else "plain"
     con.executescript(_DOCUMENTS)
-    if not bulk:
+    if bulk and isinstance(con, Connection):
+        con.deferred_indexes = dict(_INDEX_SQL)  # rows.need_index makes one on demand
+    else:
         con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
         con.executescript(_FTS_TABLES)
@@ -434,6 +448,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] |
     feed = None
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
+        con.deferred_indexes = {}  # the script below makes every one still missing
     try:
         heap.trim()  # the load's page cache
         if feed is not None and feed.inline:

@@ -138,6 +138,17 @@ def put_row(
     return int(existing[0])
 
 
+def need_index(con: sqlite3.Connection, name: str) -> None:
+    """Make sure index `name` of `document_rows` exists before a lookup by its columns: a
+    rebuild's bulk load makes its indexes after the load, or here on the first lookup that
+    needs one (`projections.db._INDEXES`); every other file has them all."""
+    deferred: dict[str, str] | None = getattr(con, "deferred_indexes", None)
+    if deferred:
+        sql = deferred.pop(name, None)
+        if sql is not None:
+            con.execute(sql)
+
+
 def source_id(con: sqlite3.Connection, source: object) -> int | None:
     """The `doc_sources` id of a source id string (added on first use; None for None).
 

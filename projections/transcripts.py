@@ -43,6 +43,7 @@ from projections.rows import (
     ORD_SPAN,
     Applier,
     agent_family,
+    need_index,
     put_row,
     run_basename,
     stored_bodies,
@@ -303,6 +304,7 @@ def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
         " ON CONFLICT(agent, session, subagent) DO UPDATE SET name = excluded.name",
         (agent, session, sub.subagent, sub.name),
     )
+    need_index(con, "documents_subagent")
     con.execute(
         "UPDATE document_rows SET subagent_name = ? WHERE subagent = ? AND agent = ?"
         " AND coalesce(session, '') = ?",
