@@ -63,6 +63,14 @@ def _lookups() -> list[Event]:
                                            session="s5"), [], start=10_000),
         seen(other, "claude", "claude.session"),
         *chunks_of(other, claude_line("t4", "user", "a copy of giraffe 4", session="s5"), []),
+        # several rows of one event (one statement in a load) with ids written before it
+        # and ids twice within it, from the same source (put over) and another one (kept)
+        *chunks_of(CLAUDE_SRC, b"".join(claude_line(u, "user", t, session="s5") for u, t in [
+            ("t5", "giraffe five, rewritten"), ("n1", "new one"), ("n1", "new one, again"),
+            ("n2", "new two")]), [], start=20_000),
+        *chunks_of(other, b"".join(claude_line(u, "user", t, session="s5") for u, t in [
+            ("n3", "new three"), ("t6", "a copy of giraffe 6"), ("n2", "a copy of new two"),
+            ("n3", "new three, again")]), [], start=1_000),
         *mixed_events(),  # an alias, a run with a session, a run log, a rewind
         SessionArchived(project="/proj", session="s1", path="a", sha256="0" * 64, turns=3,
                         newest_at=1_793_527_200_000, at=11),
@@ -128,9 +136,12 @@ def test_a_load_of_transcripts_alone_keeps_no_secondary_index_up(
 def test_every_lookup_of_a_load_uses_an_index_and_the_rows_equal_catch_up(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = EventLog(tmp_path / "log")
-    append(log, _lookups())
+    events = _lookups()
+    append(log, events[:1])
     live = tmp_path / "live.db"
-    catch_up(live, log, batch=4)  # every index up from the start
+    catch_up(live, log)  # a new file: built (a bulk load of one event) ...
+    append(log, events[1:], prefix="rest")
+    catch_up(live, log, batch=4)  # ... then the rest row by row, every index up
     loads = _watch_load(monkeypatch)
     outs = [tmp_path / "seq.db", tmp_path / "par.db"]
     monkeypatch.setattr(rebuild, "BATCH", 5)
@@ -150,10 +161,12 @@ def test_every_lookup_of_a_load_uses_an_index_and_the_rows_equal_catch_up(
     try:  # the log did what it says: a named subagent, a replaced and a kept duplicate
         assert con.execute("SELECT subagent_name FROM documents WHERE id = ?",
                            ("transcript:claude:x1",)).fetchone()[0] == "Explore: reads the code"
-        texts = dict(con.execute("SELECT id, text FROM documents WHERE id IN (?, ?)",
-                                 ("transcript:claude:t3", "transcript:claude:t4")))
-        assert texts == {"transcript:claude:t3": "giraffe three, rewritten",
-                         "transcript:claude:t4": "giraffe 4"}
+        texts = dict(con.execute("SELECT substr(id, 19), text FROM documents"
+                                 " WHERE id LIKE 'transcript:claude:%'"))
+        assert {k: texts[k] for k in ("t3", "t4", "t5", "t6", "n1", "n2", "n3")} == {
+            "t3": "giraffe three, rewritten", "t4": "giraffe 4", "t5": "giraffe five, rewritten",
+            "t6": "giraffe 6", "n1": "new one, again", "n2": "new two",
+            "n3": "new three, again"}
     finally:
         con.close()
 
