@@ -150,8 +150,8 @@ def documents_indexed_by(index: str) -> str:
 
 # The secondary indexes of `document_rows`; every file has them all. A rebuild's bulk load
 # creates them after the load (sorted, beside the full-text indexer: `finish_bulk`), except
-# each one an applier asks for first (`rows.need_index`, before a lookup by its columns: a run's,
-# an alias's, a subagent's rows): that one is made then, from the rows so far, and is kept up
+# each one an applier asks for first (`rows.need_index`, before a lookup by its columns: a run's
+# or an archived session's rows): that one is made then, from the rows so far, and is kept up
 # from there on. A load of transcripts alone asks for none of them (docs/performance.md,
 # session 22: keeping the session index up during the load cost ~20 % of its inserts' CPU).
 # `IF NOT EXISTS`: the script skips what a lookup made (sqlite_master keeps the same text).
@@ -168,6 +168,9 @@ _INDEXES = {
 }
 _INDEX_SQL = {name: f"CREATE INDEX IF NOT EXISTS {sql}" for name, sql in _INDEXES.items()}
 _QUERY_INDEXES = "".join(f"{sql};\n" for sql in _INDEX_SQL.values())
+# Kept up during a load all the same: partial indexes of columns a transcript row leaves NULL
+# (next to free to keep up then; each made after the load would scan the whole table)
+_LOAD_INDEXES = ("documents_run", "documents_subagent", "documents_sender")
 
 
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
@@ -394,7 +397,10 @@ def create_schema(
         engine = "fts5" if fts5_available() else "plain"
     con.executescript(_DOCUMENTS)
     if bulk and isinstance(con, Connection):
-        con.deferred_indexes = dict(_INDEX_SQL)  # rows.need_index makes one on demand
+        for name in _LOAD_INDEXES:
+            con.execute(_INDEX_SQL[name])
+        con.deferred_indexes = {name: sql for name, sql in _INDEX_SQL.items()
+                                if name not in _LOAD_INDEXES}  # rows.need_index: on demand
     else:
         con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
