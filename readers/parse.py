@@ -102,13 +102,25 @@ def parse_line(
             result = ParseResult()
             result.count_unknown(f"{layout}:oversized")
             return result
-        fn = _reader(layout, "parse_line") if registry.mode_of(layout) == registry.APPEND else None
+        fn = _LINE_FN[layout] if layout in _LINE_FN else _line_fn(layout)
         if fn is not None:
-            return _tidy(fn(source, state, line, offset, generation))
+            result = fn(source, state, line, offset, generation)
+            return _tidy(result) if result.unknown else result
     except Exception:  # a parser bug must cost one line, not a rebuild
         _debug("parser error in %s at %d:%d", source.source, generation, offset)
         return _error(layout)
     return _wrong_layout(layout, "line")
+
+
+def _line_fn(layout: str) -> Any:
+    """`parse_line` of the reader owning append-mode `layout`, or None (memoized)."""
+    fn = _reader(layout, "parse_line") if registry.mode_of(layout) == registry.APPEND else None
+    if len(_LINE_FN) < 4096:
+        _LINE_FN[layout] = fn
+    return fn
+
+
+_LINE_FN: dict[str, Any] = {}
 
 
 def parse_snapshot(source: SourceInfo, state: dict[str, Any], data: bytes) -> ParseResult:

@@ -26,6 +26,7 @@ from readers.builtin_paths import claude_descend as descend  # noqa: F401 (reade
 from readers.parse_common import (
     MAX_TEXT,
     MAX_TITLE,
+    checked,
     compact_json,
     digest,
     iso_ms,
@@ -193,9 +194,10 @@ class _Context:
         if self.at is not None and not self.subagent:
             state["last_at"] = self.at
 
-    def record(self, role: str, text: str, block: int | None = None, **extra: Any) -> Record:
+    def record(self, role: str, text: str, block: int | None = None, tool: str | None = None,
+               tool_input: str | None = None) -> Record:
         uid = f"claude:{self.uuid}" if block is None else f"claude:{self.uuid}#{block}"
-        return make_record(
+        return checked(Record(
             uid=uid,
             agent=AGENT,
             session=self.session,
@@ -206,8 +208,9 @@ class _Context:
             project=self.project,
             subagent=self.subagent,
             subagent_name=self.subagent_name,
-            **extra,
-        )
+            tool=tool,
+            tool_input=tool_input,
+        ))
 
 
 def _user_text(raw: str) -> tuple[str, str] | None:
@@ -220,12 +223,14 @@ def _user_text(raw: str) -> tuple[str, str] | None:
     if raw.startswith("<bash-input>"):
         text = _TAG.sub("", raw).strip()
         return ("user", f"! {text}") if text else None
-    if "<command-name>" in raw:
+    if "<" not in raw:  # one memchr: no tag to look for
+        pass
+    elif "<command-name>" in raw:
         name = _COMMAND_NAME.search(raw)
         args = _COMMAND_ARGS.search(raw)
         text = " ".join(m.group(1).strip() for m in (name, args) if m and m.group(1).strip())
         return ("user", text) if text else None
-    if "<system-reminder>" in raw:
+    elif "<system-reminder>" in raw:
         raw = _REMINDER.sub("", raw)
     raw = raw.strip()
     return ("user", raw) if raw else None

@@ -28,6 +28,7 @@ from readers.builtin_paths import codex_classify as classify  # noqa: F401 (read
 from readers.builtin_paths import codex_descend as descend  # noqa: F401 (reader protocol)
 from readers.parse_common import (
     MAX_TITLE,
+    checked,
     compact_json,
     digest,
     iso_ms,
@@ -39,7 +40,7 @@ from readers.parse_common import (
     text_of,
     trim_map,
 )
-from readers.records import ParseResult, SessionTitle, SourceInfo
+from readers.records import ParseResult, Record, SessionTitle, SourceInfo
 
 AGENT = "codex"
 
@@ -280,7 +281,8 @@ class _Line:
         session = self.state.get("session")
         return session if isinstance(session, str) else session_from_path(self.source.path)
 
-    def emit(self, role: str, kind: str, text: str, uid: str | None = None, **extra: Any) -> None:
+    def emit(self, role: str, kind: str, text: str, uid: str | None = None,
+             tool: str | None = None, tool_input: str | None = None) -> None:
         if uid is None:
             key = digest(kind, role, text)[:16]
             seen = self.state.setdefault("seen", {})
@@ -292,7 +294,7 @@ class _Line:
             uid = f"codex:{key}:{count}"
         subagent = self.state.get("subagent")
         self.result.records.append(
-            make_record(
+            checked(Record(
                 uid=uid,
                 agent=AGENT,
                 session=self.session(),
@@ -303,8 +305,9 @@ class _Line:
                 project=self.state.get("cwd"),
                 subagent=subagent,
                 subagent_name=self.state.get("subagent_name") if subagent else None,
-                **extra,
-            )
+                tool=tool,
+                tool_input=tool_input,
+            ))
         )
 
 

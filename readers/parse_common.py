@@ -26,6 +26,9 @@ MAX_TITLE = 512
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+# `make_record`'s check that every string encodes as UTF-8 (the encoding itself is dropped)
+_check_into = msgspec.msgpack.Encoder().encode_into
+_check_buffer = bytearray()
 
 # data: URLs and long unbroken base64 runs: indexing them only bloats the index.
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=.+-]+)*;base64,[A-Za-z0-9+/=\s]{16,}")
@@ -52,7 +55,10 @@ def load_json(data: bytes) -> Any:
 
 
 def load_object(data: bytes) -> dict[str, Any] | None:
-    value = load_json(data)
+    try:  # `load_json`'s first step, inlined (once per line of every transcript)
+        value = _decoder.decode(data)
+    except (RecursionError, msgspec.DecodeError, ValueError, TypeError):
+        value = load_json(data)  # fails the same way again, and takes its way out
     return value if isinstance(value, dict) else None
 
 
@@ -90,11 +96,27 @@ def scrub(text: str) -> str:
     """Replace base64 payloads and terminal escapes by placeholders."""
     if "base64," in text:
         text = _DATA_URL.sub(lambda m: f"[{(m.group(1) or 'data').split('/')[0]}]", text)
-    if len(text) >= 2000:
+    if len(text) >= 2000 and _may_hold_run(text):
         text = _BASE64_RUN.sub("[binary]", text)
-    if "\x1b[" in text:
+    if "\x1b" in text and "\x1b[" in text:  # one memchr for the common case: no ESC at all
         text = _ANSI.sub("", text)
     return text
+
+
+def _may_hold_run(text: str) -> bool:
+    """Whether `text` may hold a `_BASE64_RUN` (2,000 base64 characters in a row): for ASCII
+    text decided in two C passes (base64 characters → "a", the rest → " ", then a search for
+    2,000 "a"s), ~10× cheaper than the regex's scan; other text: always (the regex decides)."""
+    if not text.isascii():
+        return True
+    return _RUN_MARK in text.encode("ascii").translate(_RUN_TABLE)
+
+
+_RUN_TABLE = bytes(
+    ord("a") if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else ord(" ")
+    for c in range(256)
+)
+_RUN_MARK = b"a" * 2000
 
 
 def cap(text: str, limit: int = MAX_TEXT) -> str:
@@ -108,7 +130,10 @@ def text_of(value: Any, limit: int = MAX_TEXT) -> str:
     if not isinstance(value, str) or not value:
         return ""
     # Scrub a bounded window: a 50 MB string must not cost a 50 MB regex pass.
-    return clean(cap(scrub(value[: limit * 4]), limit))
+    text = scrub(value[: limit * 4])
+    if len(text) > limit:  # `cap`, inlined (once per text of every record)
+        text = text[:limit] + " …[truncated]"
+    return text if text.isascii() else clean(text)
 
 
 def compact_json(value: Any, limit: int = MAX_TOOL_INPUT) -> str:
@@ -124,19 +149,18 @@ def compact_json(value: Any, limit: int = MAX_TOOL_INPUT) -> str:
 
 def str_or_none(value: Any, limit: int = 1024) -> str | None:
     if isinstance(value, str) and value:
-        return clean(value[:limit])
+        value = value[:limit]
+        return value if value.isascii() else clean(value)
     return None
 
 
 def iso_ms(value: Any) -> int | None:
     """Epoch milliseconds of an ISO-8601 timestamp or an epoch number (s or ms)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        if value != value or value <= 0 or value > 1e15:  # NaN, zero, absurd
-            return None
-        return int(value * 1000) if value < 1e11 else int(value)
-    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+    if value.__class__ is not str:  # the common case first: an exact str
+        if not isinstance(value, str):
+            return _number_ms(value)
+        value = str.__str__(value)  # a str subclass, read as the str it holds
+    if not 10 <= len(value) <= 40:
         return None
     if value[-1] == "Z":  # the common shape: datetime reads the "Z" itself (3.11+)
         try:
@@ -149,6 +173,15 @@ def iso_ms(value: Any) -> int | None:
             except (OverflowError, OSError, ValueError):
                 return None
     return general_ms(value)
+
+
+def _number_ms(value: Any) -> int | None:
+    """`iso_ms` of anything but a str: an epoch number in seconds or milliseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value <= 0 or value > 1e15:  # NaN, zero, absurd
+        return None
+    return int(value * 1000) if value < 1e11 else int(value)
 
 
 _fromiso = datetime.fromisoformat
@@ -175,15 +208,25 @@ def general_ms(value: str) -> int | None:
 
 def digest(*parts: str) -> str:
     """A short stable hash (hex) of text parts."""
-    h = blake2b(digest_size=16)
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()
+    # the bytes hashed: each part followed by a NUL (one update of them all)
+    text = "\x00".join(parts) + "\x00"
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def make_record(**fields: Any) -> Record:
     """A Record whose string fields are all clean UTF-8."""
+    return checked(Record(**fields))
+
+
+def checked(record: Record) -> Record:
+    """`record` with its string fields all clean UTF-8: itself when they are (the parsers'
+    own per-record path builds the Record and asks this; `make_record` for the rest)."""
+    try:  # one C pass: msgpack encodes every str of it as UTF-8, or fails on a surrogate
+        _check_into(record, _check_buffer)
+        return record
+    except Exception:  # anything else: field by field
+        pass
+    fields = {name: getattr(record, name) for name in record.__struct_fields__}
     for key, value in fields.items():
         if value.__class__ is str:
             if not value.isascii():  # ASCII is always clean: skip the call

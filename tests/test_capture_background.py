@@ -157,7 +157,8 @@ async def test_five_servers_one_capturer_all_see_new_lines(home: Path) -> None:
             _transcript("s1.jsonl", claude_line(f"n{n}", "user", f"newword{n} okapi"))
             for other in clients:  # every server sees every new line
                 await until_found(other, f"newword{n}")
-        assert len(_writers(home)) == 1  # exactly one process captured
+        first = _writers(home)
+        assert len(first) == 1  # exactly one process captured
         capturing = [(await search(c, "okapi"))["coverage"]["capturing"] for c in clients]
         assert capturing == [True] * 5  # each one knows the home is being captured
 
@@ -168,11 +169,25 @@ async def test_five_servers_one_capturer_all_see_new_lines(home: Path) -> None:
         _transcript("s2.jsonl", claude_line("t1", "user", "after the takeover pangolin"))
         for other in clients[1:]:
             await until_found(other, "pangolin")
-        assert len(_writers(home)) == 2
+        writers = _writers(home)
+        assert len(writers) == 2
+        # The lease's note names the process that took over (it publishes its note each
+        # pass). Checked while every server still runs: once they are closed, one that
+        # never wrote may take the lease on its way out and publish its own note.
+        await _until_note(home, writers - first)
         for close in closers[1:]:
             close.set()
-    note = json.loads((home / "log" / "capture.lock").read_bytes())
-    assert note["pid"] in _writers(home)
+
+
+async def _until_note(home: Path, writers: set[int]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        raw = (home / "log" / "capture.lock").read_bytes().rstrip(b" \x00")
+        pid = json.loads(raw)["pid"] if raw else None
+        if pid in writers:
+            return
+        assert time.monotonic() < deadline, f"the lease's note names pid {pid}, not a writer"
+        await anyio.sleep(0.05)
 
 
 def _until(cond: Any, what: str) -> None:

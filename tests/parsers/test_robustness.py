@@ -266,3 +266,34 @@ def test_scrub_replaces_every_long_base64_run_and_nothing_else(runs: list[tuple[
     text = "".join(ch * n for ch, n in runs)
     plain = re.sub(r"[A-Za-z0-9+/]{2000,}={0,2}", "[binary]", text) if len(text) >= 2000 else text
     assert scrub(text) == plain
+
+
+def test_the_base64_prefilter_agrees_with_the_pattern_for_every_character() -> None:
+    """`scrub` runs its base64-run pattern only where `_may_hold_run` says a run may be: for
+    every ASCII character, a 2,000-long run of it (alone, or between other text) is one
+    exactly when the pattern finds it."""
+    from readers.parse_common import _BASE64_RUN, _may_hold_run
+
+    for code in range(128):
+        for text in (chr(code) * 2000, "x " + chr(code) * 2000 + " y", chr(code) * 1999):
+            assert _may_hold_run(text) == (_BASE64_RUN.search(text) is not None), (code, text[:4])
+    assert _may_hold_run("é" + "a" * 10)  # not ASCII: the pattern decides
+
+
+def test_a_record_with_a_lone_surrogate_in_any_field_comes_out_clean() -> None:
+    """`make_record` (and `checked`, which the Claude and Codex parsers call on the Records
+    they build) replaces lone surrogates in every string field, and leaves clean ones as
+    they are."""
+    from readers.parse_common import checked, make_record
+    from readers.records import Record
+
+    fields = ("uid", "agent", "session", "role", "text", "cursor", "project", "subagent",
+              "subagent_name", "tool", "tool_input", "title", "message", "job", "run")
+    base = {name: f"{name} é" for name in fields}
+    clean_record = Record(**base)
+    assert checked(clean_record) is clean_record
+    for name in fields:
+        dirty = dict(base, **{name: "a\ud800b"})
+        for record in (make_record(**dirty), checked(Record(**dirty))):
+            assert getattr(record, name) == "a\ufffdb", name
+            msgspec.json.encode(record)
