@@ -23,7 +23,10 @@ hook run (the same transcript again: start-up, roots, one stat); for capture a n
 `watchfiles` watcher on the same root, from the write until it yields the change).
 Goal (issue 13): p95 <= 0.15 s for the hook and background paths, right after a rebuild too.
 Whole processes also report their CPU seconds (user + sys): on a shared machine whose CPU
-is oversubscribed, wall time is mostly waiting for a core, CPU time much less so.
+is oversubscribed, wall time is mostly waiting for a core, CPU time much less so. Before
+each sample the bench times a fixed loop in its own process (`probe`): every cell says how
+many of its samples were taken while the machine itself ran > 1.3x slower than usual, and
+the p95 of the others (a slow machine slows every process, a slow +1 only its own).
 
 `--baseline REV` also installs git revision REV and times its hook and capture on its own
 copy of the home, interleaved with ours (the same load for both), with the ratios.
@@ -83,6 +86,21 @@ def cli(home: Path, *args: str, stdin: bytes | None = None) -> tuple[float, byte
         raise SystemExit(f"agentlog {args[:2]} failed: {proc.stderr.decode()[-2000:]}")
     return took, proc.stdout
 
+
+
+def probe() -> float:
+    """CPU seconds of a fixed pure-Python loop in this process, taken right before each
+    timed sample: the same instructions every time, so it shows how fast the machine runs
+    at that moment (on a shared VM its CPU time grows with the host's load as well; the
+    +1 processes' CPU grows with it: docs/performance.md, "+1 session", session 22)."""
+    t0 = time.process_time()
+    x = 0
+    for i in range(100_000):
+        x += i
+    return time.process_time() - t0
+
+
+PROBES: dict[tuple[str, str], list[float]] = {}  # (phase, path) -> probe before each sample
 
 
 def write_session(src: Path, tag: str, i: int) -> tuple[Path, str]:
@@ -202,6 +220,22 @@ def report(label: str, xs: list[float], floor_label: str, floor: float,
         print(f"    first after each rebuild: n={len(firsts)} {spread(firsts)}")
 
 
+def machine(probes: list[float], xs: list[float], cpus: list[float] | None) -> None:
+    """The machine-speed probe of a cell: its spread, and the samples taken while it ran
+    more than 1.3x slower than its p50 over the whole run (a slow machine, not a slow +1)."""
+    med = statistics.median(p for ps in PROBES.values() for p in ps)
+    slow = {i for i, p in enumerate(probes) if p > 1.3 * med}
+    line = (f"    machine probe before each sample: p50 {statistics.median(probes) * 1e3:.1f} ms,"
+            f" max {max(probes) * 1e3:.1f} ms (run p50 {med * 1e3:.1f} ms);"
+            f" {len(slow)} of {len(probes)} samples taken while it was > 1.3x the run's p50")
+    rest = [x for i, x in enumerate(xs) if i not in slow]
+    if slow and rest:
+        line += f"; the others: p95 {pct(rest, 95):.3f} s"
+        if cpus:
+            line += f", CPU p95 {pct([c for i, c in enumerate(cpus) if i not in slow], 95):.3f} s"
+    print(line)
+
+
 def spread(xs: list[float]) -> str:
     return f"p50 {statistics.median(xs):.3f} s, p95 {pct(xs, 95):.3f} s"
 
@@ -279,7 +313,10 @@ def main() -> None:
                 if path == "background":
                     bg = Background(home, {})
                     try:
-                        got = [bg.one(src, tag, i + j) for j in range(group)]
+                        got = []
+                        for j in range(group):
+                            PROBES.setdefault((phase, path), []).append(probe())
+                            got.append(bg.one(src, tag, i + j))
                     finally:
                         bg.stop()
                     xs += got
@@ -288,6 +325,8 @@ def main() -> None:
                     for j in range(group):
                         for side_src, side_home in sides:  # interleaved: the same load for both
                             file, word = write_session(side_src, tag, i + j)
+                            if side_home == home:
+                                PROBES.setdefault((phase, path), []).append(probe())
                             took = (hook_run(side_home, file) if path == "hook"
                                     else cli(side_home, "capture", "--json")[0])
                             if side_home == home:
@@ -334,6 +373,9 @@ def main() -> None:
                 now_cpu = cpu[(phase, path, True)]
                 print(f"    CPU (user + sys) {spread(now_cpu)}; p50 / no-change"
                       f" {statistics.median(now_cpu) / statistics.median(nc_cpu[path]):.2f}x")
+            if (phase, path) in PROBES:
+                machine(PROBES[(phase, path)], times[(phase, path)],
+                        cpu.get((phase, path, True)))
             if (phase, path) in base:
                 was, was_cpu = base[(phase, path)], cpu[(phase, path, False)]
                 now = times[(phase, path)]

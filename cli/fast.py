@@ -156,26 +156,6 @@ def parse_capture(args: list[str]) -> tuple[str | None, dict[str, str], set[str]
     return home, values, flags
 
 
-def msgspec_without_typing_extensions() -> None:
-    """Import msgspec, which the log's events and the capture cursors are made of, without
-    letting it import `typing_extensions` (and `inspect`, `ast`, `dis`, `tokenize` with it):
-    ~15 % of the CPU time of a hook or a capture of one new session (bench/incremental.py).
-
-    msgspec takes `get_type_hints` from typing_extensions when importable, else from `typing`
-    (its own fallback); on Python >= 3.11 both read agentlog's types (plain annotations,
-    no TypedDict) the same, and a test holds every event type's round trip and the fallback
-    in place. Only for this one import: `typing_extensions` stays importable afterwards (the
-    entry is removed again), for whatever else this process loads."""
-    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
-        return
-    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # an import fails
-    try:
-        import msgspec  # noqa: F401
-    finally:
-        if "typing_extensions" in sys.modules and sys.modules["typing_extensions"] is None:
-            del sys.modules["typing_extensions"]
-
-
 _QUIET = [False]  # whether `quiet_startup` holds the collector off
 
 
@@ -226,10 +206,14 @@ def skip_final_collection() -> None:
 
 def capture_plain(args: list[str]) -> bool:
     """Run a plain `capture` without click (`cli.capture_run`); False when click must."""
+    from cli import lean
+
+    lean.pathlib()  # before the first import of pathlib (cli.config, readers.registry)
+    lean.platform()
     parsed = parse_capture(args)
     if parsed is None:
         return False
-    msgspec_without_typing_extensions()
+    lean.msgspec()
     home_opt, values, flags = parsed
     as_json = "json" in flags
     if not as_json and sys.stderr.isatty():
@@ -285,7 +269,11 @@ def hooks_run(args: list[str]) -> bool:
     parsed = parse_hook(args)
     if parsed is None:
         return False
-    msgspec_without_typing_extensions()
+    from cli import lean
+
+    lean.pathlib()
+    lean.platform()
+    lean.msgspec()
     home_opt, client, extra = parsed
     from cli.config import resolve_home
 

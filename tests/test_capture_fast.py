@@ -124,8 +124,8 @@ def test_a_failure_reads_as_the_click_commands(tmp_path: Path) -> None:
 SCHEMAS = """
 import json, sys
 if sys.argv[1] == "guarded":
-    from cli.fast import msgspec_without_typing_extensions
-    msgspec_without_typing_extensions()
+    from cli import lean
+    lean.msgspec()
 import msgspec
 from eventlog import codec
 from eventlog.events import ALL_EVENT_TYPES, UnknownEvent
@@ -151,7 +151,7 @@ def test_msgspec_reads_every_type_the_same_without_typing_extensions() -> None:
         out[how] = json.loads(proc.stdout)
     assert out["guarded"]["typing_extensions"] is False
     assert out["guarded"]["schemas"] == out["plain"]["schemas"]
-    code = ("import sys\nfrom cli.fast import msgspec_without_typing_extensions as f\nf()\n"
+    code = ("import sys\nfrom cli.lean import msgspec as f\nf()\n"
             "import typing_extensions\nprint(typing_extensions.__name__)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)

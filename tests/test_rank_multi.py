@@ -343,10 +343,38 @@ def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) 
     words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
                    | {rank.index_term(e) or e for e in extra})
     rows = list(enumerate(texts, 1))
-    freq, sizes, _ = rank.frequencies(rows, words)
+    freq, sizes, _ = rank_tokens.by_fts5(rows, words)
     got_freq, got_sizes = rank_tokens.counts(rows, words)
     assert got_freq == freq
     assert {r: n for r, n in got_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
     many, many_sizes = rank_tokens.counts_many(rows, words)
     assert {(t, r): n for t, per in many.items() for r, n in per.items()} == freq
     assert {r: n for r, n in many_sizes.items() if n} == {r: n for r, n in sizes.items() if n}
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.text(st.characters(max_codepoint=0x17F), max_size=60), min_size=1,
+                      max_size=8),
+       extra=st.lists(st.sampled_from(["a", "abc", "x1", "1", "e", "é"]), max_size=3),
+       top=st.integers(0, 6))
+def test_frequencies_are_fts5s_with_the_common_words(texts: list[str], extra: list[str],
+                                                     top: int) -> None:
+    # the champion-list fold's tokenizer (rank.refresh): ASCII texts split in Python, the
+    # others by FTS5; the same (f, D), in the same order, and the same `top` common words
+    # (ties by word) as FTS5 alone
+    words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
+                   | {rank.index_term(e) or e for e in extra})
+    rows = list(enumerate(texts, 1))
+    want = rank_tokens.by_fts5(rows, words, top)
+    got = rank.frequencies(rows, words, top)
+    assert list(got[0].items()) == list(want[0].items())
+    assert {r: n for r, n in got[1].items() if n} == {r: n for r, n in want[1].items() if n}
+    assert got[2] == want[2]
+
+
+def test_a_token_fts5_cuts_is_counted_as_fts5_counts_it() -> None:
+    # FTS5 keeps the first 32768 bytes of a longer token: such a text goes to FTS5
+    rows = [(1, "a" * 40000 + " bb a"), (2, "bb " + "c" * 100)]
+    terms = ["a" * rank_tokens.MAX_TOKEN, "bb"]
+    assert rank.frequencies(rows, terms, 3) == rank_tokens.by_fts5(rows, terms, 3)
+    assert rank_tokens.counts(rows, terms)[0] == rank_tokens.by_fts5(rows, terms)[0]

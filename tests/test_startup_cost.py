@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -20,8 +21,10 @@ from tests.conftest import ROOT
 FORWARD_REFS = """
 import sys, typing
 made = []
+every = []
 real_init = typing.ForwardRef.__init__
 def init(self, arg, *a, **k):
+    every.append(arg)
     f = sys._getframe(1)
     while f is not None:
         if f.f_code.co_name in ('_type_check', 'get_class_annotations'):
@@ -46,9 +49,17 @@ ENGINE = [False]
 UNNEEDED = {"projections.rebuild", "projections.envelope", "readers.capture_watch",
             "hashlib", "_hashlib"}
 
+# modules a +1 capture does without although a library it uses imports them (cli.lean): a
+# stand-in may be in sys.modules, the real module (with a file) must not be
+LEAN = {"platform", "urllib.parse", "ipaddress", "msgspec.inspect", "msgspec._json_schema",
+        "textwrap", "typing_extensions"}
+
 AFTER = {
+    "lean": "real = [n for n in LEAN if getattr(sys.modules.get(n), '__file__', None)]\n"
+            "sys.stderr.write(' loaded: %r' % sorted(real))\n",
     "forward": "sys.stderr.write(' openssl: %r' % ('_hashlib' in sys.modules))\n"
                "sys.stderr.write(' unneeded: %r' % sorted(set(sys.modules) & UNNEEDED))\n"
+               "sys.stderr.write(' every: %r' % every)\n"
                "sys.stderr.write(' forwardrefs: %r' % made)\n",
     "gc": "sys.stderr.write(' collections: %r' % started)\n",
 }
@@ -64,17 +75,23 @@ def _session(claude: Path, name: str, word: str) -> None:
 
 def _console(prelude: str, probe: str, args: list[str], env: dict[str, str]
              ) -> subprocess.CompletedProcess[str]:
-    """`agentlog ARGS` as the console script runs it, with `prelude` before and `probe`
-    after; `ENGINE[0]` turns True once `readers.capture.Capturer` has made its engine."""
+    """`agentlog ARGS` as the console script of a plain install runs it, with `prelude`
+    before and `probe` after; `ENGINE[0]` turns True once `readers.capture.Capturer` has
+    made its engine. Started with `-S` and the packages' folders on sys.path: an editable
+    install's finder (a .pth file, `make test`'s venv) would import pathlib and more
+    before agentlog starts."""
+    paths = sysconfig.get_paths()
+    site = f"import sys\nsys.path[:0] = {[str(ROOT), paths['purelib'], paths['platlib']]!r}\n"
     engine = ("import readers.capture as _rc\n_init = _rc.Capturer.__init__\n"
               "def _made(self, *a, **k):\n    _init(self, *a, **k)\n    ENGINE[0] = True\n"
               "_rc.Capturer.__init__ = _made\n") if "ENGINE" in prelude else ""
-    code = (f"UNNEEDED = {UNNEEDED!r}\n" + prelude + engine
+    code = (site + f"UNNEEDED = {UNNEEDED!r}\nLEAN = {LEAN!r}\n" + prelude + engine
             + "if 'ENGINE' in globals(): ENGINE[0] = False\n"
             + "del started[:]\n" * ("started" in prelude)
             + "from cli.main import main\nsys.argv[0] = 'agentlog'\ntry:\n    main()\n"
             "finally:\n" + "".join(f"    {line}\n" for line in probe.splitlines()))
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True,
+                          text=True,
                           cwd=ROOT, env=env, timeout=120)
 
 
@@ -112,8 +129,65 @@ def test_a_plus_one_capture_compiles_no_annotation_and_loads_no_openssl(tmp_path
     err, _, _ = _plus_one(tmp_path, "second", FORWARD_REFS, "forward")
     made = err.rsplit("forwardrefs: ", 1)[1]
     assert made == "[]", made
+    # not even msgspec's check at its import (cli.lean): no compile(), no AST types built
+    assert "every: [] " in err, err
     assert "openssl: False" in err, err
     assert "unneeded: []" in err, err
+
+
+def test_a_plus_one_capture_loads_no_module_only_a_library_imports(tmp_path: Path) -> None:
+    """msgspec's introspection and JSON Schema modules, `platform` (asked one question by
+    `uuid` and `zstandard`) and pathlib's `urllib.parse` are not loaded by a +1 capture
+    (`cli.lean`: ~8 % of its instructions); the new session is captured and searchable."""
+    err, args, env = _plus_one(tmp_path, "antidisestablishment", "import sys\n", "lean")
+    assert err.rsplit("loaded: ", 1)[1] == "[]", err
+    found = subprocess.run([sys.executable, "-m", "cli.main", "--home", args[1], "search",
+                            "--json", "antidisestablishment"], capture_output=True, text=True,
+                           cwd=ROOT, env=env, timeout=120)
+    assert json.loads(found.stdout)["hits"], found.stderr
+
+
+LEAN_ANSWERS = """
+import json, sys
+if sys.argv[1] == "lean":
+    from cli import lean
+    lean.pathlib()
+    lean.platform()
+    lean.msgspec()
+import pathlib, platform, msgspec
+first = [platform.system(), platform.python_implementation()]
+out = {
+    "platform": first + [platform.machine(), platform.system(), platform.python_version()],
+    "uri": pathlib.Path("/tmp/a b/ü").as_uri(),
+    "type_info": repr(msgspec.inspect.type_info(dict[str, int])),
+    "schema": msgspec.json.schema(list[int]),
+}
+class S(msgspec.Struct):  # string annotations: msgspec makes ForwardRefs (is_class)
+    x: "int"
+    y: "list[S] | None" = None
+out["forward"] = repr(msgspec.json.decode(b'{"x": 1, "y": [{"x": 2}]}', type=S))
+from urllib.parse import urlparse
+import urllib.parse
+import msgspec.inspect
+out["urlparse"] = list(urlparse("http://[::1]:8/x?y")) + [urllib.parse.quote("a b")]
+out["real"] = sorted(n for n in ("platform", "urllib.parse", "msgspec.inspect")
+                     if getattr(sys.modules.get(n), "__file__", None))
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_the_stand_ins_answer_as_the_modules_do() -> None:
+    """Whatever a +1 process does without is still there when asked: the stand-ins answer
+    `platform`'s two questions as platform does, and load the real module for anything else
+    (`Path.as_uri`, msgspec's introspection and schemas, urllib.parse imported later)."""
+    out = {}
+    for how in ("lean", "plain"):
+        proc = subprocess.run([sys.executable, "-c", LEAN_ANSWERS, how], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out[how] = json.loads(proc.stdout)
+    assert out["lean"] == out["plain"]
+    assert out["lean"]["real"] == ["msgspec.inspect", "platform", "urllib.parse"]
 
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
