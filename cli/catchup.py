@@ -167,11 +167,17 @@ class Follower:
     def finish(self) -> None:
         if self.builder is not None:
             import gc
+            import importlib
 
             from projections import follow, heap
 
             # the capture is over: while the builder catches up (minutes on a big home),
-            # this process hands back the log's mapped pages and its freed heap
+            # this process loads what the catch-up after the swap runs (cli.hooks.after_append:
+            # ~50 ms of imports, off the path between the swap and the exit then) and hands
+            # back the log's mapped pages and its freed heap
+            for name in ("cli.hooks", "cli.retention_warning", "projections.catchup",
+                         "projections.apply"):
+                importlib.import_module(name)
             gc.collect()
             if self.home.has_log():
                 self.home.log().release_pages()

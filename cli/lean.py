@@ -13,11 +13,6 @@ and are never used by such a process:
   `platform` (9 regular expressions, ~2.5 % of a +1 capture) only to ask
   `platform.system()` or `platform.python_implementation()` once, at their import.
 - `pathlib` imports `urllib.parse` (and `ipaddress`) only for `Path.as_uri`.
-- msgspec checks at its import whether `typing.ForwardRef` takes `is_class` (new in 3.11)
-  by making one: `typing` compiles its string, and the first `compile()` of a process
-  builds CPython's AST types (~9 M instructions, 3 % of a +1 capture). While msgspec is
-  imported, that one check is answered "accepted" (agentlog needs Python >= 3.11)
-  without a compile; every other ForwardRef is made as before.
 
 Invariants:
 - nothing changes for code that uses these modules: a stand-in is in `sys.modules` only
@@ -122,20 +117,7 @@ def msgspec() -> None:
         "msgspec._json_schema": _deferred("msgspec._json_schema",
                                           ("schema", "schema_components")),
     }
-    import typing
-
-    real = typing.ForwardRef
-
-    def probe(arg: Any, *args: Any, **kwargs: Any) -> Any:
-        if arg == "Foo" and not args and kwargs == {"is_class": True}:
-            return None  # msgspec's check that `is_class` is accepted: it is (3.11+)
-        return real(arg, *args, **kwargs)
-
-    typing.ForwardRef = probe  # type: ignore[misc, assignment]
-    try:
-        _with_stand_ins(stand_ins, "msgspec")
-    finally:
-        typing.ForwardRef = real  # type: ignore[misc]
+    _with_stand_ins(stand_ins, "msgspec")
 
 
 def pathlib() -> None:

@@ -440,10 +440,11 @@ def abandon_bulk(con: sqlite3.Connection) -> None:
         feed.close()
 
 
-def finish_bulk(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] | None:
+def finish_bulk(con: sqlite3.Connection, engine: str, lists: int = 0) -> bool:
     """After a bulk load (committed): the full-text indexes (built beside the load from the
-    text in hand, projections/fts_bulk.py), query indexes, then triggers. Returns what
-    `rank.build` takes as `vocab` when the indexer read it beside the sort (else None).
+    text in hand, projections/fts_bulk.py), query indexes, then triggers; with `lists` > 0,
+    also the champion lists (ranked on that many threads) when they can be made beside the
+    sort (projections/bulk_tail.py). Returns whether the lists were made.
 
     The load's page cache is handed back to the OS before the sort starts
     (`projections.heap`); the full-text indexer's closing merge runs beside the sort, so
@@ -455,17 +456,22 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] |
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
         con.deferred_indexes = {}  # the script below makes every one still missing
+    made = False
     try:
         heap.trim()  # the load's page cache
-        if feed is not None and feed.inline:
-            beside(lambda: con.executescript(_QUERY_INDEXES),
-                   lambda: feed.end(rank.HOT_DF if engine == "fts5" else None), "query-indexes")
+        if feed is not None and feed.inline and engine == "fts5" and lists > 0:
+            from projections import bulk_tail  # a rebuild's, not every writer's
+
+            bulk_tail.finish(con, feed, _QUERY_INDEXES, lists)
+            made = True
+        elif feed is not None and feed.inline:
+            beside(lambda: con.executescript(_QUERY_INDEXES), feed.end, "query-indexes")
         else:
             if feed is not None:
                 feed.end()  # its last rows; the indexer merges them while the indexes sort
             con.executescript(_QUERY_INDEXES)
         if feed is not None:
-            feed.finish()  # both full-text indexes copied in
+            feed.finish()  # both full-text indexes copied in (if not yet), the scratch gone
     except BaseException:
         if feed is not None:
             feed.close()
@@ -474,7 +480,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] |
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
         con.executescript(rank.TRIGGERS)
-    return None if feed is None else feed.terms
+    return made
 
 
 def read_checkpoint(con: sqlite3.Connection) -> Checkpoint | None:

@@ -23,11 +23,13 @@ a time, to the indexer, which indexes them into the same full-text tables in a s
 beside the new one (`<file>.fts`). After the load's commit, `db.finish_bulk` calls `end`
 (the last rows; the indexer then merges each index with 'optimize' while the building
 thread sorts the query indexes; inline, the words the champion lists will want are then
-read from the merged scratch index, `terms`, while the sort still runs) and `finish`,
-which waits for the indexer and copies the scratch file's FTS5 shadow tables (`_data`,
-`_idx`, `_docsize`, `_config`) into the new file in one transaction, through a connection
-of its own: FTS5 keeps an index only in those tables, and re-reads them in every other
-connection once that transaction commits (`PRAGMA data_version`).
+read from the merged scratch index, `terms`) and `finish`, which waits for the indexer and
+copies the scratch file's FTS5 shadow tables (`_data`, `_idx`, `_docsize`, `_config`) into
+the new file in one transaction, through a connection of its own (unless `copy` did that
+already, on the sort's thread, while the champion lists read the scratch index:
+projections/bulk_tail.py), then removes the scratch file: FTS5 keeps an index only in
+those tables, and re-reads them in every other connection once that transaction commits
+(`PRAGMA data_version`).
 
 Promises:
 - each index ends holding exactly what the triggers would have indexed for the rows as
@@ -97,6 +99,7 @@ class BulkFeed:
         self.ended = False
         self.error: BaseException | None = None
         self.terms: list[tuple[str, int]] | None = None  # `end`'s vocabulary read, inline
+        self.copied = False  # `copy` done (projections.bulk_tail: on the sort's thread)
         with contextlib.suppress(FileNotFoundError):
             self.scratch.unlink()
         self.args = (ddl, pragmas, hashsize, default_hashsize)
@@ -177,17 +180,24 @@ class BulkFeed:
 
     def finish(self) -> None:
         """`end` (if not yet), wait for the indexer, then copy both indexes into the new
-        file. Call outside a transaction on the new file."""
+        file (unless `copy` did). Call outside a transaction on the new file."""
         try:
             if not self.ended:
                 self.end()
             if self.proc is not None:
                 self._reap("ok")
-            if self.error is not None:
-                self._raise()
-            self._copy()
+            if not self.copied:
+                self.copy()
         finally:
             self.close()
+
+    def copy(self) -> None:
+        """After `end` of an inline indexer: copy both indexes into the new file; the
+        scratch file stays (for readers of it) until `finish` or `close`."""
+        if self.error is not None:
+            self._raise()
+        self._copy()
+        self.copied = True
 
     def close(self) -> None:
         """Stop the indexer (if running) and remove the scratch file."""

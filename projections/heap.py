@@ -27,7 +27,10 @@ def trim() -> bool:
             import ctypes  # here: the search path imports projections.db, never this
             import ctypes.util
 
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+            try:  # glibc's soname: find_library would run `ldconfig -p` in a child
+                libc = ctypes.CDLL("libc.so.6")
+            except OSError:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
             libc.malloc_trim.argtypes = (ctypes.c_size_t,)
             libc.malloc_trim.restype = ctypes.c_int
             _libc.append(libc)

@@ -137,8 +137,8 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
     `workers` threads at most `ahead` words beyond the one the caller was last given (the
     rows of a deep word are a few MB in Python)."""
     floors = _Floors(con, jobs)
-    path = _file(con)
-    if workers < 2 or path is None or con.in_transaction:
+    files = _files(con)
+    if workers < 2 or not files or con.in_transaction:
         for j, (term, limit, _) in enumerate(jobs):
             rows = ranked(con, term, limit, floors.floor(j, jobs[j]))
             if not floors.certified(j, jobs[j], rows):
@@ -158,7 +158,7 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
     def work(n: int) -> list[Row]:  # task n: word n // workers, rowid range n % workers
         wcon = getattr(local, "con", None)
         if wcon is None:
-            wcon = local.con = _reader(path)
+            wcon = local.con = _reader(files)
             opened.append(wcon)
         j, i = divmod(n, workers)
         term, limit, _ = jobs[j]
@@ -187,17 +187,31 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
             wcon.close()
 
 
-def _reader(path: Path) -> sqlite3.Connection:
+def _reader(files: list[tuple[str, Path]]) -> sqlite3.Connection:
     """A connection that only reads (query_only; opened read-write like every reader of
-    projections.db.connect); the statements above need no function of ours."""
-    uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    projections.db.connect) the caller's database files: the first as its main database,
+    the others attached under the caller's names (a rebuild's lists read the rows' weights
+    and the full-text index from two side files: projections.bulk_tail); the statements
+    above need no function of ours."""
+    uri = "file:" + _uri_path(files[0][1]) + "?mode=rw"
     con = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    con.execute("PRAGMA query_only = 1")
+    try:
+        for name, path in files[1:]:
+            con.execute("ATTACH DATABASE ? AS " + name, ("file:" + _uri_path(path) + "?mode=rw",))
+        con.execute("PRAGMA query_only = 1")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-def _file(con: sqlite3.Connection) -> Path | None:
-    for _, name, file in con.execute("PRAGMA database_list"):
-        if name == "main":
-            return Path(file) if file else None
-    return None
+def _uri_path(path: Path) -> str:
+    return str(path.absolute()).replace("?", "%3f").replace("#", "%23")
+
+
+def _files(con: sqlite3.Connection) -> list[tuple[str, Path]]:
+    """(name, file) of the connection's databases that are files, main first (an in-memory
+    main database is left out: it holds only the lists being written, which the workers'
+    statements never read)."""
+    return [(str(name), Path(file)) for _, name, file in con.execute("PRAGMA database_list")
+            if name != "temp" and file]

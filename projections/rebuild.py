@@ -4,7 +4,9 @@ Promises:
 - the new file is built beside the live one (`history.db.reindex-<pid>`) from seq 1 with
   journal_mode=OFF, synchronous=OFF, in one transaction (its full-text indexes built during the
   load, from the text in hand, in `history.db.reindex-<pid>.fts` and copied in after it:
-  projections/fts_bulk.py; removed on success and failure alike), then optimized (the pages the
+  projections/fts_bulk.py; its champion lists made from that index and the rows' weights in
+  `.weights` beside the query-index sort: projections/bulk_tail.py; both side files removed
+  on success and failure alike), then optimized (the pages the
   merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), fsynced and
   published with `os.replace`; until the swap, every reader (in any process) keeps
   answering from the old file, and a crash at any point leaves the old file serving;
@@ -166,17 +168,20 @@ def build(
         # sorter's buffers and the full-text build's term hash then replace it in memory
         # instead of adding to it (peak RSS ~ the largest phase, not the sum).
         con.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")
-        vocab = db.finish_bulk(con, chosen)
+        # the champion lists are made beside the query-index sort when the full-text index
+        # was built inline (projections/bulk_tail.py), else after it, ranked on both cores
+        lists = min(LIST_THREADS, _cpus())
+        made = db.finish_bulk(con, chosen, lists=lists)
         db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
             con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
             con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
-            from projections import rank
+            if not made:
+                from projections import rank
 
-            # champion lists of the most common words (the rest: catch-up, `refresh`),
-            # ranked on both cores: nothing else runs now (projections/rank_scan.py)
-            rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
-                       workers=min(LIST_THREADS, _cpus()), vocab=vocab)
+                # champion lists of the most common words (the rest: catch-up, `refresh`)
+                rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
+                           workers=lists)
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:

@@ -1,7 +1,7 @@
-"""A rebuild ranks its champion lists on worker threads (projections/rank_scan.py) and reads
-the words they want beside the query-index sort (fts_bulk `terms`): the lists, their deep
-lists and every rank table come out exactly as ranked on one connection (real SQLite FTS5,
-score ties included: many documents share a text)."""
+"""A rebuild ranks its champion lists on worker threads (projections/rank_scan.py): the lists,
+their deep lists and every rank table come out exactly as ranked on one connection (real
+SQLite FTS5, score ties included: many documents share a text). Made beside the sort from
+side files: tests/test_bulk_tail.py."""
 
 from __future__ import annotations
 
@@ -13,10 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventlog.events import MessageSent
-from eventlog.store import EventLog
-from projections import db, fts_bulk, rank, rank_deep, rank_scan
-from projections.rebuild import rebuild
+from projections import rank, rank_deep, rank_scan
 from tests.test_rank import WORDS, _home, _put_all, docs_st
 
 TABLES = ("rank_meta", "rank_terms", "rank_champions", "rank_deep", "rank_deep_blob")
@@ -80,37 +77,6 @@ def test_an_error_on_a_worker_stops_the_build(tmp_path: Path,
     with pytest.raises(sqlite3.OperationalError, match="no_such_column"):
         rank.build(con, workers=2)
     con.close()
-
-
-def test_a_rebuild_takes_the_words_read_beside_the_sort(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inline, the indexer reads the wanted words from the merged scratch index while the
-    query indexes sort; the rebuilt file's lists equal those made from its own index."""
-    monkeypatch.setattr(fts_bulk, "MODE", "inline")
-    log = EventLog(tmp_path / "log")
-    log.append([(f"k{i}".encode(), MessageSent(
-        id=f"m{i}", sender="a", to=["b"], kind="message", at=i,
-        body=" ".join(WORDS[: 1 + i % len(WORDS)] * (1 + i % 3)) + f" w{i}"))
-        for i in range(40)])
-    read: list[list[tuple[str, int]] | None] = []
-    finish = db.finish_bulk
-
-    def spy(con: sqlite3.Connection, engine: str) -> list[tuple[str, int]] | None:
-        read.append(finish(con, engine))
-        return read[-1]
-
-    monkeypatch.setattr(db, "finish_bulk", spy)
-    rebuild(tmp_path / "history.db", log)
-    con = db.connect(tmp_path / "history.db")
-    assert read[0] == [(str(t), int(n)) for t, n in con.execute(
-        "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (rank.HOT_DF,))]
-    assert len(read[0]) >= 3
-    rebuilt = _tables(con)
-    assert len(rebuilt["rank_champions"]) > 0
-    rank.build(con, budget=rank.BUILD_BUDGET * rank.totals(con)[0])
-    assert _tables(con) == rebuilt
-    con.close()
-    log.close()
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
