@@ -32,6 +32,9 @@ from projections import heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
+from projections.indexes import INDEX_SQL as _INDEX_SQL
+from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
+from projections.indexes import SCRIPT as _QUERY_INDEXES
 from projections.results import Checkpoint
 from projections.text import fold
 
@@ -148,29 +151,6 @@ def documents_indexed_by(index: str) -> str:
         raise ValueError(f"not an index name: {index!r}")
     return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
 
-# The secondary indexes of `document_rows`; every file has them all. A rebuild's bulk load
-# creates them after the load (sorted, beside the full-text indexer: `finish_bulk`), except
-# each one an applier asks for first (`rows.need_index`, before a lookup by its columns: a run's
-# or an archived session's rows): that one is made then, from the rows so far, and is kept up
-# from there on. A load of transcripts alone asks for none of them (docs/performance.md,
-# session 22: keeping the session index up during the load cost ~20 % of its inserts' CPU).
-# `IF NOT EXISTS`: the script skips what a lookup made (sqlite_master keeps the same text).
-_INDEXES = {
-    "documents_session": "documents_session ON document_rows(session)",
-    "documents_run": "documents_run ON document_rows(run) WHERE run IS NOT NULL",
-    "documents_subagent":
-        "documents_subagent ON document_rows(subagent) WHERE subagent IS NOT NULL",
-    "documents_sender": "documents_sender ON document_rows(sender) WHERE sender IS NOT NULL",
-    "documents_at": "documents_at ON document_rows(at)",
-    "documents_conv": "documents_conv ON document_rows(conversation, at, ord)",
-    "documents_project": "documents_project ON document_rows(project)",
-    "documents_job": "documents_job ON document_rows(job) WHERE job IS NOT NULL",
-}
-_INDEX_SQL = {name: f"CREATE INDEX IF NOT EXISTS {sql}" for name, sql in _INDEXES.items()}
-_QUERY_INDEXES = "".join(f"{sql};\n" for sql in _INDEX_SQL.values())
-# Kept up during a load all the same: partial indexes of columns a transcript row leaves NULL
-# (next to free to keep up then; each made after the load would scan the whole table)
-_LOAD_INDEXES = ("documents_run", "documents_subagent", "documents_sender")
 
 
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.

@@ -99,7 +99,7 @@ def _watch_load(monkeypatch: pytest.MonkeyPatch) -> list[tuple[set[str], list[st
         con.set_trace_callback(statements.append)
         return con
 
-    def finish_bulk(con: sqlite3.Connection, engine: str) -> object:
+    def finish_bulk(con: sqlite3.Connection, engine: str, **kwargs: object) -> object:
         con.set_trace_callback(None)
         plans = []
         for sql in statements:
@@ -109,7 +109,7 @@ def _watch_load(monkeypatch: pytest.MonkeyPatch) -> list[tuple[set[str], list[st
                 plans.append(f"{sql[:70]}: {plan}")
         seen_loads.append((_indexes(con), plans))
         statements.clear()
-        return finish(con, engine)
+        return finish(con, engine, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(db, "connect", traced)
     monkeypatch.setattr(db, "finish_bulk", finish_bulk)
