@@ -36,6 +36,7 @@ from projections.rows import (
     ORD_SPAN,
     Applier,
     agent_family,
+    need_index,
     put_document,
     put_row,
     run_basename,
@@ -162,11 +163,13 @@ def _run(con: sqlite3.Connection, st: StoredEvent) -> None:
     })
     # Run metadata connects CLI transcripts and run log chunks to their job.
     if ev.session:
+        need_index(con, "documents_session")
         con.execute(
             "UPDATE document_rows SET job = ?"
             " WHERE session = ? AND job IS NULL AND kind = 'transcript'",
             (ev.job, ev.session),
         )
+    need_index(con, "documents_run")
     con.execute(
         "UPDATE document_rows SET job = ?, session = coalesce(session, ?), at = ?"
         " WHERE run = ? AND kind = 'run' AND role = 'log'",
@@ -185,6 +188,7 @@ def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:
     # What this peer sent before the binding takes the agent it is now known by, so the
     # rows do not depend on whether the alias or the message was recorded first.
     family = _sender_agent(con, ev.alias, {})
+    need_index(con, "documents_sender")
     con.execute(
         "UPDATE document_rows SET agent = ? WHERE sender = ? AND agent != ?"
         " AND (extra IS NULL OR json_type(extra, '$.agent') IS NOT 'text')",

@@ -24,7 +24,7 @@ from typing import Any
 from eventlog.digest import sha256
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
-from projections.rows import ORD_SPAN, Applier, agent_family, put_document
+from projections.rows import ORD_SPAN, Applier, agent_family, need_index, put_document
 from projections.transcripts import conversation_of
 
 
@@ -57,6 +57,7 @@ def _conversation(
     session imported into a second project): get_conversation of one copy must not
     interleave the turns of every copy."""
     if conv not in memo:
+        need_index(con, "documents_conv")
         other = con.execute(
             "SELECT 1 FROM documents WHERE conversation = ? AND project IS NOT ? LIMIT 1",
             (conv, project)).fetchone()
@@ -99,6 +100,7 @@ def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
 def _session_archived(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, SessionArchived)
+    need_index(con, "documents_session")
     con.execute(
         "UPDATE document_rows SET archived = 1 WHERE project = ? AND session = ?"
         " AND kind = 'transcript' AND at <= ? AND archived = 0",

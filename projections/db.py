@@ -32,6 +32,9 @@ from projections import heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
+from projections.indexes import INDEX_SQL as _INDEX_SQL
+from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
+from projections.indexes import SCRIPT as _QUERY_INDEXES
 from projections.results import Checkpoint
 from projections.text import fold
 
@@ -83,10 +86,6 @@ CREATE TABLE document_rows(
 );
 CREATE VIEW documents AS SELECT {view} FROM document_rows r;
 CREATE TABLE doc_sources(id INTEGER PRIMARY KEY, source TEXT NOT NULL UNIQUE);
-CREATE INDEX documents_session ON document_rows(session);
-CREATE INDEX documents_run ON document_rows(run) WHERE run IS NOT NULL;
-CREATE INDEX documents_subagent ON document_rows(subagent) WHERE subagent IS NOT NULL;
-CREATE INDEX documents_sender ON document_rows(sender) WHERE sender IS NOT NULL;
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)
@@ -152,13 +151,7 @@ def documents_indexed_by(index: str) -> str:
         raise ValueError(f"not an index name: {index!r}")
     return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
 
-# Indexes only queries need: a rebuild creates them after the bulk load (faster, sorted).
-_QUERY_INDEXES = """
-CREATE INDEX documents_at ON document_rows(at);
-CREATE INDEX documents_conv ON document_rows(conversation, at, ord);
-CREATE INDEX documents_project ON document_rows(project);
-CREATE INDEX documents_job ON document_rows(job) WHERE job IS NOT NULL;
-"""
+
 
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
 # The triggers keep them in step with every later write; a row is removed with FTS5's
@@ -275,6 +268,7 @@ class Connection(sqlite3.Connection):
     text_memo: list[Any]
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
     bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
+    deferred_indexes: dict[str, str]  # a bulk load's indexes not made yet: name -> SQL
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -284,6 +278,7 @@ class Connection(sqlite3.Connection):
         self.text_memo = [None, None]
         self.fts_after = [-1]
         self.bulk_fts = None
+        self.deferred_indexes = {}
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -381,7 +376,12 @@ def create_schema(
     if engine is None:
         engine = "fts5" if fts5_available() else "plain"
     con.executescript(_DOCUMENTS)
-    if not bulk:
+    if bulk and isinstance(con, Connection):
+        for name in _LOAD_INDEXES:
+            con.execute(_INDEX_SQL[name])
+        con.deferred_indexes = {name: sql for name, sql in _INDEX_SQL.items()
+                                if name not in _LOAD_INDEXES}  # rows.need_index: on demand
+    else:
         con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
         con.executescript(_FTS_TABLES)
@@ -435,6 +435,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str, lists: int = 0) -> bool:
     feed = None
     if isinstance(con, Connection):
         feed, con.bulk_fts = con.bulk_fts, None
+        con.deferred_indexes = {}  # the script below makes every one still missing
     made = False
     try:
         heap.trim()  # the load's page cache

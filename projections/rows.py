@@ -125,8 +125,16 @@ def put_row(
         if feed is not None:
             feed.put(rowid, text)
         return rowid
-    existing = con.execute("SELECT rowid, source_id, body FROM document_rows WHERE id = ?",
-                           (row[0],)).fetchone()
+    return _over(con, row, text, policy, set_archived, feed)
+
+
+_EXISTING = "SELECT rowid, source_id, body FROM document_rows WHERE id = ?"
+
+
+def _over(con: sqlite3.Connection, row: list[Any], text: str, policy: str,
+          set_archived: bool, feed: Any) -> int:
+    """`put_row` of a row (stored form) whose id is already written: by `policy`."""
+    existing = con.execute(_EXISTING, (row[0],)).fetchone()
     if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
         return 0
     con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
@@ -136,6 +144,62 @@ def put_row(
         con.execute("UPDATE document_rows SET archived = ? WHERE rowid = ?",
                     (row[_ARCHIVED], existing[0]))
     return int(existing[0])
+
+
+def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
+             bodies: list[str | bytes | None], *, policy: str) -> None:
+    """`put_row(con, row, policy=policy, body=body)` for each row in order: the same rows,
+    rowids and full-text feed. In a rebuild's load (a full-text feed, no triggers) the rows
+    go in by one `executemany`; a row whose id was already written (by an earlier row, in
+    this call or before) is then put over it in its turn, as `put_row` would have."""
+    feed = getattr(con, "bulk_fts", None)
+    if feed is None or len(rows) < 2:
+        for row, body in zip(rows, bodies, strict=True):
+            put_row(con, row, policy=policy, body=body)
+        return
+    texts: list[str] = []
+    source, sid = None, None
+    for row, body in zip(rows, bodies, strict=True):
+        text = row[-1]
+        if body is None:
+            text, row[-1] = stored(text)
+        else:
+            if not isinstance(text, str) or len(text) > MAX_DOC_CHARS:
+                text = bounded(text)
+            row[-1] = body
+        texts.append(text)
+        if row[_SOURCE] != source:
+            source = row[_SOURCE]
+            sid = source_id(con, source)
+        row[_SOURCE] = sid
+    n = con.executemany(_INSERT, rows).rowcount
+    # the n new rows took consecutive rowids (each max + 1), the last one last_insert_rowid
+    first = int(con.execute("SELECT last_insert_rowid()").fetchone()[0]) - n + 1
+    if n == len(rows):  # every id new (the common case)
+        for i, text in enumerate(texts):
+            feed.put(first + i, text)
+        return
+    if n == 0:
+        first = 1 << 63  # none is new: every row is put over the one written before
+    new: set[str] = set()
+    for row, text in zip(rows, texts, strict=True):
+        found = con.execute(_EXISTING, (row[0],)).fetchone()
+        if found[0] >= first and row[0] not in new:
+            new.add(row[0])  # written by this call (a later row of the id is put over it)
+            feed.put(int(found[0]), text)
+        else:
+            _over(con, row, text, policy, False, feed)
+
+
+def need_index(con: sqlite3.Connection, name: str) -> None:
+    """Make sure index `name` of `document_rows` exists before a lookup by its columns: a
+    rebuild's bulk load makes its indexes after the load, or here on the first lookup that
+    needs one (`projections.db._INDEXES`); every other file has them all."""
+    deferred: dict[str, str] | None = getattr(con, "deferred_indexes", None)
+    if deferred:
+        sql = deferred.pop(name, None)
+        if sql is not None:
+            con.execute(sql)
 
 
 def source_id(con: sqlite3.Connection, source: object) -> int | None:

@@ -20,7 +20,13 @@ from pathlib import PurePosixPath
 
 from eventlog.events import ChunkCaptured
 from eventlog.records import StoredEvent
-from projections.rows import RUN_CHUNK_ORD, agent_family, put_document, run_basename
+from projections.rows import (
+    RUN_CHUNK_ORD,
+    agent_family,
+    need_index,
+    put_document,
+    run_basename,
+)
 from readers.parse_runs import filename_time
 from readers.records import Record, SourceInfo
 
@@ -45,6 +51,7 @@ def index_metadata(
         )
         started, run_agent = con.execute(
             "SELECT started_at, agent FROM runs WHERE run = ?", (run,)).fetchone()
+        need_index(con, "documents_run")
         con.execute(
             "UPDATE document_rows SET job = coalesce(job, ?), session = coalesce(session, ?),"
             " at = ?, agent = CASE WHEN agent = 'other' THEN coalesce(?, agent) ELSE agent END"

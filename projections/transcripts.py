@@ -18,7 +18,7 @@ Promises:
 - the pure half (assembly, parse calls) is `projections.assemble`; each capture applier is
   a head (`chunk_head`, `whole_head`), that pure half, then its rows (`chunk_rows`,
   `whole_rows`), so the parallel rebuild (`projections.pipeline`) runs the same SQL on
-  records parsed in another process.
+  records parsed in another process; a record's row is made by `projections.transcript_rows`.
 """
 
 from __future__ import annotations
@@ -39,21 +39,11 @@ from eventlog.events import (
 from eventlog.records import StoredEvent
 from projections import assemble, runlogs
 from projections.db import parser_module
-from projections.rows import (
-    ORD_SPAN,
-    Applier,
-    agent_family,
-    put_row,
-    run_basename,
-    stored_bodies,
-)
-from readers.records import (
-    ParseResult,
-    Record,
-    SessionTitle,
-    SourceInfo,
-    SubagentNamed,
-)
+from projections.rows import Applier, agent_family, need_index, run_basename
+from projections.transcript_rows import Batch, batch_for, flush, forget_lookups, record
+from projections.transcript_rows import conversation_of as conversation_of  # archive's
+from projections.transcript_rows import record_bodies as record_bodies  # pipeline's
+from readers.records import ParseResult, SessionTitle, SourceInfo, SubagentNamed
 
 
 def _source_row(con: sqlite3.Connection, source: str) -> tuple[SourceInfo, sqlite3.Row | Any]:
@@ -157,9 +147,11 @@ def chunk_rows(
         bodies = record_bodies(results)
     records = 0
     unknown: dict[str, int] = {}
+    batch = batch_for(con)
     for i, res in enumerate(results):
         records += _apply_result(con, st, info, res, unknown,
-                                 bodies[i] if bodies is not None else None)
+                                 bodies[i] if bodies is not None else None, batch)
+    flush(con, batch)
     cur = s.cursor
     con.execute(
         "UPDATE sources SET generation = ?, next_offset = ?, partial = ?, skipping = ?,"
@@ -257,16 +249,25 @@ def _count_unknown(
 def _apply_result(
     con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, res: ParseResult,
     unknown: dict[str, int], bodies: list[str | bytes | None] | None = None,
+    batch: Batch | None = None,
 ) -> int:
     for kind, n in res.unknown.items():
         unknown[kind] = unknown.get(kind, 0) + n
+    if res.titles or res.subagents:
+        flush(con, batch)
     for t in res.titles:
         _title(con, t)
     for sub in res.subagents:
         _subagent(con, sub)
     counter = _ord_counter(con)
     for i, rec in enumerate(res.records):
-        _record(con, st, info, rec, counter[1], bodies[i] if bodies is not None else None)
+        if rec.run:
+            flush(con, batch)
+            forget_lookups(con)
+            runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
+        else:
+            record(con, st, info, rec, counter[1], bodies[i] if bodies is not None else None,
+                   batch)
         counter[1] += 1
     return len(res.records)
 
@@ -303,97 +304,12 @@ def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
         " ON CONFLICT(agent, session, subagent) DO UPDATE SET name = excluded.name",
         (agent, session, sub.subagent, sub.name),
     )
+    need_index(con, "documents_subagent")
     con.execute(
         "UPDATE document_rows SET subagent_name = ? WHERE subagent = ? AND agent = ?"
         " AND coalesce(session, '') = ?",
         (sub.name, sub.subagent, agent, session),
     )
-
-
-def conversation_of(agent: str, session: str | None, subagent: str | None, source: str) -> str:
-    if not session:
-        return f"source:{source}"
-    conv = f"{agent}:{session}"
-    return f"{conv}/{subagent}" if subagent else conv
-
-
-def _record(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int,
-    body: str | bytes | None = None,
-) -> None:
-    if rec.run:
-        forget_lookups(con)
-        runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
-        return
-    agent = agent_family(rec.agent)
-    text = record_text(rec)
-    job = rec.job
-    title = rec.title
-    subagent_name = rec.subagent_name
-    if rec.session:
-        memo = getattr(con, "doc_lookups", None)
-        if job is None:
-            job = _lookup(con, memo, ("job", rec.session),
-                          "SELECT job FROM runs WHERE session = ? LIMIT 1", (rec.session,))
-        if rec.subagent and subagent_name is None:
-            subagent_name = _lookup(
-                con, memo, ("sub", agent, rec.session, rec.subagent),
-                "SELECT name FROM subagents WHERE agent = ? AND session = ? AND subagent = ?",
-                (agent, rec.session, rec.subagent))
-        if title is None:
-            title = _lookup(con, memo, ("title", agent, rec.session),
-                            "SELECT title FROM sessions WHERE agent = ? AND session = ?",
-                            (agent, rec.session))
-    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
-    # the row in rows._COLUMNS order: id, kind, agent, at, project, session, job, run,
-    # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
-    # seq, ord, source, sender, extra, text. `message` names broker messages only (an agent's
-    # own message ids, e.g. opencode's msg_…, are not navigable as /?message=).
-    put_row(con, [
-        f"transcript:{rec.uid}", "transcript", agent, at, rec.project, rec.session, job, None,
-        None, rec.cursor, conversation_of(agent, rec.session, rec.subagent, info.source),
-        rec.role, rec.tool, rec.subagent, subagent_name, title, 0, st.seq,
-        st.seq * ORD_SPAN + min(index, ORD_SPAN - 1), info.source, None, None, text,
-    ], policy="same_source", body=body)
-
-
-def record_text(rec: Record) -> str:
-    """The text of a transcript record's document (its tool input appended when new)."""
-    text = rec.text
-    if rec.tool_input and rec.tool_input not in text:
-        text = f"{text}\n{rec.tool_input}"
-    return text
-
-
-def record_bodies(results: list[ParseResult]) -> list[list[str | bytes | None]]:
-    """The stored bodies of every transcript record of `results` (None for run metadata,
-    which `projections.runlogs` stores): what `_record` would pack, packed elsewhere."""
-    packed = iter(stored_bodies([record_text(rec) for res in results for rec in res.records
-                                 if not rec.run]))
-    return [[None if rec.run else next(packed) for rec in res.records] for res in results]
-
-
-def _lookup(con: sqlite3.Connection, memo: object, key: tuple[str, ...], sql: str,
-            args: tuple[str, ...]) -> Any:
-    """One value of `sql`, memoized for the batch in `memo` when there is one (the memo is
-    dropped whenever runs, sessions or subagents are written)."""
-    if isinstance(memo, dict):
-        if key in memo:
-            return memo[key]
-        row = con.execute(sql, args).fetchone()
-        value = row[0] if row else None
-        if len(memo) < 100_000:
-            memo[key] = value
-        return value
-    row = con.execute(sql, args).fetchone()
-    return row[0] if row else None
-
-
-def forget_lookups(con: sqlite3.Connection) -> None:
-    """Drop the batch memo of runs/sessions/subagents lookups (after writing any of them)."""
-    memo = getattr(con, "doc_lookups", None)
-    if isinstance(memo, dict):
-        memo.clear()
 
 
 def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
@@ -456,7 +372,9 @@ def whole_rows(con: sqlite3.Connection, st: StoredEvent, info: SourceInfo,
                res: ParseResult, bodies: list[str | bytes | None] | None = None) -> None:
     """The rows of one parsed whole-content event."""
     unknown: dict[str, int] = {}
-    n = _apply_result(con, st, info, res, unknown, bodies)
+    batch = batch_for(con)
+    n = _apply_result(con, st, info, res, unknown, bodies, batch)
+    flush(con, batch)
     con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, info.source))
     _count_unknown(con, info.source, unknown)
 
