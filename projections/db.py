@@ -152,7 +152,6 @@ def documents_indexed_by(index: str) -> str:
     return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
 
 
-
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
 # The triggers keep them in step with every later write; a row is removed with FTS5's
 # 'delete' command and the values it was indexed with (the function of its old body).

@@ -164,8 +164,7 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
         if body is None:
             text, row[-1] = stored(text)
         else:
-            if not isinstance(text, str) or len(text) > MAX_DOC_CHARS:
-                text = bounded(text)
+            text = bounded(text)
             row[-1] = body
         texts.append(text)
         if row[_SOURCE] != source:
@@ -194,7 +193,7 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
 def need_index(con: sqlite3.Connection, name: str) -> None:
     """Make sure index `name` of `document_rows` exists before a lookup by its columns: a
     rebuild's bulk load makes its indexes after the load, or here on the first lookup that
-    needs one (`projections.db._INDEXES`); every other file has them all."""
+    needs one (`projections.indexes.INDEX_SQL`); every other file has them all."""
     deferred: dict[str, str] | None = getattr(con, "deferred_indexes", None)
     if deferred:
         sql = deferred.pop(name, None)

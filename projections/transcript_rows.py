@@ -54,9 +54,7 @@ def record(
     """The row of a transcript record (not run metadata: `projections.runlogs`), written now
     or added to `batch`."""
     agent, job, subagent_name, title, conversation = context(con, rec, info.source)
-    text = rec.text
-    if rec.tool_input and rec.tool_input not in text:  # record_text, inline: once per row
-        text = f"{text}\n{rec.tool_input}"
+    text = record_text(rec)
     at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
     # the row in rows._COLUMNS order: id, kind, agent, at, project, session, job, run,
     # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
@@ -129,16 +127,13 @@ def lookup(con: sqlite3.Connection, memo: object, key: tuple[str, ...], sql: str
             args: tuple[str, ...]) -> Any:
     """One value of `sql`, memoized for the batch in `memo` when there is one (the memo is
     dropped whenever runs, sessions or subagents are written)."""
-    if isinstance(memo, dict):
-        if key in memo:
-            return memo[key]
-        row = con.execute(sql, args).fetchone()
-        value = row[0] if row else None
-        if len(memo) < 100_000:
-            memo[key] = value
-        return value
+    if isinstance(memo, dict) and key in memo:
+        return memo[key]
     row = con.execute(sql, args).fetchone()
-    return row[0] if row else None
+    value = row[0] if row else None
+    if isinstance(memo, dict) and len(memo) < 100_000:
+        memo[key] = value
+    return value
 
 
 def forget_lookups(con: sqlite3.Connection) -> None:
