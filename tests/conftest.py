@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 from hypothesis import settings
@@ -113,6 +114,17 @@ def run_cli(
         cwd=ROOT,
         env=full_env,
     )
+
+
+def json_of_each(code: str, modes: tuple[str, ...]) -> dict[str, Any]:
+    """`python -c CODE MODE` for each mode (each must exit 0): its JSON output, by mode."""
+    out = {}
+    for mode in modes:
+        proc = subprocess.run([sys.executable, "-c", code, mode], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out[mode] = json.loads(proc.stdout)
+    return out
 
 
 @pytest.fixture(scope="session")

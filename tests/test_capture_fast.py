@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli import fast
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_of_each
 
 # the click command, run in a child process (the way `agentlog` would run it without cli.fast)
 VIA_CLICK = ("import sys\nfrom cli.group import cli\n"
@@ -143,12 +143,7 @@ def test_msgspec_reads_every_type_the_same_without_typing_extensions() -> None:
     """The hook and capture processes load msgspec with `typing.get_type_hints` instead of
     typing_extensions' (start-up time): every struct of the log, the cursors, the records
     and the export header has the very same schema either way."""
-    out = {}
-    for how in ("guarded", "plain"):
-        proc = subprocess.run([sys.executable, "-c", SCHEMAS, how], capture_output=True,
-                              text=True, cwd=ROOT, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        out[how] = json.loads(proc.stdout)
+    out = json_of_each(SCHEMAS, ("guarded", "plain"))
     assert out["guarded"]["typing_extensions"] is False
     assert out["guarded"]["schemas"] == out["plain"]["schemas"]
     code = ("import sys\nfrom cli.lean import msgspec as f\nf()\n"

@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_of_each
 
 # ForwardRefs made for a class's string annotations: typing.NamedTuple's field check
 # (`_type_check`) and msgspec's struct/type info (`get_class_annotations`); msgspec's own
@@ -173,12 +173,7 @@ def test_the_stand_ins_answer_as_the_modules_do() -> None:
     """Whatever a +1 process does without is still there when asked: the stand-ins answer
     `platform`'s two questions as platform does, and load the real module for anything else
     (`Path.as_uri`, msgspec's introspection and schemas, urllib.parse imported later)."""
-    out = {}
-    for how in ("lean", "plain"):
-        proc = subprocess.run([sys.executable, "-c", LEAN_ANSWERS, how], capture_output=True,
-                              text=True, cwd=ROOT, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        out[how] = json.loads(proc.stdout)
+    out = json_of_each(LEAN_ANSWERS, ("lean", "plain"))
     assert out["lean"] == out["plain"]
     assert out["lean"]["real"] == ["msgspec.inspect", "platform", "urllib.parse"]
 
