@@ -209,10 +209,10 @@ def capture_plain(args: list[str]) -> bool:
     from cli import lean
 
     lean.pathlib()  # before the first import of pathlib (cli.config, readers.registry)
-    lean.platform()
     parsed = parse_capture(args)
-    if parsed is None:
+    if parsed is None:  # click's commands (`capture --watch`…) keep the real modules
         return False
+    lean.platform()
     lean.msgspec()
     home_opt, values, flags = parsed
     as_json = "json" in flags
