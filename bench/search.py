@@ -23,13 +23,13 @@ Prints:
 - the ratio to `rg --hidden` over the same text as files, when rg is installed;
 - history.db size against the size of the indexed text;
 - `agentlog search --json` whole-process p50, next to `python -c pass` as the floor;
-- with `--capture quick|gb` instead: empty -> searchable on a synthetic home of all three
+- with `--capture quick|mid|gb` instead: empty -> searchable on a synthetic home of all three
   agents (bench/capture.py writes it) next to claude-session-search `--reindex` and the
   single-thread floor, with CPU / wall (see bench/cold.py).
 
 Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR] [--rank]
          [--cache DIR | --no-cache]
-       .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR] [--reps N]
+       .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
 """
 
 from __future__ import annotations
@@ -179,9 +179,9 @@ def main() -> None:
                     / "agentlog-bench-cache", help="with --rank: keep/reuse the built"
                     " history.db here (keyed by its parameters)")
     ap.add_argument("--no-cache", action="store_true", help="with --rank: build afresh")
-    ap.add_argument("--capture", choices=("quick", "gb"), default=None,
+    ap.add_argument("--capture", choices=("quick", "mid", "gb"), default=None,
                     help="only time `capture` from empty until searchable on a synthetic home"
-                         " of all three agents (quick: ~30 MB; gb: ~1 GB)")
+                         " of all three agents (quick: ~47 MB; mid: ~317 MB; gb: ~1 GB)")
     ap.add_argument("--reps", type=int, default=None,
                     help="interleaved repetitions of each column (with --capture: default 1,"
                          " best kept; reindex vs bare FTS5: default 5 up to 100,000 docs,"
@@ -195,7 +195,7 @@ def main() -> None:
         work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-capture-"))
         work.mkdir(parents=True, exist_ok=True)
         try:
-            cold.run(work, args.capture == "gb", args.src, args.reps or 1)
+            cold.run(work, args.capture, args.src, args.reps or 1)
         finally:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
