@@ -163,7 +163,7 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
              bodies: list[str | bytes | None], *, policy: str) -> None:
     """`put_row(con, row, policy=policy, body=body)` for each row in order: the same rows,
     rowids and full-text feed. In a rebuild's load (a full-text feed, no triggers) the rows
-    go in by one `executemany`; a row whose id was already written (by an earlier row, in
+    go in together (`_insert_all`); a row whose id was already written (by an earlier row, in
     this call or before) is then put over it in its turn, as `put_row` would have."""
     feed = getattr(con, "bulk_fts", None)
     if feed is None or len(rows) < 2:
