@@ -14,6 +14,7 @@ Usage: .venv/bin/python bench/rank_cpu.py HISTORY_DB [QUERY ...] [--reps N] [--s
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import time
@@ -26,22 +27,21 @@ from projections import db, rank_full, search  # noqa: E402
 from projections.filters import Filters  # noqa: E402
 
 
-def measure(con: object, tokens: list[str], reps: int) -> dict[int, tuple[float, float, float]]:
+def measure(con: sqlite3.Connection, tokens: list[str], reps: int) -> dict[int, list[float]]:
     """{threads: (process CPU, caller CPU, critical path)} medians, in seconds."""
     got: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
-    hits: dict[int, object] = {}
+    hits: dict[int, list[tuple[object, ...]]] = {}
     for _ in range(reps):
         for n in (1, 2):
             rank_full.THREADS = n
             p0, t0 = time.process_time(), time.thread_time()
-            hits[n] = search.fts_search(con, tokens, Filters(), 10, lists=False)  # type: ignore[arg-type]
+            hits[n] = search.fts_search(con, tokens, Filters(), 10, lists=False)
             total, caller = time.process_time() - p0, time.thread_time() - t0
             got[n].append((total, caller, max(caller, total - caller)))
     rank_full.THREADS = None
     if hits[1] != hits[2]:
         raise SystemExit(f"{tokens}: the split's hits differ")
-    return {n: tuple(statistics.median(x[i] for x in v) for i in range(3))  # type: ignore[misc]
-            for n, v in got.items()}
+    return {n: [statistics.median(x[i] for x in v) for i in range(3)] for n, v in got.items()}
 
 
 def main() -> None:
