@@ -173,10 +173,16 @@ class _Context:
         self.state = state
         self.obj = obj
         self.cursor = cursor
-        cwd = str_or_none(obj.get("cwd"), 4096)
+        # `str_or_none` asked only off the common shape (an exact ASCII str within its
+        # limit, kept as it is): "" stays "", which every test below reads as None
+        cwd = obj.get("cwd")
+        if cwd.__class__ is not str or len(cwd) > 4096 or not cwd.isascii():
+            cwd = str_or_none(cwd, 4096)
         if cwd:
             state["cwd"] = cwd
-        session = str_or_none(obj.get("sessionId"), 200)
+        session = obj.get("sessionId")
+        if session.__class__ is not str or len(session) > 200 or not session.isascii():
+            session = str_or_none(session, 200)
         if session:
             state.setdefault("session", session)
         else:
@@ -189,7 +195,9 @@ class _Context:
         elif obj.get("isSidechain") is True:
             self.subagent = str_or_none(obj.get("agentId"), 200) or "sidechain"
         self.subagent_name: str | None = state.get("subagent_name") if self.subagent else None
-        uuid = str_or_none(obj.get("uuid"), 200)
+        uuid = obj.get("uuid")
+        if uuid.__class__ is not str or len(uuid) > 200 or not uuid.isascii():
+            uuid = str_or_none(uuid, 200)
         self.uuid = uuid or "line-" + digest(cursor, str(obj.get("timestamp")))
         if uuid:
             state["last_uuid"] = uuid

@@ -297,19 +297,23 @@ class _Line:
                 if len(seen) > _SEEN_LIMIT:
                     trim_map(seen, _SEEN_LIMIT)
             uid = f"codex:{key}:{count}"
-        subagent = self.state.get("subagent")
+        state = self.state
+        subagent = state.get("subagent")
+        session = state.get("session")  # `self.session()`, inlined (once per record)
+        if session.__class__ is not str:
+            session = self.session()
         self.result.records.append(
             checked(Record(
                 uid=uid,
                 agent=AGENT,
-                session=self.session(),
+                session=session,
                 role=role,
                 text=text,
                 cursor=self.cursor,
                 at=self.at,
-                project=self.state.get("cwd"),
+                project=state.get("cwd"),
                 subagent=subagent,
-                subagent_name=self.state.get("subagent_name") if subagent else None,
+                subagent_name=state.get("subagent_name") if subagent else None,
                 tool=tool,
                 tool_input=tool_input,
             ))
