@@ -52,7 +52,7 @@ class SourceInfo(msgspec.Struct, frozen=True):
     layout: str
 
 
-class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """One searchable turn of a transcript.
 
     `uid` is stable across copies of the same record (Claude's uuid; a content hash where
@@ -60,6 +60,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     rewritten source yields a record with a known uid, it replaces the older one.
     `cursor` locates the record in its source: "<generation>:<byte offset>" for JSONL,
     the part/message id for opencode.
+    Not tracked by the garbage collector (`gc=False`: its fields are strings, ints and None,
+    so it can be in no reference cycle): the parse process and the builder make one per
+    record, and untracked they neither trigger nor lengthen collections.
     """
 
     uid: str
@@ -80,7 +83,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     run: str | None = None
 
 
-class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
+class SessionTitle(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A title (summary, opencode session title) learned for a session."""
 
     agent: str
@@ -93,7 +96,7 @@ class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
     leaf: str | None = None
 
 
-class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True):
+class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A subagent's display name, learned from Claude's `agent-*.meta.json`."""
 
     agent: str
