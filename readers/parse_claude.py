@@ -30,6 +30,7 @@ from readers.parse_common import (
     compact_json,
     digest,
     iso_ms,
+    join_lines,
     load_object,
     make_record,
     session_from_path,
@@ -262,6 +263,12 @@ def _user(ctx: _Context, result: ParseResult) -> None:
     compact_summary = ctx.obj.get("isCompactSummary") is True
     texts: list[str] = []
     role = "user"
+    if isinstance(content, str):  # a plain prompt: the one text block `_blocks` makes of it
+        found = _user_text(text_of(content))
+        if found:
+            role = found[0]
+            texts.append(found[1])
+        content = ()
     for index, block in enumerate(_blocks(content)):
         if not isinstance(block, dict):
             continue
@@ -279,7 +286,7 @@ def _user(ctx: _Context, result: ParseResult) -> None:
             texts.append("[document]")
         else:
             result.count_unknown(f"claude:block:{str(btype)[:64]}")
-    text = "\n".join(t for t in texts if t)
+    text = join_lines(texts)
     if text:
         if compact_summary:
             role = "system"
@@ -299,7 +306,7 @@ def _tool_result(ctx: _Context, block: dict[str, Any], index: int, result: Parse
                 parts.append("[image]")
             elif item.get("type") == "tool_reference":
                 parts.append(text_of(item.get("tool_name")))
-    text = "\n".join(p for p in parts if p)
+    text = join_lines(parts)
     if not text:
         result.skipped += 1
         return
@@ -345,7 +352,7 @@ def _assistant(ctx: _Context, result: ParseResult) -> None:
             texts.append("[image]")
         else:
             result.count_unknown(f"claude:block:{str(btype)[:64]}")
-    text = "\n".join(t for t in texts if t).strip()
+    text = join_lines(texts).strip()
     if text and text != _NO_CONTENT:
         result.records.append(ctx.record("system" if synthetic else "assistant", text))
 

@@ -32,6 +32,7 @@ from readers.parse_common import (
     compact_json,
     digest,
     iso_ms,
+    join_lines,
     load_json,
     load_object,
     make_record,
@@ -335,7 +336,7 @@ def _content_text(content: Any) -> str:
                     texts.append("[image]")
             elif isinstance(block.get("text"), str):
                 texts.append(text_of(block["text"]))
-    return "\n".join(t for t in texts if t)
+    return join_lines(texts)
 
 
 def _history_line(obj: dict[str, Any], cursor: str, result: ParseResult) -> None:

@@ -247,6 +247,14 @@ def checked(record: Record) -> Record:
     return Record(**fields)
 
 
+def join_lines(texts: list[str]) -> str:
+    """`"\n".join(t for t in texts if t)`: the texts that are not empty, one a line (one text
+    is returned as it is, without a generator)."""
+    if len(texts) == 1:
+        return texts[0]
+    return "\n".join([t for t in texts if t])
+
+
 def trim_map(mapping: dict[str, Any], limit: int) -> None:
     """Keep a state map bounded: drop the oldest half when it grows past `limit`."""
     if len(mapping) > limit:
