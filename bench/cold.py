@@ -16,8 +16,13 @@ Columns (whole processes, interleaved when `--reps` > 1; the best of each is com
   temporary tree, in the same run, interleaved with this one: its wall and CPU, and the
   ratios of this tree's to it.
 
-Usage: .venv/bin/python bench/search.py --capture quick|gb [--src DIR] [--keep DIR] [--reps N]
-       .venv/bin/python bench/cold.py quick|gb [--src DIR] [--keep DIR] [--reps N]
+Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
+quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's
+quiet figures in docs/performance.md); gb ~1 GB. A --src written with another size is used
+as it is (the size is printed).
+
+Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
+       .venv/bin/python bench/cold.py quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
                                         [--baseline REV]
 """
 
@@ -38,6 +43,7 @@ from typing import Any
 from common import ROOT, children, export_rev, install_css, load_average, workdir
 
 AGENTS = ("claude", "codex", "opencode")
+SIZES = {"quick": (12 << 20, 20), "mid": (250 << 20, 50), "gb": (800 << 20, 200)}  # write_home's
 PROBE = "refactor parser"
 
 
@@ -177,7 +183,7 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
                 raise SystemExit("LMDB append refused")
 
 
-def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
+def run(work: Path, size: str, src: Path | None, reps: int = 1,
         baseline: str | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
@@ -187,7 +193,7 @@ def run(work: Path, gb: bool, src: Path | None, reps: int = 1,
     roots = {a: src / a for a in AGENTS}
     if not all(r.is_dir() for r in roots.values()):
         t0 = time.perf_counter()
-        write_home(src, 6000, (800 << 20) if gb else (12 << 20), 200 if gb else 20)
+        write_home(src, 6000, *SIZES[size])
         print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
     sizes = {a: sum(p.stat().st_size for p in all_files({a: r})) / 1e6 for a, r in roots.items()}
     user = work / "user"  # the other registered agents' default roots live under HOME
@@ -247,7 +253,7 @@ def main() -> None:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("size", choices=("quick", "gb"))
+    ap.add_argument("size", choices=tuple(SIZES))
     ap.add_argument("--src", type=Path, default=None, help="the synthetic home (written once)")
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     ap.add_argument("--reps", type=int, default=1, help="interleaved repetitions (best kept)")
@@ -255,7 +261,7 @@ def main() -> None:
                     help="also time git revision REV's agentlog in the same run")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
-        run(work, args.size == "gb", args.src, args.reps, args.baseline)
+        run(work, args.size, args.src, args.reps, args.baseline)
 
 
 if __name__ == "__main__":

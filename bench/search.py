@@ -13,7 +13,8 @@ Prints:
   rank 3..300), hot (one of the 3 most common words) and several common words (2 hot: two of
   the 10 most common; 2 common: two of rank 3..300; 3 common: three of the 50 most common)
   queries, p50/p99 of the former bounded ranking (newest 5,000 matches), FTS5's own full
-  bm25, the full bm25 x role weight without champion lists, and agentlog's ranking (lists +
+  bm25, the full bm25 x role weight without champion lists (on a thread per CPU when the
+  matches are many, projections.rank_full, and on one), and agentlog's ranking (lists +
   certificate, else the full one); how many answers differ from the full ranking (must be
   0); the time to make the lists. The file with every list made is kept under `--cache`
   (default $TMPDIR/agentlog-bench-cache, keyed by documents, schema and list settings): a
@@ -22,13 +23,13 @@ Prints:
 - the ratio to `rg --hidden` over the same text as files, when rg is installed;
 - history.db size against the size of the indexed text;
 - `agentlog search --json` whole-process p50, next to `python -c pass` as the floor;
-- with `--capture quick|gb` instead: empty -> searchable on a synthetic home of all three
+- with `--capture quick|mid|gb` instead: empty -> searchable on a synthetic home of all three
   agents (bench/capture.py writes it) next to claude-session-search `--reindex` and the
   single-thread floor, with CPU / wall (see bench/cold.py).
 
 Usage: .venv/bin/python bench/search.py [--quick] [--docs N] [--queries Q] [--keep DIR] [--rank]
          [--cache DIR | --no-cache]
-       .venv/bin/python bench/search.py --capture gb [--src DIR] [--keep DIR] [--reps N]
+       .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
 """
 
 from __future__ import annotations
@@ -178,9 +179,9 @@ def main() -> None:
                     / "agentlog-bench-cache", help="with --rank: keep/reuse the built"
                     " history.db here (keyed by its parameters)")
     ap.add_argument("--no-cache", action="store_true", help="with --rank: build afresh")
-    ap.add_argument("--capture", choices=("quick", "gb"), default=None,
+    ap.add_argument("--capture", choices=("quick", "mid", "gb"), default=None,
                     help="only time `capture` from empty until searchable on a synthetic home"
-                         " of all three agents (quick: ~30 MB; gb: ~1 GB)")
+                         " of all three agents (quick: ~47 MB; mid: ~317 MB; gb: ~1 GB)")
     ap.add_argument("--reps", type=int, default=None,
                     help="interleaved repetitions of each column (with --capture: default 1,"
                          " best kept; reindex vs bare FTS5: default 5 up to 100,000 docs,"
@@ -194,7 +195,7 @@ def main() -> None:
         work = args.keep or Path(tempfile.mkdtemp(prefix="agentlog-bench-capture-"))
         work.mkdir(parents=True, exist_ok=True)
         try:
-            cold.run(work, args.capture == "gb", args.src, args.reps or 1)
+            cold.run(work, args.capture, args.src, args.reps or 1)
         finally:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
@@ -343,7 +344,7 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     and the full bm25 x weight, on the same file; answers compared with the full ranking.
     `cached`: the file has every list already (only the "all lists" figures)."""
     from projections import db as dbm
-    from projections import rank, rank_deep, rank_multi, search
+    from projections import rank, rank_deep, rank_full, rank_multi, search
     from projections.filters import Filters
 
     con = dbm.connect(db_path, readonly=True)
@@ -408,6 +409,12 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
             fts = _timed(lambda q: con.execute(full, (expr(q),)).fetchall(), qs_slow)
             every = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
                                                         lists=False), qs_slow)
+            rank_full.THREADS = 1  # the same ranking as one statement on one thread
+            try:
+                single = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
+                                                             lists=False), qs_slow)
+            finally:
+                rank_full.THREADS = None
             ours = _timed(lambda q: query.search(db_path, q, limit=10), qs)
             listed = sum(1 for q in qs if from_lists(q))
             differ = sum(
@@ -418,6 +425,7 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
                   f" ms | bounded (newest 5,000) p50 {pct(old, 50):7.2f} p99 {pct(old, 99):7.2f}"
                   f" | FTS5 full bm25 p50 {pct(fts, 50):7.2f} p99 {pct(fts, 99):8.2f}"
                   f" | full bm25 x weight p50 {pct(every, 50):7.2f} p99 {pct(every, 99):8.2f}"
+                  f" (one thread p50 {pct(single, 50):7.2f} p99 {pct(single, 99):8.2f})"
                   f" ({len(qs_slow)} q) | answered from a list {listed}/{len(qs)}"
                   f" | answers differing from the full ranking: {differ}/{len(qs_slow)}")
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from projections import heap, rank
+from projections import fileid, heap, rank
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
@@ -268,6 +268,7 @@ class Connection(sqlite3.Connection):
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
     bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
     deferred_indexes: dict[str, str]  # a bulk load's indexes not made yet: name -> SQL
+    ident: fileid.FileId | None  # the file `connect` opened (projections/fileid.py)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -278,6 +279,7 @@ class Connection(sqlite3.Connection):
         self.fts_after = [-1]
         self.bulk_fts = None
         self.deferred_indexes = {}
+        self.ident = None
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
@@ -287,6 +289,7 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     creating the file: a writer killed mid-transaction leaves a hot journal that only a
     read-write connection can roll back, and SQLite does that on the first read.
     """
+    before = fileid.file_id(path)
     if readonly:
         uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
         try:
@@ -300,6 +303,8 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     else:
         con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
                               check_same_thread=False, factory=Connection)
+    if isinstance(con, Connection):  # None unless it named the same file before and after
+        con.ident = before if before == fileid.file_id(path) else None
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
     try:  # the first statement that reads the file's header

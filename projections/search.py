@@ -7,7 +7,8 @@ ranked: s = bm25 x role weight (user prompts above assistant text above tool out
 first, ties newest first. A query of words that all have champion lists is answered from
 them when the lists' certificate holds (`projections.rank` for one word, `rank_multi` for
 several: the same hits the full ranking gives), else — and for every other query — all
-matches are ranked in SQLite.
+matches are ranked in SQLite (a query with many matches on one thread per CPU, each ranking
+a rowid range: `projections.rank_full`, the same hits).
 
 plain: case/diacritic-folded literal substring AND over every token, newest first. Used when
 SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
@@ -21,9 +22,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from projections import cjk, rank, rank_multi
+from projections import cjk, rank, rank_full, rank_multi
 from projections.filters import Filters
-from projections.rank import ROLE_WEIGHT, WEIGHT_SQL
+from projections.rank import ROLE_WEIGHT
 from projections.text import fold, fts_phrase
 
 __all__ = ["ROLE_WEIGHT", "fts_search", "plain_search"]
@@ -80,24 +81,19 @@ def fts_search(
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
-    # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe
-    # may need more than one page).
-    sql = (
-        f"SELECT d.rowid AS r, bm25({table}) * {WEIGHT_SQL} AS s FROM {table}"
-        f" JOIN documents d ON d.rowid = {table}.rowid"
-        f" WHERE {table} MATCH ? AND {' AND '.join(conds)}"
-        " ORDER BY s, r DESC LIMIT ? OFFSET ?"
-    )
+    # Every match is ranked inside SQLite (on several threads when there are many:
+    # projections.rank_full); Python sees a page of rowids at a time (dedupe may need more
+    # than one page).
     out: list[tuple[Any, ...]] = []
     seen: set[tuple[str, str, str]] = set()
-    page = max(limit * 4, 40)
-    offset = 0
-    while len(out) < limit:
-        rowids = [int(r[0]) for r in con.execute(sql, [expr, *cparams, page, offset])]
-        out += _fetch_dedup(con, rowids, limit - len(out), seen)
-        if len(rowids) < page:
-            break
-        offset += page
+    ranked = rank_full.pages(con, table, expr, " AND ".join(conds), cparams, max(limit * 4, 40))
+    try:
+        for rowids in ranked:
+            out += _fetch_dedup(con, rowids, limit - len(out), seen)
+            if len(out) >= limit:
+                break
+    finally:
+        ranked.close()
     return out
 
 
