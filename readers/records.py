@@ -13,6 +13,9 @@ Contract (implemented in `readers.parse`):
         one complete JSONL/log line (without its trailing newline) that starts at byte
         `offset` of generation `generation`; lines longer than MAX_LINE are never passed
         (the caller counts them as oversized; the raw log keeps them)
+    parse_lines(source, state, lines: list[tuple[int, bytes]], generation) -> list[ParseResult]
+        `parse_line` of each non-blank (offset, line) of a chunk, in order (readers.parse only:
+        the agent modules implement `parse_line`)
     parse_snapshot(source, state, data: bytes) -> ParseResult
         the whole content of a rewritten file (opencode JSON, meta.json, run metadata)
     parse_row(source, state, table: str, row_id: str, data: bytes) -> ParseResult
