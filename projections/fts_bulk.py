@@ -128,6 +128,16 @@ class BulkFeed:
         if self.chars >= FLUSH_CHARS:
             self._send()
 
+    def put_new(self, first: int, texts: list[str]) -> None:
+        """`put(first + i, text)` for each of `texts`: rows new to this load (never sent)."""
+        if len(texts) == 1:
+            self.put(first, texts[0])
+            return
+        self.pending.update(zip(range(first, first + len(texts)), texts, strict=True))
+        self.chars += sum(map(len, texts))
+        if self.chars >= FLUSH_CHARS:
+            self._send()
+
     def _send(self) -> None:
         if self.pending:
             self._put(("add", list(self.pending.items())))
@@ -325,7 +335,8 @@ def apply_op(con: sqlite3.Connection, op: tuple[Any, ...], default_hashsize: int
     if op[0] == "add":
         rows: list[tuple[int, str]] = op[1]
         con.executemany("INSERT INTO documents_fts(rowid, text) VALUES (?, ?)", rows)
-        grams = [(rowid, cjk_grams(text)) for rowid, text in rows if has_cjk(text)]
+        grams = [(rowid, cjk_grams(text)) for rowid, text in rows  # has_cjk, inline
+                 if not text.isascii() and cjk.has_cjk(text)]
         if grams:
             con.executemany("INSERT INTO documents_cjk(rowid, grams) VALUES (?, ?)", grams)
     elif op[0] == "delete":

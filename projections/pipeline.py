@@ -181,6 +181,8 @@ def apply_ops(
     batch."""
     end: tuple[int, str, int] | None = None
     gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()  # a part makes ~1,000 short-lived rows and no cycle: nothing to collect
     try:
         ops.reverse()
         while ops:
@@ -206,6 +208,8 @@ def apply_ops(
             elif kind == "end":
                 end = (int(op[1]), str(op[2]), int(op[3]))
     finally:
+        if collecting:
+            gc.enable()
         gc.unfreeze()
     return end
 

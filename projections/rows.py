@@ -11,6 +11,7 @@ below (into `document_rows`; readers use the `documents` view); `text` is bounde
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,11 @@ Applier = Callable[[sqlite3.Connection, "StoredEvent"], None]
 MAX_DOC_CHARS = 100_000
 ORD_SPAN = 65_536
 RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log chunks 2 + offset
+# A column value that binds as SQL NULL without a call: sqlite3 binds a float as it is, and
+# SQLite stores a NaN bound to a statement as NULL (sqlite3VdbeMemSetDouble); a None goes
+# through sqlite3's adapter registry (~1,200 instructions a value, ~10 a transcript row: 9 %
+# of a rebuild's load, docs/performance.md). tests/test_rows_null.py holds SQLite to it.
+NULL = math.nan
 MESSAGE_KINDS = ("message", "approval", "progress", "report")
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 
@@ -164,7 +170,8 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
         if body is None:
             text, row[-1] = stored(text)
         else:
-            text = bounded(text)
+            if type(text) is not str or len(text) > MAX_DOC_CHARS:
+                text = bounded(text)
             row[-1] = body
         texts.append(text)
         if row[_SOURCE] != source:
@@ -175,8 +182,7 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
     # the n new rows took consecutive rowids (each max + 1), the last one last_insert_rowid
     first = int(con.execute("SELECT last_insert_rowid()").fetchone()[0]) - n + 1
     if n == len(rows):  # every id new (the common case)
-        for i, text in enumerate(texts):
-            feed.put(first + i, text)
+        feed.put_new(first, texts)
         return
     if n == 0:
         first = 1 << 63  # none is new: every row is put over the one written before

@@ -1,7 +1,7 @@
 """The rows of transcript records: the SQL half's part per record (`projections.transcripts`).
 
 Promises:
-- `record` makes one record's row in `rows._COLUMNS` order: its own job, subagent name and
+- `make_row` makes one record's row in `rows._COLUMNS` order: its own job, subagent name and
   title, else the ones its session and subagent have (`runs`, `subagents`, `sessions`),
   looked up once per batch (`context`, memoized on the connection until `forget_lookups`:
   whoever writes those tables calls it) -- the same row whether or not it was memoized;
@@ -9,7 +9,8 @@ Promises:
   (`rows.put_rows`: the same rows, rowids and full-text feed as one `put_row` each); the
   caller `flush`es the batch before anything else it writes, so every statement sees the
   rows made before it;
-- `record_bodies` packs what `record` would (the parallel rebuild's parse process may).
+- `record_bodies` packs what `rows.put_row` would (the parallel rebuild's parse process
+  may).
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from eventlog.records import StoredEvent
-from projections.rows import ORD_SPAN, agent_family, put_row, put_rows, stored_bodies
-from readers.records import ParseResult, Record, SourceInfo
+from projections.rows import NULL, ORD_SPAN, agent_family, put_rows, stored_bodies
+from readers.records import ParseResult, Record
 
 # Transcript rows waiting to be written together (`rows.put_rows`): their rows, their bodies
 Batch = tuple[list[list[Any]], list[str | bytes | None]]
@@ -47,33 +47,31 @@ def conversation_of(agent: str, session: str | None, subagent: str | None, sourc
     return f"{conv}/{subagent}" if subagent else conv
 
 
-def record(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, rec: Record, index: int,
-    body: str | bytes | None = None, batch: Batch | None = None,
-) -> None:
-    """The row of a transcript record (not run metadata: `projections.runlogs`), written now
-    or added to `batch`."""
-    agent, job, subagent_name, title, conversation = context(con, rec, info.source)
-    text = record_text(rec)
-    at = rec.at if rec.at is not None else (getattr(st.event, "at", 0) or st.at)
-    # the row in rows._COLUMNS order: id, kind, agent, at, project, session, job, run,
-    # message, cursor, conversation, role, tool, subagent, subagent_name, title, archived,
-    # seq, ord, source, sender, extra, text. `message` names broker messages only (an agent's
-    # own message ids, e.g. opencode's msg_…, are not navigable as /?message=).
-    row = [
-        f"transcript:{rec.uid}", "transcript", agent, at, rec.project, rec.session,
-        job if rec.job is None else rec.job, None, None, rec.cursor, conversation,
-        rec.role, rec.tool, rec.subagent,
-        subagent_name if rec.subagent_name is None else rec.subagent_name,
-        title if rec.title is None else rec.title, 0, st.seq,
-        st.seq * ORD_SPAN + (index if index < ORD_SPAN else ORD_SPAN - 1), info.source,
-        None, None, text,
+def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
+             source: str) -> list[Any]:
+    """The row of transcript record `rec` of event `seq` (dated `at` unless the record is),
+    its `index`-th record, with its `context`: in rows._COLUMNS order (id, kind, agent, at,
+    project, session, job, run, message, cursor, conversation, role, tool, subagent,
+    subagent_name, title, archived, seq, ord, source, sender, extra, text), each NULL as
+    `rows.NULL`. `message` names broker messages only (an agent's own message ids, e.g.
+    opencode's msg_…, are not navigable as /?message=)."""
+    agent, job, subagent_name, title, conversation = ctx
+    if rec.job is not None:
+        job = rec.job
+    if rec.subagent_name is not None:
+        subagent_name = rec.subagent_name
+    if rec.title is not None:
+        title = rec.title
+    project, session, tool, subagent = rec.project, rec.session, rec.tool, rec.subagent
+    return [
+        f"transcript:{rec.uid}", "transcript", agent, at if rec.at is None else rec.at,
+        NULL if project is None else project, NULL if session is None else session,
+        NULL if job is None else job, NULL, NULL, rec.cursor, conversation, rec.role,
+        NULL if tool is None else tool, NULL if subagent is None else subagent,
+        NULL if subagent_name is None else subagent_name, NULL if title is None else title,
+        0, seq, seq * ORD_SPAN + (index if index < ORD_SPAN else ORD_SPAN - 1), source,
+        NULL, NULL, record_text(rec),
     ]
-    if batch is None:
-        put_row(con, row, policy="same_source", body=body)
-    else:
-        batch[0].append(row)
-        batch[1].append(body)
 
 
 def context(con: sqlite3.Connection, rec: Record, source: str) -> tuple[Any, ...]:
@@ -117,7 +115,7 @@ def record_text(rec: Record) -> str:
 
 def record_bodies(results: list[ParseResult]) -> list[list[str | bytes | None]]:
     """The stored bodies of every transcript record of `results` (None for run metadata,
-    which `projections.runlogs` stores): what `_record` would pack, packed elsewhere."""
+    which `projections.runlogs` stores): what `rows.put_row` would pack, packed elsewhere."""
     packed = iter(stored_bodies([record_text(rec) for res in results for rec in res.records
                                  if not rec.run]))
     return [[None if rec.run else next(packed) for rec in res.records] for res in results]

@@ -39,8 +39,8 @@ from eventlog.events import (
 from eventlog.records import StoredEvent
 from projections import assemble, runlogs
 from projections.db import parser_module
-from projections.rows import Applier, agent_family, need_index, run_basename
-from projections.transcript_rows import Batch, batch_for, flush, forget_lookups, record
+from projections.rows import Applier, agent_family, need_index, put_row, run_basename
+from projections.transcript_rows import Batch, batch_for, context, flush, forget_lookups, make_row
 from projections.transcript_rows import conversation_of as conversation_of  # archive's
 from projections.transcript_rows import record_bodies as record_bodies  # pipeline's
 from readers.records import ParseResult, SessionTitle, SourceInfo, SubagentNamed
@@ -145,12 +145,9 @@ def chunk_rows(
         return
     if bodies is None:  # packed here, all of the chunk's at once (`rows.stored_bodies`)
         bodies = record_bodies(results)
-    records = 0
     unknown: dict[str, int] = {}
     batch = batch_for(con)
-    for i, res in enumerate(results):
-        records += _apply_result(con, st, info, res, unknown,
-                                 bodies[i] if bodies is not None else None, batch)
+    records = _apply_results(con, st, info, results, unknown, bodies, batch)
     flush(con, batch)
     cur = s.cursor
     con.execute(
@@ -246,30 +243,52 @@ def _count_unknown(
                     (sum(unknown.values()), source))
 
 
-def _apply_result(
-    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, res: ParseResult,
-    unknown: dict[str, int], bodies: list[str | bytes | None] | None = None,
+def _apply_results(
+    con: sqlite3.Connection, st: StoredEvent, info: SourceInfo, results: list[ParseResult],
+    unknown: dict[str, int], bodies: list[list[str | bytes | None]] | None = None,
     batch: Batch | None = None,
 ) -> int:
-    for kind, n in res.unknown.items():
-        unknown[kind] = unknown.get(kind, 0) + n
-    if res.titles or res.subagents:
-        flush(con, batch)
-    for t in res.titles:
-        _title(con, t)
-    for sub in res.subagents:
-        _subagent(con, sub)
+    """The titles, subagents and records of `results` in order (`bodies[i]`: the packed
+    bodies of `results[i]`'s records, when made elsewhere); returns how many records.
+    A run of records with the same agent, session and subagent asks `context` once: it
+    changes only when runs, sessions or subagents are written (below: then asked again)."""
     counter = _ord_counter(con)
-    for i, rec in enumerate(res.records):
-        if rec.run:
+    source, seq = info.source, st.seq
+    at = getattr(st.event, "at", 0) or st.at
+    key: tuple[Any, ...] | None = None
+    ctx: tuple[Any, ...] = ()
+    n = 0
+    for i, res in enumerate(results):
+        for kind, c in res.unknown.items():
+            unknown[kind] = unknown.get(kind, 0) + c
+        if res.titles or res.subagents:
             flush(con, batch)
-            forget_lookups(con)
-            runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
-        else:
-            record(con, st, info, rec, counter[1], bodies[i] if bodies is not None else None,
-                   batch)
-        counter[1] += 1
-    return len(res.records)
+            key = None
+            for t in res.titles:
+                _title(con, t)
+            for sub in res.subagents:
+                _subagent(con, sub)
+        packed = bodies[i] if bodies is not None else None
+        for j, rec in enumerate(res.records):
+            if rec.run:
+                flush(con, batch)
+                forget_lookups(con)
+                key = None
+                runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
+            else:
+                if (rec.agent, rec.session, rec.subagent) != key:
+                    key = (rec.agent, rec.session, rec.subagent)
+                    ctx = context(con, rec, source)
+                row = make_row(rec, ctx, seq, at, counter[1], source)
+                body = packed[j] if packed is not None else None
+                if batch is None:
+                    put_row(con, row, policy="same_source", body=body)
+                else:
+                    batch[0].append(row)
+                    batch[1].append(body)
+            counter[1] += 1
+        n += len(res.records)
+    return n
 
 
 def _ord_counter(con: sqlite3.Connection) -> list[int]:
@@ -373,7 +392,8 @@ def whole_rows(con: sqlite3.Connection, st: StoredEvent, info: SourceInfo,
     """The rows of one parsed whole-content event."""
     unknown: dict[str, int] = {}
     batch = batch_for(con)
-    n = _apply_result(con, st, info, res, unknown, bodies, batch)
+    n = _apply_results(con, st, info, [res], unknown, None if bodies is None else [bodies],
+                       batch)
     flush(con, batch)
     con.execute("UPDATE sources SET records = records + ? WHERE source = ?", (n, info.source))
     _count_unknown(con, info.source, unknown)
