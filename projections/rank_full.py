@@ -155,6 +155,9 @@ def _split(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str
             wcon = _reader(file[0])
         except sqlite3.OperationalError:  # cannot open now: the caller ranks range i
             return
+        except BaseException as exc:  # raised again by the caller
+            errors.append(exc)
+            return
         try:
             wcon.execute("BEGIN")
             if getattr(wcon, "ident", None) == file[1]:  # the caller's very file

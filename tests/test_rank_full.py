@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projections import db, rank_full, search
+from projections.errors import ProjectionDamaged
 from projections.filters import Filters
 from projections.rows import put_document
 
@@ -233,3 +234,18 @@ def test_few_matches_one_cpu_or_a_transaction_rank_on_one_statement(
     assert len(_search(mem, ["alpha"], Filters(), 10, 4)) == 1
     assert _ranked_on_threads(forced) == 3
     mem.close()
+
+
+def test_an_error_on_a_thread_is_raised_by_the_caller(
+        tmp_path: Path, forced: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = [([w] * (1 + i % 3), "user", "s1", "claude") for i, w in enumerate(WORDS * 20)]
+    con = _home(tmp_path / "h.db", docs)
+
+    def damaged(path: Path) -> sqlite3.Connection:
+        raise ProjectionDamaged(f"{path} is damaged")
+
+    monkeypatch.setattr(rank_full, "_reader", damaged)
+    with pytest.raises(ProjectionDamaged):
+        _search(con, ["alpha"], Filters(), 10, 2)
+    assert not con.in_transaction
+    con.close()
