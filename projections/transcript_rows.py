@@ -5,10 +5,10 @@ Promises:
   title, else the ones its session and subagent have (`runs`, `subagents`, `sessions`),
   looked up once per batch (`context`, memoized on the connection until `forget_lookups`:
   whoever writes those tables calls it) -- the same row whether or not it was memoized;
-- in a rebuild's load the rows of one event wait in a `Batch` and go in by one statement
-  (`rows.put_rows`: the same rows, rowids and full-text feed as one `put_row` each); the
-  caller `flush`es the batch before anything else it writes, so every statement sees the
-  rows made before it;
+- in a rebuild's load the rows of one event wait in a `Batch` and go in together
+  (`rows.put_rows`, multi-row INSERTs: the same rows, rowids and full-text feed as one
+  `put_row` each); the caller `flush`es the batch before anything else it writes, so every
+  statement sees the rows made before it;
 - `record_bodies` packs what `rows.put_row` would (the parallel rebuild's parse process
   may).
 """
@@ -26,8 +26,8 @@ Batch = tuple[list[list[Any]], list[str | bytes | None]]
 
 
 def batch_for(con: sqlite3.Connection) -> Batch | None:
-    """A batch for the rows of one event in a rebuild's load (`rows.put_rows` writes them in
-    one statement); None elsewhere (each row written as it is made)."""
+    """A batch for the rows of one event in a rebuild's load (`rows.put_rows` writes them
+    together); None elsewhere (each row written as it is made)."""
     return ([], []) if getattr(con, "bulk_fts", None) is not None else None
 
 
