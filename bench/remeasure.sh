@@ -15,6 +15,8 @@ OUT=${2:-remeasure-out}
 DATA=${AGENTLOG_BENCH_DATA:-/tmp/agentlog-bench-data}
 PY=.venv/bin/python
 mkdir -p "$OUT" "$DATA"
+# this tree's bytecode as an install has it (baselines get theirs in bench/common.export_rev)
+$PY -m compileall -q eventlog projections readers cli bench > /dev/null
 run() {  # run NAME CMD...: one bench, its output in OUT/NAME.txt, the load before it
     name=$1; shift
     echo "== $name: $* (load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M:%S) UTC)"

@@ -119,7 +119,14 @@ def parse_lines(
     lines: list[tuple[int, bytes]], generation: int,
 ) -> tuple[int, list[ParseResult]]:
     """(non-blank lines, one result per non-blank line) of `lines`, in order."""
-    results: list[ParseResult] = []
+    many = getattr(parser, "parse_lines", None)
+    if many is not None:  # readers.parse: a chunk's lines in one call (it never raises)
+        results: list[ParseResult] = many(info, state, lines, generation)
+        if results and set(map(type, results)) != _ONLY_RESULTS:  # one C pass
+            results = [res if res.__class__ is ParseResult else _checked(res)
+                       for res in results]
+        return len(results), results
+    results = []
     parse, add = parser.parse_line, results.append
     for start, line in lines:
         if not line or line.isspace():  # blank: the same test as `not line.strip()`, no copy
@@ -130,6 +137,9 @@ def parse_lines(
             res = _failed(f"parser-error:{type(exc).__name__}")
         add(res if res.__class__ is ParseResult else _checked(res))
     return len(results), results
+
+
+_ONLY_RESULTS = {ParseResult}
 
 
 def decompress(data: bytes, codec: str, size: int | None) -> bytes:

@@ -30,6 +30,7 @@ from readers.parse_common import (
     compact_json,
     digest,
     iso_ms,
+    join_lines,
     load_object,
     make_record,
     session_from_path,
@@ -173,10 +174,16 @@ class _Context:
         self.state = state
         self.obj = obj
         self.cursor = cursor
-        cwd = str_or_none(obj.get("cwd"), 4096)
+        # `str_or_none` asked only off the common shape (an exact ASCII str within its
+        # limit, kept as it is): "" stays "", which every test below reads as None
+        cwd = obj.get("cwd")
+        if cwd.__class__ is not str or len(cwd) > 4096 or not cwd.isascii():
+            cwd = str_or_none(cwd, 4096)
         if cwd:
             state["cwd"] = cwd
-        session = str_or_none(obj.get("sessionId"), 200)
+        session = obj.get("sessionId")
+        if session.__class__ is not str or len(session) > 200 or not session.isascii():
+            session = str_or_none(session, 200)
         if session:
             state.setdefault("session", session)
         else:
@@ -189,7 +196,9 @@ class _Context:
         elif obj.get("isSidechain") is True:
             self.subagent = str_or_none(obj.get("agentId"), 200) or "sidechain"
         self.subagent_name: str | None = state.get("subagent_name") if self.subagent else None
-        uuid = str_or_none(obj.get("uuid"), 200)
+        uuid = obj.get("uuid")
+        if uuid.__class__ is not str or len(uuid) > 200 or not uuid.isascii():
+            uuid = str_or_none(uuid, 200)
         self.uuid = uuid or "line-" + digest(cursor, str(obj.get("timestamp")))
         if uuid:
             state["last_uuid"] = uuid
@@ -254,6 +263,12 @@ def _user(ctx: _Context, result: ParseResult) -> None:
     compact_summary = ctx.obj.get("isCompactSummary") is True
     texts: list[str] = []
     role = "user"
+    if isinstance(content, str):  # a plain prompt: the one text block `_blocks` makes of it
+        found = _user_text(text_of(content))
+        if found:
+            role = found[0]
+            texts.append(found[1])
+        content = ()
     for index, block in enumerate(_blocks(content)):
         if not isinstance(block, dict):
             continue
@@ -271,7 +286,7 @@ def _user(ctx: _Context, result: ParseResult) -> None:
             texts.append("[document]")
         else:
             result.count_unknown(f"claude:block:{str(btype)[:64]}")
-    text = "\n".join(t for t in texts if t)
+    text = join_lines(texts)
     if text:
         if compact_summary:
             role = "system"
@@ -291,7 +306,7 @@ def _tool_result(ctx: _Context, block: dict[str, Any], index: int, result: Parse
                 parts.append("[image]")
             elif item.get("type") == "tool_reference":
                 parts.append(text_of(item.get("tool_name")))
-    text = "\n".join(p for p in parts if p)
+    text = join_lines(parts)
     if not text:
         result.skipped += 1
         return
@@ -337,7 +352,7 @@ def _assistant(ctx: _Context, result: ParseResult) -> None:
             texts.append("[image]")
         else:
             result.count_unknown(f"claude:block:{str(btype)[:64]}")
-    text = "\n".join(t for t in texts if t).strip()
+    text = join_lines(texts).strip()
     if text and text != _NO_CONTENT:
         result.records.append(ctx.record("system" if synthetic else "assistant", text))
 

@@ -32,6 +32,7 @@ from readers.parse_common import (
     compact_json,
     digest,
     iso_ms,
+    join_lines,
     load_json,
     load_object,
     make_record,
@@ -297,19 +298,23 @@ class _Line:
                 if len(seen) > _SEEN_LIMIT:
                     trim_map(seen, _SEEN_LIMIT)
             uid = f"codex:{key}:{count}"
-        subagent = self.state.get("subagent")
+        state = self.state
+        subagent = state.get("subagent")
+        session = state.get("session")  # `self.session()`, inlined (once per record)
+        if session.__class__ is not str:
+            session = self.session()
         self.result.records.append(
             checked(Record(
                 uid=uid,
                 agent=AGENT,
-                session=self.session(),
+                session=session,
                 role=role,
                 text=text,
                 cursor=self.cursor,
                 at=self.at,
-                project=self.state.get("cwd"),
+                project=state.get("cwd"),
                 subagent=subagent,
-                subagent_name=self.state.get("subagent_name") if subagent else None,
+                subagent_name=state.get("subagent_name") if subagent else None,
                 tool=tool,
                 tool_input=tool_input,
             ))
@@ -331,7 +336,7 @@ def _content_text(content: Any) -> str:
                     texts.append("[image]")
             elif isinstance(block.get("text"), str):
                 texts.append(text_of(block["text"]))
-    return "\n".join(t for t in texts if t)
+    return join_lines(texts)
 
 
 def _history_line(obj: dict[str, Any], cursor: str, result: ParseResult) -> None:

@@ -13,6 +13,9 @@ Contract (implemented in `readers.parse`):
         one complete JSONL/log line (without its trailing newline) that starts at byte
         `offset` of generation `generation`; lines longer than MAX_LINE are never passed
         (the caller counts them as oversized; the raw log keeps them)
+    parse_lines(source, state, lines: list[tuple[int, bytes]], generation) -> list[ParseResult]
+        `parse_line` of each non-blank (offset, line) of a chunk, in order (readers.parse only:
+        the agent modules implement `parse_line`)
     parse_snapshot(source, state, data: bytes) -> ParseResult
         the whole content of a rewritten file (opencode JSON, meta.json, run metadata)
     parse_row(source, state, table: str, row_id: str, data: bytes) -> ParseResult
@@ -52,7 +55,7 @@ class SourceInfo(msgspec.Struct, frozen=True):
     layout: str
 
 
-class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """One searchable turn of a transcript.
 
     `uid` is stable across copies of the same record (Claude's uuid; a content hash where
@@ -60,6 +63,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     rewritten source yields a record with a known uid, it replaces the older one.
     `cursor` locates the record in its source: "<generation>:<byte offset>" for JSONL,
     the part/message id for opencode.
+    Not tracked by the garbage collector (`gc=False`: its fields are strings, ints and None,
+    so it can be in no reference cycle): the parse process and the builder make one per
+    record, and untracked they neither trigger nor lengthen collections.
     """
 
     uid: str
@@ -80,7 +86,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     run: str | None = None
 
 
-class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
+class SessionTitle(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A title (summary, opencode session title) learned for a session."""
 
     agent: str
@@ -93,7 +99,7 @@ class SessionTitle(msgspec.Struct, frozen=True, kw_only=True):
     leaf: str | None = None
 
 
-class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True):
+class SubagentNamed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A subagent's display name, learned from Claude's `agent-*.meta.json`."""
 
     agent: str

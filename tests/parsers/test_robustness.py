@@ -277,7 +277,35 @@ def test_the_base64_prefilter_agrees_with_the_pattern_for_every_character() -> N
     for code in range(128):
         for text in (chr(code) * 2000, "x " + chr(code) * 2000 + " y", chr(code) * 1999):
             assert _may_hold_run(text) == (_BASE64_RUN.search(text) is not None), (code, text[:4])
-    assert _may_hold_run("é" + "a" * 10)  # not ASCII: the pattern decides
+    assert not _may_hold_run("é" + "a" * 10)  # not ASCII: too short a run in any case
+    assert not _may_hold_run("é" + "a b" * 1000)
+    assert _may_hold_run("é" + "a" * 2000)  # not ASCII: the pattern decides
+
+
+def test_the_base64_prefilter_never_misses_a_run() -> None:
+    """`_may_hold_run`'s sample of every 10th character never rules out a run the pattern
+    finds: runs of 1,990 to 2,010 characters at every offset modulo 10, in ASCII and in
+    non-ASCII text, and runs broken once at every distance from their start."""
+    from readers.parse_common import _BASE64_RUN, _may_hold_run
+
+    run = "QUJD" * 503  # 2,012 base64 characters
+    for lead in ("", "x ", "é ", "中文 "):
+        for offset in range(10):
+            for length in range(1990, 2011):
+                text = lead + " " * offset + run[:length] + " ."
+                found = _BASE64_RUN.search(text) is not None
+                assert found == (length >= 2000)
+                if found:
+                    assert _may_hold_run(text), (lead, offset, length)
+                elif lead in ("", "x "):
+                    assert not _may_hold_run(text), (lead, offset, length)
+    for cut in range(0, 2012, 7):
+        for mark in (" ", "é"):
+            text = run[:cut] + mark + run[cut + 1:]
+            found = _BASE64_RUN.search(text) is not None
+            assert found == (cut >= 2000 or cut <= 11)
+            if found or mark == " ":  # ASCII text: exactly when the pattern finds a run
+                assert _may_hold_run(text) == found, (cut, mark)
 
 
 def test_a_record_with_a_lone_surrogate_in_any_field_comes_out_clean() -> None:
