@@ -34,14 +34,13 @@ Promises:
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from projections import db, fileid
+from projections import cpus, db, fileid
 from projections.bm25 import WEIGHT_SQL
 
 PARALLEL_AT = 10_000  # matches of the expression from which threads pay (~15 ms on one)
@@ -95,11 +94,7 @@ def _one(con: sqlite3.Connection, sql: str, args: list[Any], page: int
 def _threads() -> int:
     if THREADS is not None:
         return THREADS
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus, MAX_THREADS)
+    return min(cpus.usable(), MAX_THREADS)
 
 
 def _file(con: sqlite3.Connection) -> Path | None:

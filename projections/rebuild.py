@@ -32,6 +32,7 @@ from pathlib import Path
 from eventlog import EventLog
 from eventlog.records import ChainCheck
 from projections import db, pages, stale
+from projections.cpus import usable as _cpus
 from projections.errors import ProjectionBusy, ProjectionDamaged
 from projections.results import BuildResult
 
@@ -193,11 +194,6 @@ def build(
     finally:
         os.close(fd)
     return BuildResult(path, last_seq, events, docs, time.monotonic() - started, chosen)
-
-
-def _cpus() -> int:
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return n or 1
 
 
 def fts_mode(log: EventLog, parallel: bool) -> str:
