@@ -60,6 +60,15 @@ def _run(cmd: list[str], env: dict[str, str], what: str,
     return wall, cpu1 - cpu0, proc.stdout
 
 
+def child_env(user: Path) -> dict[str, str]:
+    """This environment for an agentlog child, without the agents' folder variables and with
+    HOME at `user` (the other registered agents' default roots live under HOME)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
+    env["HOME"] = str(user)
+    return env
+
+
 def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
                     extra: list[str], tree: Path = ROOT, name: str = "home") -> dict[str, Any]:
     """`tree`: the source tree whose agentlog runs (a baseline's export, or this one)."""
@@ -198,9 +207,7 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
     sizes = {a: sum(p.stat().st_size for p in all_files({a: r})) / 1e6 for a, r in roots.items()}
     user = work / "user"  # the other registered agents' default roots live under HOME
     user.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
-    env["HOME"] = str(user)
+    env = child_env(user)
     print(f"empty -> searchable: synthetic home of {sum(sizes.values()):.0f} MB ("
           + ", ".join(f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"), {reps} rep(s),"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from cold import child_env
 from common import ROOT, load_average, workdir
 
 AGENTS = ("claude", "codex", "opencode")
@@ -117,9 +118,7 @@ def main() -> None:
         home, user = work / "home", work / "user"
         shutil.rmtree(home, ignore_errors=True)
         user.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items()
-               if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
-        env["HOME"] = str(user)
+        env = child_env(user)
         flags = [f"--{a}-dir={args.src / a}" for a in AGENTS] + [f"--runs-dir={work / 'none'}"]
         cmd = [sys.executable, "-m", "cli.main", "--home", str(home), "capture", "--json",
                *flags]
