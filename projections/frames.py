@@ -4,10 +4,18 @@ Used by the rebuild's parse process (`projections.pipeline`) and the full-text c
 (`projections.fts_bulk`). A frame is an 8-byte big-endian length and that many bytes of
 pickle; only our own processes write them, so unpickling trusts the bytes. A stream that
 ends inside a frame reads as its end (`None`).
+
+Both ends go to the stream's file descriptor themselves, looping until every byte is across:
+a write(2) or read(2) on a pipe may move fewer bytes than asked when the process is stopped
+and continued meanwhile (Ctrl-Z and `fg`, a debugger, a profiler attaching), and CPython's
+buffered `sys.stdout.buffer` was seen losing the rest of such a short write (3.11: a cold
+capture whose processes were stopped and continued every 60 ms read torn frames;
+tests/test_frames.py). Nothing else may read or write the same stream.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 from typing import IO, Any
@@ -17,21 +25,42 @@ _LEN = struct.Struct(">Q")
 
 def write(stream: IO[bytes], value: Any) -> None:
     body = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    stream.write(_LEN.pack(len(body)))
-    stream.write(body)
-    stream.flush()
+    stream.flush()  # anything written to it before (nothing, in agentlog) goes first
+    fd = stream.fileno()
+    head = _LEN.pack(len(body))
+    sent = os.writev(fd, [head, body])
+    total = len(head) + len(body)
+    if sent < total:
+        rest = memoryview(head + body if sent < len(head) else body)[
+            sent if sent < len(head) else sent - len(head):]
+        while rest:
+            rest = rest[os.write(fd, rest):]
 
 
 def read(stream: IO[bytes]) -> Any:
     """The next frame's value, or None at the end of the stream (or a torn frame)."""
-    head = stream.read(_LEN.size)
-    if len(head) < _LEN.size:
+    fd = stream.fileno()
+    head = _exactly(fd, _LEN.size)
+    if head is None:
         return None
     (size,) = _LEN.unpack(head)
-    body = stream.read(size)
-    if len(body) < size:
+    body = _exactly(fd, size)
+    if body is None:
         return None
     return pickle.loads(body)
+
+
+def _exactly(fd: int, size: int) -> bytearray | None:
+    """`size` bytes from `fd`, or None when it ends before."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            return None
+        got += n
+    return buf
 
 
 def widen(fd: int, nbytes: int) -> None:
