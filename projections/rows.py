@@ -15,6 +15,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Mapping
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from projections.body import pack, pack_many, unpack
@@ -53,6 +54,29 @@ _INSERT = (
 # parameters, under the 999 of SQLite builds before 3.32
 _MULTI = {k: _INSERT + "".join(f", ({', '.join('?' * len(_STORED))})" for _ in range(k - 1))
           for k in (32, 8)}
+# The columns the rows of one run of an event's records share (one source, one event, one
+# agent, session and subagent: `transcript_rows`): in a `_MULTI` statement whose rows the caller
+# says share them (`put_rows`' `runs`), they are bound once for all of its rows (numbered
+# parameters ?1..?15, each used in every row), then each row's own 8 (`_SHARED_SQL`). A bound
+# value costs CPython and SQLite ~400 instructions (a text is copied, the connection's mutex
+# taken); 15 of 23 a row are saved (docs/performance.md, session 24).
+_SHARED = tuple(i for i, c in enumerate(_COLUMNS) if c in (
+    "kind", "agent", "session", "job", "run", "message", "conversation", "subagent",
+    "subagent_name", "title", "archived", "seq", "source", "sender", "extra"))
+_OWN = tuple(i for i in range(len(_COLUMNS)) if i not in _SHARED)
+assert _OWN == (0, 3, 4, 9, 11, 12, 18, 22)  # `_insert_all` spells them out (no call a row)
+_shared_of = itemgetter(*_SHARED)
+
+
+def _shared_values(k: int) -> str:
+    """The VALUES of a `k`-row INSERT binding the `_SHARED` columns once (?1..)."""
+    own = len(_SHARED) + 1  # each row's own values follow, in `_OWN` order
+    return ", ".join("(" + ", ".join(
+        f"?{_SHARED.index(i) + 1}" if i in _SHARED else f"?{own + r * len(_OWN) + _OWN.index(i)}"
+        for i in range(len(_COLUMNS))) + ")" for r in range(k))
+
+
+_SHARED_SQL = {k: _INSERT.split(" VALUES ")[0] + " VALUES " + _shared_values(k) for k in _MULTI}
 _KEEP_ON_UPDATE = ("id", "ord", "archived")
 _UPDATE_IDX = [i for i, c in enumerate(_COLUMNS) if c not in _KEEP_ON_UPDATE]
 _UPDATE = (
@@ -160,11 +184,16 @@ def _over(con: sqlite3.Connection, row: list[Any], text: str, policy: str,
 
 
 def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
-             bodies: list[str | bytes | None], *, policy: str) -> None:
+             bodies: list[str | bytes | None], *, policy: str,
+             runs: list[object] | None = None) -> None:
     """`put_row(con, row, policy=policy, body=body)` for each row in order: the same rows,
     rowids and full-text feed. In a rebuild's load (a full-text feed, no triggers) the rows
     go in together (`_insert_all`); a row whose id was already written (by an earlier row, in
-    this call or before) is then put over it in its turn, as `put_row` would have."""
+    this call or before) is then put over it in its turn, as `put_row` would have.
+    `runs[i]`: a token of row i's run, the same object for consecutive rows that have the
+    same values in every `_SHARED` column (their source the same source name), a new
+    object for every other run; a token appears in one run only (rows k apart holding
+    the same token share those values with every row between)."""
     feed = getattr(con, "bulk_fts", None)
     if feed is None or len(rows) < 2:
         for row, body in zip(rows, bodies, strict=True):
@@ -185,7 +214,7 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
             source = row[_SOURCE]
             sid = source_id(con, source)
         row[_SOURCE] = sid
-    n = _insert_all(con, rows)
+    n = _insert_all(con, rows, runs)
     # the n new rows took consecutive rowids (each max + 1), the last one last_insert_rowid
     first = int(con.execute("SELECT last_insert_rowid()").fetchone()[0]) - n + 1
     if n == len(rows):  # every id new (the common case)
@@ -203,19 +232,25 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
             _over(con, row, text, policy, False, feed)
 
 
-def _insert_all(con: sqlite3.Connection, rows: list[list[Any]]) -> int:
+def _insert_all(con: sqlite3.Connection, rows: list[list[Any]],
+                runs: list[object] | None = None) -> int:
     """`executemany(_INSERT, rows)` (stored form, in order; the same rows and rowids): by
-    `_MULTI` statements, then the rest one by one; returns how many rows were new."""
+    `_MULTI` statements of k rows, then the rest one by one; returns how many rows were new.
+    `runs` (see `put_rows`): k rows from one run go in by `_SHARED_SQL[k]`."""
     n = i = 0
+    total = len(rows)
     for k, sql in _MULTI.items():
-        stop = i + (len(rows) - i) // k * k
-        if stop - i == k:
-            n += con.execute(sql, list(chain.from_iterable(rows[i:stop]))).rowcount
-        elif stop > i:
-            n += con.executemany(sql, [list(chain.from_iterable(rows[j:j + k]))
-                                       for j in range(i, stop, k)]).rowcount
-        i = stop
-    if i < len(rows):
+        while total - i >= k:
+            group = rows[i:i + k]
+            if runs is not None and runs[i] is runs[i + k - 1]:  # one run: the same _SHARED
+                params = list(_shared_of(group[0]))
+                for r in group:
+                    params += (r[0], r[3], r[4], r[9], r[11], r[12], r[18], r[22])
+                n += con.execute(_SHARED_SQL[k], params).rowcount
+            else:
+                n += con.execute(sql, list(chain.from_iterable(group))).rowcount
+            i += k
+    if i < total:
         n += con.executemany(_INSERT, rows[i:]).rowcount
     return n
 

@@ -21,23 +21,27 @@ from typing import Any
 from projections.rows import NULL, ORD_SPAN, agent_family, put_rows, stored_bodies
 from readers.records import ParseResult, Record
 
-# Transcript rows waiting to be written together (`rows.put_rows`): their rows, their bodies
-Batch = tuple[list[list[Any]], list[str | bytes | None]]
+# Transcript rows waiting to be written together (`rows.put_rows`): their rows, their bodies,
+# their runs (`rows.put_rows`' `runs`: one new object for each run of an event's records with
+# the same agent, session, subagent and own job, subagent name and title, whose rows are the
+# same in every `rows._SHARED` column: `transcripts._apply_results`)
+Batch = tuple[list[list[Any]], list[str | bytes | None], list[object]]
 
 
 def batch_for(con: sqlite3.Connection) -> Batch | None:
     """A batch for the rows of one event in a rebuild's load (`rows.put_rows` writes them
     together); None elsewhere (each row written as it is made)."""
-    return ([], []) if getattr(con, "bulk_fts", None) is not None else None
+    return ([], [], []) if getattr(con, "bulk_fts", None) is not None else None
 
 
 def flush(con: sqlite3.Connection, batch: Batch | None) -> None:
     """Write the rows waiting in `batch`: before anything else the event writes (titles,
     subagents' names, run metadata), so every statement sees the rows made before it."""
     if batch is not None and batch[0]:
-        put_rows(con, batch[0], batch[1], policy="same_source")
+        put_rows(con, batch[0], batch[1], policy="same_source", runs=batch[2])
         batch[0].clear()
         batch[1].clear()
+        batch[2].clear()
 
 
 def conversation_of(agent: str, session: str | None, subagent: str | None, source: str) -> str:

@@ -250,13 +250,16 @@ def _apply_results(
 ) -> int:
     """The titles, subagents and records of `results` in order (`bodies[i]`: the packed
     bodies of `results[i]`'s records, when made elsewhere); returns how many records.
-    A run of records with the same agent, session and subagent asks `context` once: it
-    changes only when runs, sessions or subagents are written (below: then asked again)."""
+    A run of records with the same agent, session and subagent (and own job, subagent name
+    and title) asks `context` once: it changes only when runs, sessions or subagents are
+    written (below: then asked again). Such a run's rows are the same in every
+    `rows._SHARED` column, so they are one run for `rows.put_rows` (the batch's `runs`)."""
     counter = _ord_counter(con)
     source, seq = info.source, st.seq
     at = getattr(st.event, "at", 0) or st.at
     key: tuple[Any, ...] | None = None
     ctx: tuple[Any, ...] = ()
+    run = object()  # the rows made since `key` changed (transcript_rows.Batch): new with it
     n = 0
     for i, res in enumerate(results):
         for kind, c in res.unknown.items():
@@ -276,9 +279,12 @@ def _apply_results(
                 key = None
                 runlogs.index_metadata(con, st, info, rec, run_basename(rec.run))
             else:
-                if (rec.agent, rec.session, rec.subagent) != key:
-                    key = (rec.agent, rec.session, rec.subagent)
+                same = (rec.agent, rec.session, rec.subagent, rec.job, rec.subagent_name,
+                        rec.title)  # (a record's own job, name and title win over ctx's)
+                if same != key:
+                    key = same
                     ctx = context(con, rec, source)
+                    run = object()
                 row = make_row(rec, ctx, seq, at, counter[1], source)
                 body = packed[j] if packed is not None else None
                 if batch is None:
@@ -286,6 +292,7 @@ def _apply_results(
                 else:
                     batch[0].append(row)
                     batch[1].append(body)
+                    batch[2].append(run)
             counter[1] += 1
         n += len(res.records)
     return n
