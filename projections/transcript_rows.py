@@ -6,9 +6,9 @@ Promises:
   looked up once per batch (`context`, memoized on the connection until `forget_lookups`:
   whoever writes those tables calls it) -- the same row whether or not it was memoized;
 - in a rebuild's load the rows of one event wait in a `Batch` and go in together
-  (`rows.put_rows`, multi-row INSERTs: the same rows, rowids and full-text feed as one
-  `put_row` each); the caller `flush`es the batch before anything else it writes, so every
-  statement sees the rows made before it;
+  (`rows.put_rows`, multi-row INSERTs, the columns a run of rows shares bound once: the same
+  rows, rowids and full-text feed as one `put_row` each); the caller `flush`es the batch
+  before anything else it writes, so every statement sees the rows made before it;
 - `record_bodies` packs what `rows.put_row` would (the parallel rebuild's parse process
   may).
 """
