@@ -25,9 +25,13 @@ quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of i
 quiet figures in docs/performance.md); gb ~1 GB. A --src written with another size is used
 as it is (the size is printed).
 
+`--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
+claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
+same input, beside the issue's (three agents against one).
+
 Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
        .venv/bin/python bench/cold.py quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
-                                        [--baseline REV]
+                                        [--baseline REV] [--claude-only]
 """
 
 from __future__ import annotations
@@ -202,7 +206,7 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
 
 
 def run(work: Path, size: str, src: Path | None, reps: int = 1,
-        baseline: str | None = None) -> None:
+        baseline: str | None = None, claude_only: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
@@ -213,6 +217,10 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
         t0 = time.perf_counter()
         write_home(src, 6000, *SIZES[size])
         print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
+    if claude_only:  # the other agents' roots empty: the same bytes as claude-session-search
+        empty = work / "empty-root"
+        empty.mkdir(exist_ok=True)
+        roots = {a: r if a == "claude" else empty for a, r in roots.items()}
     sizes = {a: sum(p.stat().st_size for p in all_files({a: r})) / 1e6 for a, r in roots.items()}
     user = work / "user"  # the other registered agents' default roots live under HOME
     user.mkdir(parents=True, exist_ok=True)
@@ -279,9 +287,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1, help="interleaved repetitions (best kept)")
     ap.add_argument("--baseline", default=None, metavar="REV",
                     help="also time git revision REV's agentlog in the same run")
+    ap.add_argument("--claude-only", action="store_true",
+                    help="capture only the home's Claude files (claude-session-search's input)")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
-        run(work, args.size, args.src, args.reps, args.baseline)
+        run(work, args.size, args.src, args.reps, args.baseline, args.claude_only)
 
 
 if __name__ == "__main__":
