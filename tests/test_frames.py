@@ -4,7 +4,8 @@ and every byte still has to arrive, in order (projections/frames.py).
 
 Real processes, a real pipe: a child writes (or reads) frames of sizes from a few bytes to
 well past the pipe's capacity while another thread stops and continues it every few
-milliseconds; every frame must come out as it went in."""
+milliseconds; every frame must come out as it went in, with PYTHONUNBUFFERED set (the
+child's `sys.stdout.buffer` is then the raw file) and without."""
 
 from __future__ import annotations
 
@@ -82,10 +83,15 @@ def _stopping(pid: int) -> Iterator[list[int]]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
-def test_frames_from_a_writer_stopped_and_continued_arrive_whole() -> None:
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
+def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
+    # PYTHONUNBUFFERED: sys.stdout.buffer is the raw file, which writes part of a frame
     seed = 11
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(seed)],
-                            stdout=subprocess.PIPE)
+                            stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     frames.widen(proc.stdout.fileno(), 1 << 20)
     try:
@@ -102,10 +108,14 @@ def test_frames_from_a_writer_stopped_and_continued_arrive_whole() -> None:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
-def test_frames_to_a_reader_stopped_and_continued_arrive_whole() -> None:
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
+def test_frames_to_a_reader_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
     seed = 12
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen([sys.executable, "-c", _READER, str(seed)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         with _stopping(proc.pid) as stops:
