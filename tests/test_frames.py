@@ -14,15 +14,12 @@ import random
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from projections import frames
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stop_and_continue
 
 SIZES = (0, 7, 4_000, 70_000, 300_000, 1_500_000)
 COUNT = 300
@@ -51,37 +48,6 @@ def _payloads(seed: int) -> Iterator[tuple[int, bytes]]:
         yield i, bytes([i % 251]) * r.choice(SIZES)
 
 
-@contextmanager
-def _stopping(pid: int) -> Iterator[list[int]]:
-    """SIGSTOP then SIGCONT `pid` every few milliseconds until the block ends; yields a
-    list holding the number of stops made."""
-    done = threading.Event()
-    stops = [0]
-
-    def storm() -> None:
-        while not done.is_set():
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                time.sleep(0.001)
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                return
-            stops[0] += 1
-            time.sleep(0.004)
-
-    thread = threading.Thread(target=storm, daemon=True)
-    thread.start()
-    try:
-        yield stops
-    finally:
-        done.set()
-        thread.join()
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
 @pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
 def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
@@ -95,7 +61,7 @@ def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: boo
     assert proc.stdout is not None
     frames.widen(proc.stdout.fileno(), 1 << 20)
     try:
-        with _stopping(proc.pid) as stops:
+        with stop_and_continue(proc.pid) as stops:
             got = []
             while (value := frames.read(proc.stdout)) is not None:
                 got.append(value)
@@ -118,7 +84,7 @@ def test_frames_to_a_reader_stopped_and_continued_arrive_whole(unbuffered: bool)
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        with _stopping(proc.pid) as stops:
+        with stop_and_continue(proc.pid) as stops:
             for value in _payloads(seed):
                 frames.write(proc.stdin, value)
             proc.stdin.close()
