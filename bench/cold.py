@@ -20,6 +20,9 @@ Columns (whole processes, interleaved when `--reps` > 1; the best of each is com
   temporary tree, in the same run, interleaved with this one: its wall and CPU, and the
   ratios of this tree's to it.
 
+Each column starts from the same state (`settle`, untimed): earlier writes flushed, the
+sources read once into the page cache.
+
 Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
 quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's
 quiet figures in docs/performance.md); gb ~1 GB. A --src written with another size is used
@@ -77,6 +80,20 @@ def child_env(user: Path) -> dict[str, str]:
            if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
     env["HOME"] = str(user)
     return env
+
+
+def settle(roots: dict[str, Path]) -> None:
+    """Before each column, untimed: the previous column's writes flushed (their write-back
+    would slow the next column) and every source file read once, so each column starts
+    from the same page cache (the kernel may have evicted the sources meanwhile; whichever
+    column ran first after that paid for the disk)."""
+    os.sync()
+    for root in roots.values():
+        for p in root.rglob("*"):
+            if p.is_file():
+                with open(p, "rb") as f:
+                    while f.read(1 << 20):
+                        pass
 
 
 def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
@@ -235,11 +252,15 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
         tree = export_rev(baseline, work / "base-tree")
     for _ in range(reps):
         if tree is not None:
+            settle(roots)
             cols["base"].append(agentlog_column(work, roots, env, [], tree, "home-base"))
             shutil.rmtree(work / "home-base", ignore_errors=True)
+        settle(roots)
         cols["agentlog"].append(agentlog_column(work, roots, env, []))
         if css_py is not None:
+            settle(roots)
             cols["css"].append(css_column(work, css_py, roots["claude"]))
+        settle(roots)
         cols["floor"].append(floor_column(work, roots))
     best = {k: min(v, key=lambda r: r["wall"]) for k, v in cols.items() if v}
     a = best["agentlog"]
