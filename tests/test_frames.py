@@ -42,6 +42,14 @@ print("ok")
 """
 
 
+def _env(unbuffered: bool) -> dict[str, str]:
+    """This environment, with PYTHONUNBUFFERED set or not."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 def _payloads(seed: int) -> Iterator[tuple[int, bytes]]:
     r = random.Random(seed)
     for i in range(COUNT):
@@ -53,9 +61,7 @@ def _payloads(seed: int) -> Iterator[tuple[int, bytes]]:
 def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
     # PYTHONUNBUFFERED: sys.stdout.buffer is the raw file, which writes part of a frame
     seed = 11
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    if unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
+    env = _env(unbuffered)
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(seed)],
                             stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
@@ -77,9 +83,7 @@ def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: boo
 @pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
 def test_frames_to_a_reader_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
     seed = 12
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    if unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
+    env = _env(unbuffered)
     proc = subprocess.Popen([sys.executable, "-c", _READER, str(seed)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None
