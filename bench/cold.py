@@ -20,14 +20,21 @@ Columns (whole processes, interleaved when `--reps` > 1; the best of each is com
   temporary tree, in the same run, interleaved with this one: its wall and CPU, and the
   ratios of this tree's to it.
 
+Each column starts from the same state (`settle`, untimed): earlier writes flushed, the
+sources read once into the page cache.
+
 Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
 quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's
 quiet figures in docs/performance.md); gb ~1 GB. A --src written with another size is used
 as it is (the size is printed).
 
+`--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
+claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
+same input, beside the issue's (three agents against one).
+
 Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
        .venv/bin/python bench/cold.py quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
-                                        [--baseline REV]
+                                        [--baseline REV] [--claude-only]
 """
 
 from __future__ import annotations
@@ -73,6 +80,20 @@ def child_env(user: Path) -> dict[str, str]:
            if not k.endswith(("_DIR", "_HOME")) or k in ("VIRTUAL_ENV",)}
     env["HOME"] = str(user)
     return env
+
+
+def settle(roots: dict[str, Path]) -> None:
+    """Before each column, untimed: the previous column's writes flushed (their write-back
+    would slow the next column) and every source file read once, so each column starts
+    from the same page cache (the kernel may have evicted the sources meanwhile; whichever
+    column ran first after that paid for the disk)."""
+    os.sync()
+    for root in roots.values():
+        for p in root.rglob("*"):
+            if p.is_file():
+                with open(p, "rb") as f:
+                    while f.read(1 << 20):
+                        pass
 
 
 def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
@@ -202,7 +223,7 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
 
 
 def run(work: Path, size: str, src: Path | None, reps: int = 1,
-        baseline: str | None = None) -> None:
+        baseline: str | None = None, claude_only: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
@@ -213,6 +234,10 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
         t0 = time.perf_counter()
         write_home(src, 6000, *SIZES[size])
         print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
+    if claude_only:  # the other agents' roots empty: the same bytes as claude-session-search
+        empty = work / "empty-root"
+        empty.mkdir(exist_ok=True)
+        roots = {a: r if a == "claude" else empty for a, r in roots.items()}
     sizes = {a: sum(p.stat().st_size for p in all_files({a: r})) / 1e6 for a, r in roots.items()}
     user = work / "user"  # the other registered agents' default roots live under HOME
     user.mkdir(parents=True, exist_ok=True)
@@ -227,11 +252,15 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
         tree = export_rev(baseline, work / "base-tree")
     for _ in range(reps):
         if tree is not None:
+            settle(roots)
             cols["base"].append(agentlog_column(work, roots, env, [], tree, "home-base"))
             shutil.rmtree(work / "home-base", ignore_errors=True)
+        settle(roots)
         cols["agentlog"].append(agentlog_column(work, roots, env, []))
         if css_py is not None:
+            settle(roots)
             cols["css"].append(css_column(work, css_py, roots["claude"]))
+        settle(roots)
         cols["floor"].append(floor_column(work, roots))
     best = {k: min(v, key=lambda r: r["wall"]) for k, v in cols.items() if v}
     a = best["agentlog"]
@@ -279,9 +308,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1, help="interleaved repetitions (best kept)")
     ap.add_argument("--baseline", default=None, metavar="REV",
                     help="also time git revision REV's agentlog in the same run")
+    ap.add_argument("--claude-only", action="store_true",
+                    help="capture only the home's Claude files (claude-session-search's input)")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
-        run(work, args.size, args.src, args.reps, args.baseline)
+        run(work, args.size, args.src, args.reps, args.baseline, args.claude_only)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ run reindex $PY bench/search.py --docs 100000 --queries 20
 run cold $PY bench/cold.py mid --src "$DATA/mid" --baseline "$BASE" --reps 1
 run cold2 $PY bench/cold.py mid --src "$DATA/mid" --baseline "$BASE" --reps 1
 run cold-gb $PY bench/cold.py gb --src "$DATA/memory-gb" --baseline "$BASE" --reps 1
+run cold-gb-claude $PY bench/cold.py gb --src "$DATA/memory-gb" --claude-only --reps 1
 run timeline $PY bench/timeline.py --src "$DATA/mid"
 run size $PY bench/size.py --quick --only-corpus
 run memory $PY bench/memory.py --src "$DATA/memory-gb" --only capture

@@ -77,9 +77,10 @@ READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "v
 def main(argv: list[str] | None = None) -> Any:
     args = argv if argv is not None else sys.argv[1:]
     if argv is None:  # this process's own command line: no collection while it starts
-        from cli import fast
+        from cli import fast, stdio
 
         fast.quiet_startup()
+        stdio.whole_writes()  # PYTHONUNBUFFERED: output that survives short writes
     from cli.fast import capture_plain, hooks_run, search_json, startup_done
 
     if search_json(args) or hooks_run(args) or capture_plain(args):

@@ -7,9 +7,9 @@ reads `body`: readers see the text through the `documents` view, whose `text` co
 the full-text indexes through the same function.
 
 Promises: `unpack(pack(t)) == t` for every str SQLite can store; `pack` is deterministic for
-a given text, and `pack_many(ts) == [pack(t) for t in ts]` (the same frames, made in one
-call); zstandard is imported only when a BLOB is met or written (the search path of a history
-without long texts never loads it).
+a given text, and `pack_many(ts) == [pack(t) for t in ts]` (the same frames, made on the
+thread's one compression context); zstandard is imported only when a BLOB is met or written
+(the search path of a history without long texts never loads it).
 """
 
 from __future__ import annotations
@@ -59,11 +59,13 @@ def pack(text: str) -> str | bytes:
 
 
 def pack_many(texts: Sequence[str]) -> list[str | bytes]:
-    """`[pack(t) for t in texts]`, the zstd frames made by one call (`multi_compress_to_buffer`
-    writes the same frames as `compress`, without a Python call per text)."""
+    """`[pack(t) for t in texts]`, the thread's compressor looked up once. One `compress`
+    per text on that reused context: `multi_compress_to_buffer` makes a new context per call
+    (~10 us: its allocation, and a CPUID, which a VM traps), more than the Python call per
+    text it saves at the ~60 texts of a typical call (docs/performance.md, "Body packing,
+    session 24")."""
     out: list[str | bytes] = list(texts)
-    where: list[int] = []
-    raws: list[bytes] = []
+    compress = _compressor().compress
     for i, text in enumerate(texts):
         if len(text) * 4 < MIN_PACK:
             continue
@@ -72,16 +74,9 @@ def pack_many(texts: Sequence[str]) -> list[str | bytes]:
         except UnicodeEncodeError:
             continue
         if len(raw) >= MIN_PACK:
-            where.append(i)
-            raws.append(raw)
-    if not raws:
-        return out
-    comp = _compressor()
-    many = getattr(comp, "multi_compress_to_buffer", None)  # the C backend's (not cffi's)
-    frames: Any = many(raws) if many is not None and len(raws) > 1 else map(comp.compress, raws)
-    for i, raw, frame in zip(where, raws, frames, strict=True):
-        if len(frame) < len(raw):
-            out[i] = bytes(frame)
+            frame: bytes = compress(raw)
+            if len(frame) < len(raw):
+                out[i] = frame
     return out
 
 

@@ -7,10 +7,11 @@ ends inside a frame reads as its end (`None`).
 
 Both ends go to the stream's file descriptor themselves, looping until every byte is across:
 a write(2) or read(2) on a pipe may move fewer bytes than asked when the process is stopped
-and continued meanwhile (Ctrl-Z and `fg`, a debugger, a profiler attaching), and CPython's
-buffered `sys.stdout.buffer` was seen losing the rest of such a short write (3.11: a cold
-capture whose processes were stopped and continued every 60 ms read torn frames;
-tests/test_frames.py). Nothing else may read or write the same stream.
+and continued meanwhile (Ctrl-Z and `fg`, a debugger, a profiler attaching). With
+PYTHONUNBUFFERED set (common in containers) `sys.stdout.buffer` is the raw file, whose
+`write` returns after such a short write; writing a frame through it and ignoring the count
+tore the stream (a cold capture stopped and continued every 60 ms failed; tests/test_frames.py
+runs both ways). Nothing else may read or write the same stream.
 """
 
 from __future__ import annotations

@@ -159,11 +159,16 @@ def _open_out(path: Path, flags: int) -> int:
 def _write_new(path: Path, data: bytes) -> None:
     fd = _open_out(path, os.O_CREAT | os.O_TRUNC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` (write(2) may take part of it: a signal, a nearly full disk)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _target(dest: Path, s: _Src, several_roots: bool) -> Path:
@@ -279,7 +284,7 @@ def restore(
                 path = r.out / f"{ev.table}.jsonl"
                 if path not in tables:
                     tables[path] = _open_out(path, os.O_CREAT | os.O_TRUNC | os.O_APPEND)
-                os.write(tables[path], data + b"\n")
+                _write_all(tables[path], data + b"\n")
                 report.rows += 1
     finally:
         for fd in tables.values():

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -150,3 +154,34 @@ def pg_url(pg_server: object) -> str:
     _pg_dbs[0] += 1
     url: str = pg_server.createdb(f"t{os.getpid()}_{_pg_dbs[0]}")  # type: ignore[attr-defined]
     return url
+
+
+@contextmanager
+def stop_and_continue(pid: int) -> Iterator[list[int]]:
+    """SIGSTOP then SIGCONT `pid` every few milliseconds until the block ends; yields a
+    list holding the number of stops made."""
+    done = threading.Event()
+    stops = [0]
+
+    def storm() -> None:
+        while not done.is_set():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.001)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+            stops[0] += 1
+            time.sleep(0.004)
+
+    thread = threading.Thread(target=storm, daemon=True)
+    thread.start()
+    try:
+        yield stops
+    finally:
+        done.set()
+        thread.join()
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +19,7 @@ import pytest
 from cli import archive_ops as ops
 from cli.config import Home
 from tests.archive_fixtures import T0, envelope, home_at, import_turns, rich_project, turn
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli, stop_and_continue
 
 
 def _export(home: Home, project: str, **kw: Any) -> dict[str, Any]:
@@ -274,3 +280,34 @@ def test_round_trip_of_a_captured_claude_session(corpus: Path, tmp_path: Path) -
         hits = main_search(ha.history_db, q, None, 50)["hits"]
         assert hits, q  # the captured session talks about each of these words
         assert main_search(hb.history_db, q, None, 50)["hits"] == hits
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
+def test_export_to_a_pipe_while_stopped_and_continued_loses_no_byte(tmp_path: Path) -> None:
+    # PYTHONUNBUFFERED makes sys.stdout.buffer the raw file: a write(2) to a full pipe that
+    # the process is stopped in returns short, and the envelope must still come out whole
+    h = home_at(tmp_path / "h")
+    rnd = random.Random(5)
+    words = [f"w{i}" for i in range(500)]
+    import_turns(h, "p", [turn(f"s{i % 3}", i, T0 + i, "user",
+                               " ".join(rnd.choice(words) for _ in range(3000)))
+                          for i in range(60)])
+    out = tmp_path / "out.json"
+    assert run_cli(h.root, "export", "--project", "p", "-o", str(out)).returncode == 0
+    want = out.read_bytes()
+    assert len(want) > 500_000
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "--home", str(h.root), "export",
+                             "--project", "p"], stdout=subprocess.PIPE, cwd=ROOT, env=env)
+    assert proc.stdout is not None
+    got = bytearray()
+    with stop_and_continue(proc.pid) as stops:
+        while chunk := proc.stdout.read(8192):
+            got += chunk
+            time.sleep(0.0005)  # a slow reader: the pipe stays full, the writer blocks in it
+    assert proc.wait(60) == 0
+    assert stops[0] > 10
+    whole, exported = json.loads(bytes(got)), json.loads(want)
+    assert whole.pop("exportedAt") and exported.pop("exportedAt")  # the only difference
+    assert whole == exported
+    assert len(got) == len(want)

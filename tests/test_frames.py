@@ -4,7 +4,8 @@ and every byte still has to arrive, in order (projections/frames.py).
 
 Real processes, a real pipe: a child writes (or reads) frames of sizes from a few bytes to
 well past the pipe's capacity while another thread stops and continues it every few
-milliseconds; every frame must come out as it went in."""
+milliseconds; every frame must come out as it went in, with PYTHONUNBUFFERED set (the
+child's `sys.stdout.buffer` is then the raw file) and without."""
 
 from __future__ import annotations
 
@@ -13,15 +14,12 @@ import random
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from projections import frames
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stop_and_continue
 
 SIZES = (0, 7, 4_000, 70_000, 300_000, 1_500_000)
 COUNT = 300
@@ -44,52 +42,32 @@ print("ok")
 """
 
 
+def _env(unbuffered: bool) -> dict[str, str]:
+    """This environment, with PYTHONUNBUFFERED set or not."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 def _payloads(seed: int) -> Iterator[tuple[int, bytes]]:
     r = random.Random(seed)
     for i in range(COUNT):
         yield i, bytes([i % 251]) * r.choice(SIZES)
 
 
-@contextmanager
-def _stopping(pid: int) -> Iterator[list[int]]:
-    """SIGSTOP then SIGCONT `pid` every few milliseconds until the block ends; yields a
-    list holding the number of stops made."""
-    done = threading.Event()
-    stops = [0]
-
-    def storm() -> None:
-        while not done.is_set():
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                time.sleep(0.001)
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                return
-            stops[0] += 1
-            time.sleep(0.004)
-
-    thread = threading.Thread(target=storm, daemon=True)
-    thread.start()
-    try:
-        yield stops
-    finally:
-        done.set()
-        thread.join()
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
-def test_frames_from_a_writer_stopped_and_continued_arrive_whole() -> None:
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
+def test_frames_from_a_writer_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
+    # PYTHONUNBUFFERED: sys.stdout.buffer is the raw file, which writes part of a frame
     seed = 11
+    env = _env(unbuffered)
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(seed)],
-                            stdout=subprocess.PIPE)
+                            stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     frames.widen(proc.stdout.fileno(), 1 << 20)
     try:
-        with _stopping(proc.pid) as stops:
+        with stop_and_continue(proc.pid) as stops:
             got = []
             while (value := frames.read(proc.stdout)) is not None:
                 got.append(value)
@@ -102,13 +80,15 @@ def test_frames_from_a_writer_stopped_and_continued_arrive_whole() -> None:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX job control only")
-def test_frames_to_a_reader_stopped_and_continued_arrive_whole() -> None:
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED", "buffered"])
+def test_frames_to_a_reader_stopped_and_continued_arrive_whole(unbuffered: bool) -> None:
     seed = 12
+    env = _env(unbuffered)
     proc = subprocess.Popen([sys.executable, "-c", _READER, str(seed)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        with _stopping(proc.pid) as stops:
+        with stop_and_continue(proc.pid) as stops:
             for value in _payloads(seed):
                 frames.write(proc.stdin, value)
             proc.stdin.close()
