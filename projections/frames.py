@@ -29,13 +29,13 @@ def write(stream: IO[bytes], value: Any) -> None:
     stream.flush()  # anything written to it before (nothing, in agentlog) goes first
     fd = stream.fileno()
     head = _LEN.pack(len(body))
-    sent = os.writev(fd, [head, body])
-    total = len(head) + len(body)
-    if sent < total:
-        rest = memoryview(head + body if sent < len(head) else body)[
-            sent if sent < len(head) else sent - len(head):]
-        while rest:
-            rest = rest[os.write(fd, rest):]
+    sent = os.writev(fd, [head, body])  # one call for the whole frame, as a rule
+    if sent < len(head):  # (a pipe takes 8 bytes whole: never, in practice)
+        rest = memoryview(head + body)[sent:]
+    else:
+        rest = memoryview(body)[sent - len(head):]
+    while rest:
+        rest = rest[os.write(fd, rest):]
 
 
 def read(stream: IO[bytes]) -> Any:
