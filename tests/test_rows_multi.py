@@ -27,17 +27,21 @@ def _row(key: int, n: int, source: str = "claude:/a.jsonl") -> list[object]:
     return [values.get(c, NULL) for c in COLUMNS]
 
 
-def _load(path: Path, batches: list[list[list[object]]], one_by_one: bool
-          ) -> tuple[list[tuple[object, ...]], dict[int, str]]:
+def load_rows(path: Path, calls: list[tuple[list[list[object]], list[object] | None]],
+              how: str) -> tuple[list[tuple[object, ...]], dict[int, str]]:
+    """Each call's rows into a bulk-loaded file: `put_row` each ("one"), `put_rows` ("every")
+    or `put_rows` with the call's run tokens ("shared"); every stored row and the texts
+    waiting in the full-text feed."""
     con = db.connect(path)
     db.create_schema(con, bulk=True)
     con.execute("BEGIN")
-    for rows in batches:
-        if one_by_one:
+    for rows, tokens in calls:
+        if how == "one":
             for row in rows:
                 put_row(con, row, policy="same_source")
         else:
-            put_rows(con, rows, [None] * len(rows), policy="same_source")
+            put_rows(con, rows, [None] * len(rows), policy="same_source",
+                     runs=tokens if how == "shared" else None)
     stored = [tuple(r) for r in con.execute("SELECT rowid, * FROM document_rows ORDER BY rowid")]
     assert isinstance(con, db.Connection) and con.bulk_fts is not None
     pending = dict(con.bulk_fts.pending)
@@ -62,8 +66,8 @@ def test_put_rows_equals_one_put_row_each(tmp_path: Path, monkeypatch: pytest.Mo
             + [_row(0, next(write), source="codex:/b.jsonl"), _row(5 * size, next(write))],
         ]
 
-    got = _load(tmp_path / "many.db", batches(), one_by_one=False)
-    want = _load(tmp_path / "one.db", batches(), one_by_one=True)
+    got = load_rows(tmp_path / "many.db", [(b, None) for b in batches()], "every")
+    want = load_rows(tmp_path / "one.db", [(b, None) for b in batches()], "one")
     assert got == want
     assert len(got[0]) == 2 * size + 1
 

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from eventlog.events import FileSnapshotted
 from eventlog.records import StoredEvent
 from projections import db, fts_bulk, transcripts
-from projections.rows import _MULTI, _SHARED, _SHARED_SQL, NULL, put_row, put_rows
+from projections.rows import _MULTI, _SHARED, _SHARED_SQL, NULL
 from readers.records import ParseResult, Record, SourceInfo
 from tests.conftest import examples
+from tests.test_rows_multi import load_rows
 
 COLUMNS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message",
            "cursor", "conversation", "role", "tool", "subagent", "subagent_name", "title",
@@ -57,27 +58,6 @@ def _rows(runs: list[tuple[dict[str, int], list[tuple[int, int]]]]
     return rows, tokens
 
 
-def _load(path: Path, calls: list[tuple[list[list[object]], list[object]]], how: str
-          ) -> tuple[list[tuple[object, ...]], dict[int, str]]:
-    con = db.connect(path)
-    db.create_schema(con, bulk=True)
-    con.execute("BEGIN")
-    for rows, tokens in calls:
-        if how == "one":
-            for row in rows:
-                put_row(con, row, policy="same_source")
-        else:
-            put_rows(con, rows, [None] * len(rows), policy="same_source",
-                     runs=tokens if how == "shared" else None)
-    stored = [tuple(r) for r in con.execute("SELECT rowid, * FROM document_rows ORDER BY rowid")]
-    assert isinstance(con, db.Connection) and con.bulk_fts is not None
-    pending = dict(con.bulk_fts.pending)
-    con.execute("COMMIT")
-    db.abandon_bulk(con)
-    con.close()
-    return stored, pending
-
-
 @settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(calls=st.lists(_runs, min_size=1, max_size=3))
@@ -88,9 +68,9 @@ def test_shared_statements_write_what_one_put_row_each_writes(
     fts_bulk.FLUSH_CHARS, flush = 1 << 30, fts_bulk.FLUSH_CHARS  # every text stays pending
     try:
         tmp = tmp_path_factory.mktemp("shared")
-        got = _load(tmp / "shared.db", [_rows(c) for c in calls], "shared")
-        assert got == _load(tmp / "one.db", [_rows(c) for c in calls], "one")
-        assert got == _load(tmp / "every.db", [_rows(c) for c in calls], "every")
+        got = load_rows(tmp / "shared.db", [_rows(c) for c in calls], "shared")
+        assert got == load_rows(tmp / "one.db", [_rows(c) for c in calls], "one")
+        assert got == load_rows(tmp / "every.db", [_rows(c) for c in calls], "every")
     finally:
         fts_bulk.FLUSH_CHARS = flush
 
