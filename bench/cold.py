@@ -51,13 +51,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, children, export_rev, install_css, load_average, workdir
+from common import ROOT, children, css_query, export_rev, install_css, load_average, workdir
 
 AGENTS = ("claude", "codex", "opencode")
 SIZES = {"quick": (12 << 20, 20), "mid": (250 << 20, 50), "gb": (800 << 20, 200)}  # write_home's
 PROBE = "refactor parser"
-_CSS_QUERY = ("import json, sys; from cc_search import server;"
-              " print(json.dumps(server.api_search({'q': sys.argv[1]})))")
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str,
@@ -147,7 +145,7 @@ def css_column(work: Path, py: Path, claude: Path) -> dict[str, Any]:
     env = {**os.environ, "HOME": str(fake)}
     wall, cpu, _ = _run([str(py), "-m", "cc_search", "--reindex"], env, "cc_search --reindex")
     # its first answer, as agentlog's column has one: the same probe, a whole process
-    s_s, s_cpu, found = _run([str(py), "-c", _CSS_QUERY, PROBE], env, "cc_search query")
+    s_s, s_cpu, found = _run([str(py), "-c", css_query(), PROBE], env, "cc_search query")
     return {"wall": wall, "cpu": cpu, "search": s_s, "search_cpu": s_cpu,
             "hits": int(json.loads(found)["total"])}
 

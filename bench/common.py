@@ -48,6 +48,14 @@ def install_agentlog(venv: Path, tree: Path = ROOT) -> Path:
     return venv
 
 
+def css_query(head: int | None = None) -> str:
+    """`python -c` code of claude-session-search's query (`cc_search.server.api_search`) of
+    argv[1], printing its JSON answer (only the first `head` characters when given)."""
+    cut = "" if head is None else f"[:{head}]"
+    return ("import json, sys; from cc_search import server;"
+            f" print(json.dumps(server.api_search({{'q': sys.argv[1]}})){cut})")
+
+
 def install_css(venv: Path, timeout: float = 600) -> Path | None:
     """claude-session-search from PyPI in a venv (kept when it is already there): its
     python; None, the reason printed, when it cannot be installed (its column is skipped)."""

@@ -30,13 +30,12 @@ import sys
 import time
 from pathlib import Path
 
-from common import ROOT, export_rev, install_agentlog, install_css, workdir
+from common import ROOT, css_query, export_rev, install_agentlog, install_css, workdir
 
 BIN = Path(sys.executable).parent
 NEEDLE = "zanzibarquux"  # one session holds it (a needle); COMMON matches nearly every record
 COMMON = "refactor parser"
-_CSS_QUERY = ("import json, sys; from cc_search import server;"
-              " print(json.dumps(server.api_search({'q': sys.argv[1]}))[:200])")
+_CSS_QUERY = css_query(200)
 
 
 _AGENTLOG: list[Path] = []
