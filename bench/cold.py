@@ -85,13 +85,13 @@ def settle(roots: dict[str, Path]) -> None:
     would slow the next column) and every source file read once, so each column starts
     from the same page cache (the kernel may have evicted the sources meanwhile; whichever
     column ran first after that paid for the disk)."""
+    from capture import all_files  # the capture bench's walk of the roots
+
     os.sync()
-    for root in roots.values():
-        for p in root.rglob("*"):
-            if p.is_file():
-                with open(p, "rb") as f:
-                    while f.read(1 << 20):
-                        pass
+    for p in all_files(roots):
+        with open(p, "rb") as f:
+            while f.read(1 << 20):
+                pass
 
 
 def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
