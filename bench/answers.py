@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cli.answers import answer  # noqa: E402
-from cli.answers.prompt import build  # noqa: E402
-from cli.answers.result import validate  # noqa: E402
-from cli.config import Home  # noqa: E402
+from cli.services.answers import answer  # noqa: E402
+from cli.services.answers.prompt import build  # noqa: E402
+from cli.services.answers.result import validate  # noqa: E402
+from cli.services.config import Home  # noqa: E402
 from tests.answer_fakes import Fakes  # noqa: E402
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cli import archive_ops  # noqa: E402
-from cli.config import Home  # noqa: E402
+from cli.services import archive_ops  # noqa: E402
+from cli.services.config import Home  # noqa: E402
 from projections.envelope import read_envelope  # noqa: E402
 
 WORDS = [
@@ -45,8 +45,8 @@ CHILD_EXPORT = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from cli import archive_ops
-from cli.config import Home
+from cli.services import archive_ops
+from cli.services.config import Home
 t = time.perf_counter()
 s = archive_ops.export_file(Home(Path({home!r})), "bench", Path({out!r}))
 dt = time.perf_counter() - t
@@ -75,7 +75,7 @@ print(dt, len(data), len(turns), {hwm})
 CHILD_IDLE = """
 import sys
 sys.path.insert(0, {root!r})
-from cli import archive_ops
+from cli.services import archive_ops
 from projections import db, export
 print(0, 0, 0, {hwm})
 """

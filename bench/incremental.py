@@ -3,7 +3,7 @@
 A single new session reaches agentlog in three ways; each is timed the way it happens:
 - hook: the agent's hook (`agentlog hooks run claude`, the transcript path as JSON on stdin)
   — the whole process, which captures that file and catches history.db up;
-- background: the capture loop of `agentlog mcp`/`serve` (`cli.background.CaptureLoop`,
+- background: the capture loop of `agentlog mcp`/`serve` (`cli.services.capture.loop.CaptureLoop`,
   file events) running in this process — from the file write until a search in this
   process (`projections.query.search`) finds the session's unique word;
 - capture: `agentlog capture` (walks every root, then catches history.db up) — the whole
@@ -134,15 +134,15 @@ def hook_run(home: Path, path: Path) -> float:
 
 
 class Background:
-    """`cli.background.CaptureLoop` in this process, as `agentlog mcp` runs it."""
+    """`cli.services.capture.loop.CaptureLoop` in this process, as `agentlog mcp` runs it."""
 
     def __init__(self, home: Path, flags: dict[str, str | None]) -> None:
-        from cli.capture_ops import capture_roots
-        from cli.config import Home
+        from cli.services.capture.ops import capture_roots
+        from cli.services.config import Home
 
         self.home = Home(home, command="agentlog mcp")
         roots = capture_roots(self.home, flags)
-        from cli.background import CaptureLoop
+        from cli.services.capture.loop import CaptureLoop
 
         self.loop = CaptureLoop(self.home, roots=roots).start()
         deadline = time.monotonic() + 600

@@ -72,7 +72,7 @@ def cli(home: Path, *args: str, data: bytes | None = None) -> subprocess.Complet
 
 def build_history(home: Path, n: int) -> float:
     """Record n messages and project them; returns seconds taken."""
-    from cli.config import Home
+    from cli.services.config import Home
     from projections.catchup import catch_up
 
     start = time.perf_counter()

@@ -1,1 +1,3 @@
-"""agentlog front ends: click commands, the MCP server, the HTTP API and answers."""
+"""agentlog's front ends and the application services they share (docs/ARCHITECTURE.md)."""
+
+VERSION = "0.1.0"

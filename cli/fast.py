@@ -12,11 +12,11 @@ reports as usual (one line, never a traceback; see `cli.group`). No click, no ev
 machinery are imported on this path while history.db is current.
 
 `hooks run claude|codex` (what an agent starts at every session end or turn) runs
-`cli.hook_run` the same way, with the arguments click would pass it (`parse_hook`; a test
-holds the two equal); anything with an option before `--` goes to click.
+`cli.services.capture.hook` the same way, with the arguments click would pass it
+(`parse_hook`; a test holds the two equal); anything with an option before `--` goes to click.
 
 `capture` with only `--json`, `--index`/`--no-index`, `--settle S` and the root options
-(`--<agent>-dir`, `--project-roots`) runs `cli.capture_run` the same way (`parse_capture`,
+(`--<agent>-dir`, `--project-roots`) runs `cli.services.capture.run` the same way (`parse_capture`,
 held equal to the click command's options by a test) unless it would draw a progress bar
 (no `--json` and stderr is a terminal); `--path`, `--watch`, `--help`, anything else goes to
 click. A bad root setting in config.json is left to click (nothing has run yet); an error
@@ -30,12 +30,11 @@ collection (`skip_final_collection`): freeing every object one at a time was a t
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from cli.config import Home
 
 # the click command's value options and flags (dest names with "_" for "-")
 SEARCH_VALUES = ("project", "session", "job", "agent", "kind", "since", "until", "limit")
@@ -156,59 +155,13 @@ def parse_capture(args: list[str]) -> tuple[str | None, dict[str, str], set[str]
     return home, values, flags
 
 
-_QUIET = [False]  # whether `quiet_startup` holds the collector off
-
-
-def quiet_startup() -> None:
-    """Hold the cyclic collector off while the console's process starts (`cli.main.main`
-    with no argv): ~25 collections ran during the imports of a +1 `capture`, each walking
-    the young objects those imports made — classes, functions, module dicts, all of them
-    alive until the process ends — ~3 % of its CPU (callgrind, docs/performance.md).
-    `startup_done` turns it back on; it is called before any work that makes garbage: the
-    capture engine's first pass, the hook's capture, a search, click's commands. A no-op
-    when the collector was already off (the caller's choice, kept)."""
-    import gc
-
-    if gc.isenabled():
-        gc.disable()
-        _QUIET[0] = True
-
-
-def startup_done() -> None:
-    """The collector back on after `quiet_startup`, with what start-up made frozen
-    (`gc.freeze`: imported modules, classes and functions are never garbage, and later
-    collections no longer walk them). Idempotent; a no-op when start-up was not quiet."""
-    if _QUIET[0]:
-        import gc
-
-        _QUIET[0] = False
-        gc.freeze()
-        gc.enable()
-
-
-def skip_final_collection() -> None:
-    """Put every live object out of the cyclic collector's reach (`gc.freeze`): called by
-    `cli.main.main` once a fast path has answered and committed everything, right before
-    its process ends.
-
-    The interpreter's shutdown otherwise collects and frees every module, class and
-    function one at a time: ~35 of the ~50 ms a +1 `capture` or hook process spent after
-    its work was done, under load (docs/performance.md); the operating system takes the
-    memory back at once instead. Nothing else changes: atexit handlers run, files are
-    flushed and closed, objects outside reference cycles are finalized as before (the
-    log's environment and the SQLite connections are closed explicitly anyway); only
-    objects in reference cycles are left to the OS, as at any process exit. Every
-    commit is already durable by then (LMDB and SQLite sync at commit)."""
-    import gc
-
-    gc.freeze()
 
 
 def capture_plain(args: list[str]) -> bool:
-    """Run a plain `capture` without click (`cli.capture_run`); False when click must."""
+    """Run a plain `capture` without click (`cli.services.capture.run`); False when click must."""
     from cli import lean
 
-    lean.pathlib()  # before the first import of pathlib (cli.config, readers.registry)
+    lean.pathlib()  # before the first import of pathlib (cli.services.config, readers.registry)
     parsed = parse_capture(args)
     if parsed is None:  # click's commands (`capture --watch`…) keep the real modules
         return False
@@ -222,8 +175,8 @@ def capture_plain(args: list[str]) -> bool:
         settle = float(values.pop("settle", "2.0"))
     except ValueError:
         return False
-    from cli.capture_ops import capture_roots
-    from cli.config import resolve_home
+    from cli.services.capture.ops import capture_roots
+    from cli.services.config import resolve_home
     from readers.registry import names
 
     try:
@@ -234,7 +187,7 @@ def capture_plain(args: list[str]) -> bool:
         roots = capture_roots(home, flags_by_root)
     except Exception:
         return False  # click words a bad config.json or home (nothing has run)
-    from cli.capture_run import CaptureFailed, run
+    from cli.services.capture.run import CaptureFailed, run
 
     try:
         run(home, roots, as_json=as_json, index="no-index" not in flags, settle=settle,
@@ -249,15 +202,15 @@ def capture_plain(args: list[str]) -> bool:
 
         if os.environ.get("AGENTLOG_DEBUG"):
             raise
-        from cli.group import failure_line
+        from cli.services.errors import from_exception
 
-        _fail(failure_line(exc))
+        _fail(from_exception(exc).message)
     return True
 
 
 def _fail(message: str) -> None:
-    """Exit 1 with the one-line error of `cli.errors` (as click's path prints it)."""
-    from cli.errors import line
+    """Exit 1 with the one-line error of `cli.services.errors` (as click's path prints it)."""
+    from cli.services.errors import line
 
     sys.stderr.write(line("agentlog capture", message) + "\n")
     sys.stderr.flush()
@@ -265,7 +218,8 @@ def _fail(message: str) -> None:
 
 
 def hooks_run(args: list[str]) -> bool:
-    """Run an agent's hook without click (`cli.hook_run`); False when click must do it."""
+    """Run an agent's hook without click (`cli.services.capture.hook`); False when click
+    must do it."""
     parsed = parse_hook(args)
     if parsed is None:
         return False
@@ -275,14 +229,15 @@ def hooks_run(args: list[str]) -> bool:
     lean.platform()
     lean.msgspec()
     home_opt, client, extra = parsed
-    from cli.config import resolve_home
+    from cli.services.config import resolve_home
 
     try:
         home = resolve_home(home_opt)
     except Exception:
         return False
     home.command = "agentlog hooks"
-    from cli.hook_run import run
+    from cli.services.capture.hook import run
+    from cli.services.startup import startup_done
 
     startup_done()
     run(home, client, extra)
@@ -295,7 +250,9 @@ def search_json(args: list[str]) -> bool:
     if parsed is None:
         return False
     home_opt, values, flags, words = parsed
-    from cli.config import resolve_home
+    from cli.services.config import resolve_home
+    from cli.services.search import find
+    from cli.services.startup import startup_done
     from projections.errors import QueryError
 
     startup_done()
@@ -315,53 +272,8 @@ def search_json(args: list[str]) -> bool:
         return False  # click reports the parameter (validation comes before any output)
     except Exception:  # a broken config.json, a damaged history.db or log, a full disk:
         return False  # click's path names it (one line) or rebuilds and answers
-    from cli.output import emit_json
+    from cli.services.output import emit_json
 
     emit_json(result)
     sys.stdout.flush()
     return True
-
-
-def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
-         include_archived: bool = True) -> dict[str, Any]:
-    """The search of `agentlog search`: validate, catch history.db up, query.
-
-    Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
-    """
-    from cli.catchup import ensure_current, search_engine
-    from projections.errors import QueryError
-    from projections.query import search as run_search
-    from projections.text import query_tokens
-
-    filters: dict[str, Any] = dict(options)
-    if not include_archived:  # archived sessions are searched unless excluded
-        filters["include_archived"] = False
-    if not query_tokens(text):  # validate before touching the log
-        raise QueryError("query", f"{text!r} has no searchable word (search for words or "
-                         "numbers; punctuation is ignored)")
-    ensure_current_quietly(home, ensure_current)
-    project = options.get("project")
-    if project is not None:  # an unknown project is a mistake: name the known ones
-        from projections.sessions import known_projects, unknown_project_hint
-
-        known = known_projects(home.history_db)
-        if project not in known:
-            raise QueryError("project", f"unknown project {project!r}; "
-                             + unknown_project_hint(known))
-    result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home))
-    from cli.background import with_capture  # the capture fields of `coverage`
-
-    return with_capture(home, result)
-
-
-def ensure_current_quietly(home: Home, ensure: Any) -> None:
-    """Catch up; an unreadable log must not hide what history.db holds (a notice only)."""
-    try:
-        ensure(home)
-    except Exception as exc:
-        from eventlog import EventLogError
-
-        if not isinstance(exc, EventLogError):
-            raise
-        sys.stderr.write(f"agentlog: could not catch up history.db: {exc}\n")

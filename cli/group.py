@@ -15,8 +15,10 @@ from typing import Any
 
 import click
 
-from cli.config import resolve_home
-from cli.main import COMMANDS, HELP, READ_ONLY, VERSION
+from cli import VERSION
+from cli.registry import COMMANDS, HELP, READ_ONLY
+from cli.services.config import resolve_home
+from cli.services.errors import AgentlogError, BadInput, Failure, from_exception
 
 
 class LazyGroup(click.Group):
@@ -37,9 +39,9 @@ class LazyGroup(click.Group):
         saved = (list(getattr(ctx, "_protected_args", [])), list(ctx.args))
         try:
             return self._invoke(ctx)
-        except Damaged as exc:
+        except _RetryAfterRebuild as exc:
             # history.db is derived: rebuild it from the log, then answer once more
-            from cli.catchup import rebuild_damaged
+            from cli.services.catchup import rebuild_damaged
 
             rebuild_damaged(ctx.obj, exc)
             if hasattr(ctx, "_protected_args"):
@@ -48,32 +50,27 @@ class LazyGroup(click.Group):
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
-        """Run the command; every click error leaves in the one style of `cli.errors`, and
-        so does every other failure (one line, never a traceback; see the module doc)."""
+        """Run the command; every error leaves as one line in the style of
+        `cli.services.errors` with its exit code (never a traceback; see the module doc)."""
         ctx.meta["agentlog.help"] = any(a in ("--help", "-h") for a in ctx.args)
-        name = "agentlog"
         try:
             return super().invoke(ctx)
-        except click.ClickException as exc:
-            from cli.errors import restyle
-
-            name = f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
-            raise restyle(exc, name) from None
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.ClickException as exc:
+            raise Shown(restyle(exc, _name(ctx))) from None
         except Exception as exc:
             import os
 
-            if os.environ.get("AGENTLOG_DEBUG"):
+            if os.environ.get("AGENTLOG_DEBUG") and not isinstance(exc, AgentlogError):
                 raise
             if _is_damage(exc) and ctx.invoked_subcommand in RETRY_AFTER_REBUILD and not getattr(
                     ctx, "_agentlog_retried", False):
                 ctx._agentlog_retried = True  # type: ignore[attr-defined]
-                raise Damaged(str(exc)) from None
-            from cli.errors import restyle
-
-            name = f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
-            raise restyle(click.ClickException(failure_line(exc)), name) from None
+                raise _RetryAfterRebuild(str(exc)) from None
+            err = from_exception(exc)
+            err.command = err.command or _name(ctx)
+            raise Shown(err) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
@@ -86,7 +83,7 @@ class LazyGroup(click.Group):
 RETRY_AFTER_REBUILD = frozenset({"search", "show", "conversation", "history", "export"})
 
 
-class Damaged(Exception):
+class _RetryAfterRebuild(Exception):
     """history.db failed while a read-only command answered (see `LazyGroup.invoke`)."""
 
 
@@ -96,31 +93,35 @@ def _is_damage(exc: BaseException) -> bool:
     return isinstance(exc, ProjectionDamaged)
 
 
-def failure_line(exc: BaseException) -> str:
-    """One line for an error no command handled (see the module docstring)."""
-    import errno
+def _name(ctx: click.Context) -> str:
+    return f"agentlog {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "agentlog"
 
-    from eventlog import CorruptRecord, LogFull
-    from eventlog.records import DAMAGE_HINT
 
-    if isinstance(exc, CorruptRecord):
-        return f"{exc}: {DAMAGE_HINT}"
-    if isinstance(exc, LogFull):
-        return str(exc)
-    from cli.catchup import disk_full
+class Shown(click.ClickException):
+    """An `AgentlogError` as click shows it: its one line on stderr, its exit code."""
 
-    if disk_full(exc) and not isinstance(exc, OSError):
-        return "disk full: history.db could not be written; free space and run it again"
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"disk full: {exc.strerror} ({exc.filename or 'a file in the home'})"
-    if isinstance(exc, OSError):
-        return f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": ")
-    if _is_damage(exc):
-        return f"{exc}: `agentlog reindex` rebuilds it from the log"
-    if isinstance(exc, RecursionError):
-        return "input nested too deeply"
-    return (f"internal error ({type(exc).__name__}); run with AGENTLOG_DEBUG=1 for the "
-            "traceback and please report it")
+    def __init__(self, err: AgentlogError) -> None:
+        super().__init__(err.message)
+        self.err = err
+        self.exit_code = err.exit_code  # type: ignore[misc]  # click: a class default
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.err.styled(), err=True, file=file)
+
+
+def restyle(exc: click.ClickException, command: str) -> AgentlogError:
+    """click's own errors in the one style (a usage error is bad input with a --help hint;
+    any other keeps the command's own exit code)."""
+    if isinstance(exc, Shown):
+        exc.err.command = exc.err.command or command
+        return exc.err
+    if isinstance(exc, click.UsageError):
+        path = exc.ctx.command_path if exc.ctx is not None else command
+        return BadInput(exc.format_message().rstrip("."), f"see `{path} --help`",
+                        command=path)
+    out = Failure(exc.format_message(), None, command=command)
+    out.exit_code = exc.exit_code
+    return out
 
 
 def _integer_metavars(cmd: click.Command) -> None:
@@ -148,7 +149,5 @@ def cli(ctx: click.Context, home: str | None) -> None:
     ctx.obj.command = f"agentlog {ctx.invoked_subcommand or ''}".strip()
     if (ctx.invoked_subcommand in READ_ONLY and not ctx.meta.get("agentlog.help")
             and not ctx.obj.root.is_dir()):
-        from cli.errors import BadInput
-
         raise BadInput(f"home {ctx.obj.root} does not exist",
                        "check --home / AGENTLOG_HOME, or run `agentlog capture` to create it")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cli.config import Home
+from cli.services.config import Home
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -53,6 +53,6 @@ def home_at(path: Path) -> Home:
 
 
 def import_turns(home: Home, project: str, turns: list[dict[str, Any]]) -> dict[str, Any]:
-    from cli import archive_ops
+    from cli.services import archive_ops
 
     return archive_ops.import_envelope(home, envelope(project, turns), apply=True)

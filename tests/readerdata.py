@@ -106,7 +106,7 @@ def make_reader_history(home: Path, root: Path) -> None:
     proc = run_cli(home, "capture", "--claude-dir", str(claude), "--codex-dir", str(empty),
                    "--opencode-dir", str(empty), "--runs-dir", str(empty))
     assert proc.returncode == 0, proc.stderr.decode()
-    from cli.config import Home
+    from cli.services.config import Home
     from projections.catchup import catch_up
 
     h = Home(home)

@@ -1,4 +1,5 @@
-"""cli.answers end to end with fake provider binaries on PATH (no real model is ever run)."""
+"""cli.services.answers end to end with fake provider binaries on PATH (no real model is
+ever run)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cli.answers import NO_HITS_TEXT, answer
-from cli.config import Home
+from cli.services.answers import NO_HITS_TEXT, answer
+from cli.services.config import Home
 from tests.answer_fakes import Fakes, install
 
 
@@ -355,7 +356,7 @@ def test_long_answer_is_cut_to_4000_characters(fakes: Fakes, ahome: Home) -> Non
 def test_a_crashing_probe_skips_only_its_provider(
     fakes: Fakes, ahome: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli.answers import codex
+    from cli.services.answers import codex
 
     def boom(*_: Any) -> None:
         raise RuntimeError("probe exploded")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cli.config import Home
+from cli.services.config import Home
 from tests.answer_fakes import Fakes, install
 from tests.conftest import ROOT, run_cli
 from tests.webdata import make_history

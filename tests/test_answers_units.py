@@ -1,4 +1,4 @@
-"""Pure parts of cli.answers: catalog parsing, capacity rules, citations, prompt bounds."""
+"""Pure parts of cli.services.answers: catalog parsing, capacity rules, citations, prompt bounds."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli.answers import codex, opencode, prompt, result
-from cli.answers.config import DEFAULTS, AnswerConfigError, parse
+from cli.services.answers import codex, opencode, prompt, result
+from cli.services.answers.config import DEFAULTS, AnswerConfigError, parse
 
 
 def test_verbose_catalog_is_parsed_entry_by_entry() -> None:
@@ -115,7 +115,7 @@ def test_config_defaults_match_the_seed() -> None:
 
 
 def test_human_view_drops_terminal_escapes(capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.answers.render import echo_answer
+    from cli.commands.answer_render import echo_answer
 
     echo_answer(
         {

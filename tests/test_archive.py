@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import archive_ops as ops
-from cli.config import Home
+from cli.services import archive_ops as ops
+from cli.services.config import Home
 from eventlog.events import SessionArchived, TurnsImported
 from tests.archive_fixtures import DAY, T0, home_at, import_turns, rich_project, turn
 from tests.conftest import ROOT, run_cli
@@ -100,8 +100,8 @@ def test_crash_between_dump_and_event_is_harmless(h: Home, tmp_path: Path) -> No
     script = textwrap.dedent(f"""
         import os
         from pathlib import Path
-        from cli import archive_ops
-        from cli.config import Home
+        from cli.services import archive_ops
+        from cli.services.config import Home
         archive_ops.archive(Home(Path({str(h.root)!r})), now={T0 + 400 * DAY},
                             after_dump=lambda p: os._exit(9))
     """)

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from starlette.testclient import TestClient
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.app import create_app
 from cli.web.guard import loopback_hosts
 from tests.archive_fixtures import home_at, import_turns, rich_project

@@ -200,8 +200,8 @@ def _until(cond: Any, what: str) -> None:
 def test_loops_in_one_process_elect_one_and_take_over_polling(tmp_path: Path) -> None:
     """The election needs no separate processes (one flock per open file), and the
     polling fallback keeps up too."""
-    from cli.background import CaptureLoop, coverage_fields
-    from cli.config import Home
+    from cli.services.capture.loop import CaptureLoop, coverage_fields
+    from cli.services.config import Home
     from projections.query import search as run_search
     from tests.capture_helpers import roots_of
 
@@ -275,8 +275,8 @@ def test_capture_watch_waits_for_the_capturing_process_then_takes_over(
     import signal
     import subprocess
 
-    from cli.background import CaptureLoop
-    from cli.config import Home
+    from cli.services.capture.loop import CaptureLoop
+    from cli.services.config import Home
     from projections.query import search as run_search
     from tests.capture_helpers import roots_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli.demo_corpus import PHRASES
+from cli.services.demo_corpus import PHRASES
 from tests.conftest import run_cli
 
 

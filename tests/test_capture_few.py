@@ -2,7 +2,7 @@
 
 `statcache.changed_files` walks and stats every file (as the no-change check does); when at
 most `statcache.FEW` are new or changed and none vanished, `Capturer.run_once` captures
-those alone (`readers.capture_one.capture_few`) and patches their stat cache entries.
+those alone (`readers.capture.capture_few`) and patches their stat cache entries.
 These tests hold it equal to the full run (same events, cursors and stat caches) through
 new, grown, torn and snapshot files, and check the fallback to the full run.
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from eventlog import EventLog
-from readers import capture_one, statcache
+from readers import capture as capture_one
 from readers import cursor as cur
+from readers import statcache
 from readers.capture import unchanged_files
 from tests.capture_helpers import append, capture, roots_of, write
 

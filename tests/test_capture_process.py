@@ -237,14 +237,15 @@ def test_watch_takes_its_signals_on_a_thread_that_never_runs_the_loop(
     handler only notes the signal; the handlers are put back afterwards."""
     import threading
 
-    from cli.background import CaptureLoop
     from cli.commands import capture as command
-    from cli.config import Home
+    from cli.services.capture.loop import CaptureLoop
+    from cli.services.capture.ops import capture_roots
+    from cli.services.config import Home
 
     root = _tree(tmp_path, 3, 20)
     flags: dict[str, str | None] = dict.fromkeys(command._ROOT_FLAGS)
     flags.update(claude=str(root), project_roots=None)
-    roots = command.resolve_roots(Home(home), flags)
+    roots = capture_roots(Home(home), flags)
     ran: list[tuple[CaptureLoop, threading.Thread]] = []
     real_run = CaptureLoop.run
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.group import cli
-from cli.main import COMMANDS, READ_ONLY
+from cli.registry import COMMANDS, READ_ONLY
 from tests.webdata import SESSION, make_history
 
 STYLE = re.compile(r"^agentlog( [a-z-]+)*: \S.* — \S.*$")

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from cli import archive_ops as ops
-from cli.config import Home
+from cli.services import archive_ops as ops
+from cli.services.config import Home
 from tests.archive_fixtures import T0, envelope, home_at, import_turns, rich_project, turn
 from tests.conftest import ROOT, run_cli, stop_and_continue
 

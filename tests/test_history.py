@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import archive_ops as ops
-from cli.config import Home
+from cli.services import archive_ops as ops
+from cli.services.config import Home
 from tests.archive_fixtures import DAY, T0, home_at, import_turns, iso, rich_project, turn
 from tests.conftest import run_cli
 

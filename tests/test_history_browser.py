@@ -140,7 +140,7 @@ def test_import_from_the_page_is_a_dry_run_by_default(
 
 
 def test_hidden_archived_sessions_link(tmp_path: Path, browser: Any) -> None:  # noqa: F811
-    from cli import archive_ops as ops
+    from cli.services import archive_ops as ops
     from tests.archive_fixtures import DAY
 
     h = home_at(tmp_path / "home")

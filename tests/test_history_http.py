@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.app import create_app
 from cli.web.guard import loopback_hosts
 from tests.archive_fixtures import DAY, T0, envelope, home_at, import_turns, rich_project, turn

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cli import fast, hook_run
+from cli import fast
 from cli.group import cli as click_group
+from cli.services.capture import hook as hook_run
 
 
 def _via_click(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> list[Any]:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from cli.config import Home
-from cli.web import calls
+from cli.services import calls
+from cli.services.config import Home
 from cli.web.app import create_app
 from cli.web.guard import loopback_hosts
 from projections import query

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.mcp_stdio import _top_level_id, problem
+from cli.mcp.stdio import _top_level_id, problem
 from tests.conftest import ROOT
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.app import create_app
 from cli.web.guard import loopback_hosts
 from tests.webdata import make_history
@@ -197,7 +197,7 @@ def test_coverage(client: TestClient) -> None:
 
 def test_a_damaged_history_db_is_a_503_naming_the_cure(tmp_path: Path) -> None:
     """QA: a damaged history.db was a bare 500 "internal error: DatabaseError"."""
-    from cli.web import calls
+    from cli.services import calls
 
     home = tmp_path / "home"
     home.mkdir()

@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.app import create_app
 from cli.web.browse import resume
 from cli.web.guard import loopback_hosts

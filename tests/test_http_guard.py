@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.app import create_app, gather_routes
 from cli.web.guard import loopback_hosts
 

@@ -36,15 +36,16 @@ def module_name(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import in the file, relative ones resolved."""
+def import_statements(path: Path) -> Iterator[tuple[int, str, list[str] | None]]:
+    """(line, absolute module, names imported from it or None) of every import in the file,
+    relative ones resolved; `import_module("x")`/`__import__("x")` with a literal count."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     here = module_name(path)
     is_pkg = path.name == "__init__.py"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name
+                yield node.lineno, alias.name, None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here if is_pkg else here[:-1]
@@ -52,18 +53,24 @@ def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
                 mod = ".".join([*base, *(node.module.split(".") if node.module else [])])
             else:
                 mod = node.module or ""
-            if mod:
-                yield node.lineno, mod
-            for alias in node.names:  # `from os import environ`, `from .. import cli`
-                yield node.lineno, f"{mod}.{alias.name}" if mod else alias.name
+            yield node.lineno, mod, [alias.name for alias in node.names]
         elif isinstance(node, ast.Call):
-            # importlib.import_module("x") / __import__("x") with a literal name
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
             if name in ("import_module", "__import__") and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    yield node.lineno, arg.value
+                    yield node.lineno, arg.value, None
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in the file: the module, and for
+    `from M import n` also `M.n` (`from os import environ`, `from .. import cli`)."""
+    for line, mod, names in import_statements(path):
+        if mod:
+            yield line, mod
+        for name in names or ():
+            yield line, f"{mod}.{name}" if mod else name
 
 
 def env_reads(path: Path) -> Iterator[tuple[int, str]]:
@@ -157,13 +164,31 @@ def _module_of(mod: str) -> str | None:
     return None
 
 
+def import_arrows(path: Path) -> set[str]:
+    """The modules of ours that `path` imports (lazy and TYPE_CHECKING imports included).
+
+    `from pkg import sub` is an arrow to `pkg.sub` when `sub` is a module, else to `pkg`
+    (Python runs `pkg/__init__` too, but an `__init__` that loads names lazily is no
+    dependency of its submodules)."""
+    out: set[str] = set()
+    for _, base, names in import_statements(path):
+        if base.split(".")[0] not in OURS:
+            continue
+        for name in names or [None]:
+            full = f"{base}.{name}" if name else base
+            found = _module_of(full)
+            if found:
+                out.add(found)
+    return out
+
+
 def import_graph(package: str) -> dict[str, set[str]]:
     """module -> the modules of `package` it imports (lazy imports included)."""
     graph: dict[str, set[str]] = {}
     for path in sources(package):
         name = ".".join(module_name(path))
-        deps = {_module_of(m) for _, m in imported_modules(path) if m.split(".")[0] == package}
-        graph[name] = {d for d in deps if d and d != name}
+        deps = {d for d in import_arrows(path) if d.split(".")[0] == package}
+        graph[name] = {d for d in deps if d != name}
     return graph
 
 
@@ -186,12 +211,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_projections_imports_run_one_way() -> None:
-    """apply -> transcripts/runlogs/archive -> rows: no module of projections imports one
-    that imports it back, not even lazily (shared pieces live below, in projections.rows)."""
+@pytest.mark.parametrize("package", OURS)
+def test_no_circles(package: str) -> None:
+    """No module imports one that imports it back, through any path, not even lazily."""
+    graph = import_graph(package)
+    assert len(graph) > 5, graph
+    found = cycles(graph)
+    assert not found, "circles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_projections_apply_is_above_its_row_layers() -> None:
+    """apply -> transcripts/runlogs/archive -> rows (shared pieces live below, in rows)."""
     graph = import_graph("projections")
     assert {"projections.apply", "projections.rows", "projections.transcripts"} <= set(graph)
-    assert not cycles(graph), cycles(graph)
     assert "projections.apply" not in graph["projections.transcripts"]
     assert "projections.apply" not in graph["projections.runlogs"]
     assert "projections.apply" not in graph["projections.archive"]
@@ -200,6 +232,94 @@ def test_projections_imports_run_one_way() -> None:
 def test_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The floors of cli/, bottom up (docs/ARCHITECTURE.md "The house"): a module imports only
+# modules on its own floor or below; the three front ends never import one another.
+FRONT_END_PACKAGES = ("cli.commands", "cli.mcp", "cli.web")
+ENTRY = ("cli.main", "cli.registry", "cli.group", "cli.fast", "cli.lean", "cli.stdio")
+
+
+def floor(module: str) -> tuple[int, str]:
+    """(floor, room) of a module of cli/: the room is its front end on floor 2."""
+    if module == "cli":
+        return 0, "cli"
+    if module == "cli.services" or module.startswith("cli.services."):
+        return 1, "services"
+    for front in FRONT_END_PACKAGES:
+        if module == front or module.startswith(front + "."):
+            return 2, front
+    if module in ENTRY:
+        return 3, "entry"
+    raise AssertionError(f"{module} is on no floor of cli/ (add it to one in test_layering)")
+
+
+def upward_arrows(paths: list[Path]) -> list[str]:
+    wrong = []
+    for path in paths:
+        here = ".".join(module_name(path))
+        level, room = floor(here)
+        for dep in sorted(d for d in import_arrows(path) if d.split(".")[0] == "cli"):
+            dep_level, dep_room = floor(dep)
+            if dep_level > level or (dep_level == level == 2 and dep_room != room):
+                wrong.append(f"{path.relative_to(ROOT)} ({room}) imports {dep} ({dep_room})")
+    return wrong
+
+
+def test_cli_floors() -> None:
+    """services <- the front ends (commands, mcp, web; never each other) <- the entry point."""
+    wrong = upward_arrows(sources("cli"))
+    assert not wrong, "imports against the floors of cli/:\n" + "\n".join(wrong)
+
+
+def test_services_do_not_use_click() -> None:
+    """cli.services is what the front ends share: no click in it (click is a front end's)."""
+    found = [
+        f"{where(p, ln)} imports {mod}"
+        for p in sorted((ROOT / "cli" / "services").rglob("*.py"))
+        for ln, mod in imported_modules(p)
+        if mod.split(".")[0] == "click"
+    ]
+    assert not found, "click in cli/services/:\n" + "\n".join(found)
+
+
+def _plant(files: dict[str, str]) -> list[Path]:
+    paths = []
+    for rel, text in files.items():
+        path = ROOT / rel
+        assert not path.exists(), path
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+def test_a_planted_circle_is_found() -> None:
+    """Two modules that import each other inside functions form a circle the test names."""
+    planted = _plant({
+        "readers/_probe_circle_a.py": "def f():\n    from readers import _probe_circle_b\n",
+        "readers/_probe_circle_b.py": "def g():\n    import readers._probe_circle_a\n",
+    })
+    try:
+        found = cycles(import_graph("readers"))
+    finally:
+        for path in planted:
+            path.unlink()
+    assert ["readers._probe_circle_a", "readers._probe_circle_b",
+            "readers._probe_circle_a"] in found
+
+
+def test_a_planted_upward_import_is_found() -> None:
+    """A service that reaches up into a front end, or one front end into another, lazily."""
+    planted = _plant({
+        "cli/services/_probe_up.py": "def f():\n    from cli.commands import search\n",
+        "cli/web/_probe_side.py": "def f():\n    from cli.mcp.server import run\n",
+    })
+    try:
+        wrong = upward_arrows(planted)
+    finally:
+        for path in planted:
+            path.unlink()
+    assert len(wrong) == 2, wrong
 
 
 def module_level_imports(path: Path) -> set[str]:
@@ -242,7 +362,7 @@ def loaded_by(start: str) -> set[str]:
 
 
 @pytest.mark.parametrize("start", ["projections.query", "cli.fast", "projections.catchup",
-                                   "eventlog.peek", "cli.catchup"])
+                                   "eventlog.peek", "cli.services.catchup"])
 def test_search_path_is_free_of_the_apply_machinery(start: str) -> None:
     heavy = {"projections.apply", "projections.transcripts", "projections.runlogs",
              "projections.archive", "projections.rebuild", "eventlog.events", "eventlog.store",
@@ -255,28 +375,13 @@ def test_the_search_path_walker_follows_imports() -> None:
         "projections.apply")
 
 
-FRONT_ENDS = ("web", "mcp", "answers")
+def test_commands_live_in_their_front_ends() -> None:
+    """Every registered command is a click command of a front end: the terminal's in
+    cli/commands/, the MCP server's in cli/mcp/command.py, the web server's in
+    cli/web/command.py; nothing flat at the top of cli/ but the entry point."""
+    from cli.registry import COMMANDS
 
-
-@pytest.mark.parametrize("front_end", FRONT_ENDS)
-def test_front_ends_do_not_reach_into_the_commands(front_end: str) -> None:
-    """cli/ is grouped by front end: the HTTP page, MCP and answers never import a click
-    command module (shared code lives at the top of cli/, or in cli/web/calls.py)."""
-    folder = ROOT / "cli" / front_end
-    assert folder.is_dir(), f"cli/{front_end}/ is missing"
-    found = [
-        f"{where(p, ln)} imports {mod}"
-        for p in sorted(folder.rglob("*.py"))
-        for ln, mod in imported_modules(p)
-        if mod == "cli.commands" or mod.startswith("cli.commands.")
-    ]
-    assert not found, f"cli/{front_end}/ may not import cli.commands:\n" + "\n".join(found)
-
-
-def test_commands_live_in_cli_commands() -> None:
-    """Every registered command is a module of cli/commands/; no cmd_*.py is left flat."""
-    from cli.main import COMMANDS
-
-    assert all(spec.startswith("cli.commands.") for spec in COMMANDS.values()), COMMANDS
-    assert not sorted((ROOT / "cli").glob("cmd_*.py"))
-    assert not (ROOT / "cli" / "mcp_server.py").exists()
+    fronts = tuple(f"{front}." for front in FRONT_END_PACKAGES)
+    assert all(spec.startswith(fronts) for spec in COMMANDS.values()), COMMANDS
+    flat = {p.stem for p in (ROOT / "cli").glob("*.py")} - {"__init__"}
+    assert flat == {m.split(".")[1] for m in ENTRY}, flat

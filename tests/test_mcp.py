@@ -185,7 +185,7 @@ async def test_get_conversation_pages(home: Path) -> None:
 
 def test_startup_is_light(home: Path) -> None:
     """Importing the command modules does not import the MCP SDK or the web stack."""
-    code = ("import sys, cli.main, cli.commands.mcp, cli.commands.serve; "
+    code = ("import sys, cli.main, cli.mcp.command, cli.web.command; "
             "print(sorted(m for m in ('mcp', 'starlette', 'uvicorn', 'projections.query')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,7 +1,7 @@
 """Champion-list upkeep stays off the +1 path: every catch-up folds the documents it
 applied into the lists (a few at a time, never a thousand at once) and makes no list; the
 wanted lists a rebuild left are made by `make_lists` in bounded steps, which the capture
-loop runs while idle (projections.rank, projections.catchup, cli.background). Real LMDB
+loop runs while idle (projections.rank, projections.catchup, cli.services.capture.loop). Real LMDB
 log, real SQLite FTS5; every wait polls for its condition with a deadline."""
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def test_catch_up_folds_what_it_applied_and_leaves_list_making_to_make_lists(
 
 
 def test_the_capture_loop_makes_the_wanted_lists_while_idle(tmp_path: Path) -> None:
-    from cli.background import CaptureLoop
-    from cli.config import Home
+    from cli.services.capture.loop import CaptureLoop
+    from cli.services.config import Home
     from tests.capture_helpers import roots_of
 
     home = Home(tmp_path / "home")

@@ -65,7 +65,7 @@ def test_walking_the_roots_imports_no_parser(tmp_path: Path) -> None:
 def test_front_ends_take_their_agent_lists_from_the_registry() -> None:
     from cli.commands.capture import capture, restore
     from cli.mcp.server import SEARCH_SCHEMA
-    from cli.web import calls
+    from cli.services import calls
     from projections import filters, rows
 
     want = registry.search_agents()

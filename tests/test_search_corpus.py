@@ -180,10 +180,11 @@ def test_corpus_parallel_build_answers_as_catch_up(indexed: tuple[Path, EventLog
 
 def test_corpus_capture_with_a_following_build(tmp_path: Path, corpus: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """`capture` into a home without history.db starts the follow build (cli.catchup.Follower)
-    once it has read FOLLOW_BYTES: the file it swaps in is the rebuild of the whole log."""
-    from cli import catchup
-    from cli.config import Home
+    """`capture` into a home without history.db starts the follow build
+    (cli.services.catchup.Follower) once it has read FOLLOW_BYTES: the file it swaps in is
+    the rebuild of the whole log."""
+    from cli.services import catchup
+    from cli.services.config import Home
     from readers.capture import Capturer, Options
     from tests.test_capture_corpus import _layout
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.commands import service_units as su
+from cli.services.settings import service_units as su
 from tests.conftest import run_cli
 
 

@@ -84,8 +84,11 @@ def _console(prelude: str, probe: str, args: list[str], env: dict[str, str]
               "_rc.Capturer.__init__ = _made\n") if "ENGINE" in prelude else ""
     code = (site + f"UNNEEDED = {UNNEEDED!r}\nLEAN = {LEAN!r}\n" + prelude + engine
             + "if 'ENGINE' in globals(): ENGINE[0] = False\n"
+            + "from cli.main import main\n"
+            # collections from here on: main() holds the collector off from its first line
+            # (one may run while the console script imports cli.main, before it can)
             + "del started[:]\n" * ("started" in prelude)
-            + "from cli.main import main\nsys.argv[0] = 'agentlog'\ntry:\n    main()\n"
+            + "sys.argv[0] = 'agentlog'\ntry:\n    main()\n"
             "finally:\n" + "".join(f"    {line}\n" for line in probe.splitlines()))
     return subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True,
                           text=True,
@@ -180,14 +183,15 @@ def test_the_stand_ins_answer_as_the_modules_do() -> None:
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:
     """The console's process runs no cyclic collection before the capture engine exists
-    (`cli.fast.quiet_startup`); the collector runs again for the work after it, and the
+    (`cli.services.startup.quiet_startup`); the collector runs again for the work after it, and the
     new session is captured and searchable."""
     err, args, env = _plus_one(tmp_path, "sesquipedalian", COLLECTIONS, "gc")
     started = err.rsplit("collections: ", 1)[1]
     assert "False" not in started, started  # none during the start-up
-    on = subprocess.run([sys.executable, "-c", "import gc, sys\nfrom cli import fast\n"
-                         "fast.quiet_startup()\nassert not gc.isenabled()\n"
-                         "fast.startup_done()\nprint(gc.isenabled(), gc.get_freeze_count() > 0)"],
+    on = subprocess.run([sys.executable, "-c", "import gc, sys\nfrom cli.services import startup\n"
+                         "startup.quiet_startup()\nassert not gc.isenabled()\n"
+                         "startup.startup_done()\n"
+                         "print(gc.isenabled(), gc.get_freeze_count() > 0)"],
                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert on.stdout.split() == ["True", "True"], on.stderr  # back on, start-up frozen
     found = subprocess.run([sys.executable, "-m", "cli.main", "--home", args[1], "search",

@@ -93,7 +93,7 @@ def record(home: Path, facts: list[dict[str, object]]) -> None:
 
 def catch_up(home: Path) -> None:
     """Bring history.db up to the log (the `record` hook does it too once it is wired)."""
-    from cli.config import Home
+    from cli.services.config import Home
     from projections.catchup import catch_up as project
 
     h = Home(home)

@@ -1,4 +1,4 @@
-"""Commands: history, export, import, archive (thin: parse, call `cli.archive_ops`, print).
+"""Commands: history, export, import, archive (thin: parse, call `cli.services.archive_ops`, print).
 
 Exit codes: 0 ok; 1 nothing to work on (no log, unknown project); 2 bad input (a malformed
 or oversized envelope or log file, a bad filter). `--json` prints one JSON object.
@@ -14,11 +14,11 @@ from typing import Any, NoReturn
 
 import click
 
-from cli import archive_ops as ops
-from cli import log_transfer
-from cli.archive_ops import archive_tick
-from cli.config import get_home
-from cli.output import emit_json
+from cli.services import archive_ops as ops
+from cli.services import log_transfer
+from cli.services.archive_ops import archive_tick
+from cli.services.config import get_home
+from cli.services.output import emit_json
 
 __all__ = ["archive", "archive_tick", "export", "history", "import_"]
 
@@ -27,7 +27,7 @@ _MARK = re.compile(r"<mark>(.*?)</mark>", re.S)
 
 
 def _fail(ctx: click.Context, exc: ops.OpError) -> NoReturn:
-    from cli.errors import BadInput, Failure
+    from cli.services.errors import BadInput, Failure
 
     hint = exc.hint or f"see `agentlog {ctx.info_name} --help`"
     raise (BadInput if exc.exit_code == 2 else Failure)(str(exc), hint) from None

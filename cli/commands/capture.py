@@ -1,7 +1,7 @@
 """`agentlog capture` and `agentlog restore`: thin front ends of readers.capture/restore.
 
 The capture roots are read from flags, `config.json` and the environment in
-`cli.capture_ops` (click-free: the hooks run without click); the library gets them as
+`cli.services.capture.ops` (click-free: the hooks run without click); the library gets them as
 values. The capture path imports rich only when
 drawing a progress bar on a terminal.
 """
@@ -14,22 +14,12 @@ from typing import Any
 
 import click
 
-from cli.config import Home, get_home
-from cli.output import emit_json, human_bytes
+from cli.services.config import Home, get_home
+from cli.services.output import emit_json, human_bytes
 from readers.registry import names as _agent_names
 
 _ROOT_FLAGS = _agent_names()  # one --<agent>-dir flag per registered agent
 WATCH_POLL_S = 0.25  # how soon `capture --watch` notices a SIGINT/SIGTERM its handler noted
-
-
-def resolve_roots(home: Home, flags: dict[str, str | None]) -> list[Any]:
-    """`cli.capture_ops.capture_roots`, a bad config value as click's one-line error."""
-    from cli.capture_ops import CaptureConfigError, capture_roots
-
-    try:
-        return capture_roots(home, flags)
-    except CaptureConfigError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 def _root_options(f: Any) -> Any:
@@ -78,13 +68,15 @@ def capture(
     home = get_home(ctx)
     flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
     flags["project_roots"] = dirs.get("project_roots")
-    roots = resolve_roots(home, flags)
+    from cli.services.capture.ops import capture_roots
+
+    roots = capture_roots(home, flags)
     if paths:
         if watch:
             raise click.UsageError("--path and --watch do not go together")
         return _capture_paths(home, roots, paths, settle, index, as_json)
     if not watch:
-        from cli.capture_run import CaptureFailed, run
+        from cli.services.capture.run import CaptureFailed, run
 
         try:
             run(home, roots, as_json=as_json, index=index, settle=settle,
@@ -92,14 +84,14 @@ def capture(
         except CaptureFailed as exc:
             raise click.ClickException(str(exc)) from exc
         return None
-    from cli.retention_warning import warn_once
+    from cli.services.capture.retention import warn_once
 
     warn_once(home)
     try:
         stats = _watch(home, index, settle, roots=roots, announce=not as_json)
     except EventLogError as exc:
         raise click.ClickException(str(exc)) from exc
-    from cli.capture_run import report
+    from cli.services.capture.run import report
 
     report(stats, roots, as_json=as_json)
     return None
@@ -110,7 +102,7 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
     from cli.commands.capture_path import capture_named, summary
 
     named = capture_named(home, [Path(p) for p in paths], roots, settle=settle, index=index)
-    from cli.retention_warning import warn_once
+    from cli.services.capture.retention import warn_once
 
     warn_once(home)
     out = summary(named)
@@ -131,13 +123,13 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
 
 def _watch(home: Home, index: bool, settle: float, *, roots: list[Any],
            announce: bool) -> Any:
-    """Capture until SIGINT/SIGTERM with the shared loop (cli/background.py): only while
+    """Capture until SIGINT/SIGTERM with the shared loop (cli/services/capture/loop.py): only while
     no other agentlog process of this home captures. Unless --json: a start line and one
     line per commit on stderr (counts only, never transcript text)."""
     import signal
     import time
 
-    from cli.background import CaptureLoop
+    from cli.services.capture.loop import CaptureLoop
 
     seen = [0, 0]
 
@@ -175,7 +167,7 @@ def _watch_until_asked(home: Home, loop: Any, roots: list[Any], asked: list[int]
     the loop ends on its own); then stop it: its Stats, or its exception raised here."""
     import threading
 
-    from cli.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
+    from cli.services.archive_ops import start_archive_ticker  # the 24 h auto-archive tick
 
     start_archive_ticker(home, loop.stop_event)
     if announce:
@@ -225,7 +217,7 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     try:
         log = home.log(readonly=True)
     except LogMissing:
-        from cli.errors import Failure
+        from cli.services.errors import Failure
 
         raise Failure(f"no event log in {home.root} (nothing captured yet)",
                       "run `agentlog capture` first") from None
@@ -239,7 +231,7 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     except (EventLogError, RestoreError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if session is not None and not (report.files or report.rows or report.skipped):
-        from cli.errors import BadInput
+        from cli.services.errors import BadInput
 
         raise BadInput(f"--session: no captured file or row belongs to session {session!r}"
                        + (f" of {agent}" if agent else ""),

@@ -1,6 +1,6 @@
 """`agentlog capture --path FILE…` and the hooks: capture named files only, then index.
 
-Thin: `cli.capture_ops.capture_named` does the work (open the log, capture, bring
+Thin: `cli.services.capture.ops.capture_named` does the work (open the log, capture, bring
 history.db up to date when something was added); this maps the log's errors to click's.
 """
 
@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from cli.config import Home
+from cli.services.config import Home
 
 
 def capture_named(home: Home, paths: list[Path], roots: list[Any], *,
                   settle: float | None, index: bool) -> Any:
-    """Capture `paths` into the home's log; the `readers.capture_one.Named` outcome."""
-    from cli.capture_ops import capture_named as capture
+    """Capture `paths` into the home's log; the `readers.capture.Named` outcome."""
+    from cli.services.capture.ops import capture_named as capture
     from eventlog import EventLogError
 
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cli.config import get_home
+from cli.services.config import get_home
 
 
 @click.command()
@@ -21,8 +21,8 @@ from cli.config import get_home
 @click.pass_context
 def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     """Write a demo Claude/Codex/opencode/runs history, capture it and search it."""
-    from cli import hooks
-    from cli.demo_corpus import PHRASES, write_demo
+    from cli.services import catchup
+    from cli.services.demo_corpus import PHRASES, write_demo
     from eventlog import EventLogError
     from readers.capture import Capturer, Options
     from readers.roots import Root
@@ -39,7 +39,7 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     click.echo(f"captured {stats.files} files, {stats.bytes} bytes, "
                f"{stats.appended} events appended into {home.log_dir}")
     if stats.appended:
-        hooks.after_append(home)
+        catchup.after_append(home)
     if no_search:
         click.echo("try: agentlog search " + next(iter(PHRASES.values())))
         return

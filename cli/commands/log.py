@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from cli import hooks
-from cli.config import get_home
-from cli.errors import no_log as _no_log
-from cli.output import emit_json, emit_json_pretty, human_bytes
+from cli.services import audit as audits
+from cli.services import catchup
+from cli.services.config import get_home
+from cli.services.errors import no_log as _no_log
+from cli.services.output import emit_json, emit_json_pretty, human_bytes
 from eventlog import EventLogError, LogMissing
 
 
@@ -24,7 +25,7 @@ def record(ctx: click.Context, as_json: bool) -> None:
     bad line is reported (line number and reason) and the exit code is 2. Otherwise all
     facts are appended in one batch and {"appended","duplicates","head"} is printed.
     """
-    from cli.facts import parse_lines
+    from cli.services.facts import parse_lines
 
     home = get_home(ctx)
     data = sys.stdin.buffer.read()
@@ -32,7 +33,7 @@ def record(ctx: click.Context, as_json: bool) -> None:
     if errors:
         for err in errors:
             click.echo(f"line {err['line']}: {err['error']}", err=True)
-        from cli.errors import BadInput
+        from cli.services.errors import BadInput
 
         raise BadInput(f"{len(errors)} bad line(s); nothing appended",
                        "fix the lines above (the schema is in docs/events.md)")
@@ -47,7 +48,7 @@ def record(ctx: click.Context, as_json: bool) -> None:
         raise click.ClickException(str(exc)) from exc
     emit_json({"appended": result.appended, "duplicates": result.duplicates, "head": result.head})
     if result.appended:
-        hooks.after_append(home)
+        catchup.after_append(home)
 
 
 @click.command()
@@ -70,7 +71,7 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
 
     home = get_home(ctx)
     if postgres is not None:
-        from cli.team_sync import verify_postgres
+        from cli.services.team_sync import verify_postgres
 
         ctx.exit(verify_postgres(home, postgres, as_json=as_json))
     extras: list[dict[str, Any]] = []
@@ -83,7 +84,7 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
             log = home.log(readonly=True)
             report = verify_isolated(home.log_dir, live=log)
             if report.ok:
-                extras = hooks.verify_extras(home, log)
+                extras = audits.verify_extras(home, log)
     except (EventLogError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     ok = report.ok and all(e.get("ok", False) for e in extras)
@@ -123,7 +124,7 @@ def audit(ctx: click.Context, as_json: bool) -> None:
         raise _no_log(home.root) from None
     report = run_audit(log)
     report["home"] = str(home.root)
-    report.update(hooks.audit_sections(home, log))
+    report.update(audits.audit_sections(home, log))
     if as_json:
         emit_json_pretty(report)
         return

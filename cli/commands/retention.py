@@ -11,7 +11,7 @@ import json
 
 import click
 
-from cli.config import get_home
+from cli.services.config import get_home
 
 
 @click.command()
@@ -22,9 +22,9 @@ from cli.config import get_home
 @click.pass_context
 def retention(ctx: click.Context, client: str, days: int | None, as_json: bool) -> None:
     """Claude Code's transcript cleanup: what it will delete soon; raise it with --days."""
-    from cli import settings_files as sf
-    from cli.commands.agent_hooks import claude_settings
-    from cli.retention_warning import message, report
+    from cli.services.capture.retention import message, report
+    from cli.services.settings import files as sf
+    from cli.services.settings.agent_hooks import claude_settings
     from readers.retention import read_setting
 
     path = claude_settings()

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from cli.config import Home, get_home
+from cli.services.config import Home, get_home
 from readers.registry import search_agents as _search_agents
 
 _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
@@ -24,7 +24,7 @@ _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
 
 
 def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
-    from cli.errors import BadInput
+    from cli.services.errors import BadInput
 
     param = getattr(exc, "param", "")
     name = _OPTION.get(param, f"--{param}" if param else "")
@@ -36,8 +36,8 @@ def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
 
 
 def _prepare(home: Home) -> None:
-    from cli.catchup import ensure_current
-    from cli.fast import ensure_current_quietly
+    from cli.services.catchup import ensure_current
+    from cli.services.search import ensure_current_quietly
 
     ensure_current_quietly(home, ensure_current)
 
@@ -49,7 +49,7 @@ def _when(ms: Any) -> str:
 
 
 def _emit(obj: Any) -> None:
-    from cli.output import emit_json
+    from cli.services.output import emit_json
 
     emit_json(obj)
 
@@ -82,7 +82,7 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            as_json: bool, want_answer: bool = False, postgres: str | None = None,
            host: str | None = None) -> None:
     """Search the history for QUERY (literal words, all required)."""
-    from cli.fast import find
+    from cli.services.search import find
     from projections.errors import QueryError
 
     home = get_home(ctx)
@@ -95,7 +95,7 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             from projections.text import query_tokens
 
             query_tokens(text)  # validate before touching the team server
-            from cli.team_sync import team_search
+            from cli.services.team_sync import team_search
 
             filters: dict[str, Any] = dict(options)
             if not include_archived:
@@ -108,14 +108,14 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
-        from cli.answers import answer as make_answer
+        from cli.services.answers import answer as make_answer
 
         result["answer"] = make_answer(home, text, list(result["hits"]))
     if as_json:
         _emit(result)
         return
     if want_answer:
-        from cli.answers.render import echo_answer
+        from cli.commands.answer_render import echo_answer
 
         echo_answer(result["answer"])
     _print_hits(result, text)
@@ -185,7 +185,7 @@ def show(ctx: click.Context, hit_id: str, as_json: bool) -> None:
     except QueryError as exc:
         _bad(ctx, exc)
     if doc is None:
-        from cli.errors import Failure
+        from cli.services.errors import Failure
 
         raise Failure(f"ID: not found: {hit_id!r}",
                       "use an `id` printed by `agentlog search`")
@@ -221,7 +221,7 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
     except QueryError as exc:
         _bad(ctx, exc)
     except NotFound as exc:
-        from cli.errors import Failure
+        from cli.services.errors import Failure
 
         raise Failure(f"ID: {exc}", "use a hit's conversation id (shown by `agentlog "
                       "search`) or a session id") from None
@@ -252,7 +252,7 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
 
     home = get_home(ctx)
     if not home.has_log():
-        from cli.errors import Failure
+        from cli.services.errors import Failure
 
         raise Failure(f"no event log in {home.root} (nothing captured yet)",
                       "run `agentlog capture` first")

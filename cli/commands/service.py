@@ -1,6 +1,6 @@
 """`agentlog service install|uninstall|status`: keep `capture --watch` running for a home.
 
-Thin over `cli.commands.service_units` (unit files, the service manager) and
+Thin over `cli.services.settings.service_units` (unit files, the service manager) and
 `projections.query.coverage` (last capture, pending sources).
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import click
 
-from cli.config import Home, get_home
+from cli.services.config import Home, get_home
 
 
 def _unit(home: Home) -> Any:
-    from cli.commands.service_units import unit_for
+    from cli.services.settings.service_units import unit_for
 
     return unit_for(home.root)
 
@@ -33,8 +33,8 @@ def service() -> None:
 @click.pass_context
 def install(ctx: click.Context, no_start: bool) -> None:
     """Write this home's unit file and enable it (idempotent)."""
-    from cli.commands import service_units as su
-    from cli.commands.mcp import program
+    from cli.services.settings import service_units as su
+    from cli.services.settings.mcp_clients import program
 
     home = get_home(ctx)
     unit = _unit(home)
@@ -55,7 +55,7 @@ def install(ctx: click.Context, no_start: bool) -> None:
 @click.pass_context
 def uninstall(ctx: click.Context) -> None:
     """Stop and disable this home's service and remove its unit file (only that file)."""
-    from cli.commands import service_units as su
+    from cli.services.settings import service_units as su
 
     unit = _unit(get_home(ctx))
     if not unit.path.exists():
@@ -71,7 +71,7 @@ def uninstall(ctx: click.Context) -> None:
 
 
 def service_status(home: Home) -> dict[str, Any]:
-    from cli.commands import service_units as su
+    from cli.services.settings import service_units as su
     from projections.query import coverage
 
     unit = _unit(home)
@@ -96,7 +96,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Whether the service runs, since when, the last capture and what is pending."""
     home = get_home(ctx)
     out = service_status(home)
-    from cli.retention_warning import warn_once
+    from cli.services.capture.retention import warn_once
 
     warn_once(home)
     if as_json:

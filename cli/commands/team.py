@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from cli.config import get_home
-from cli.output import emit_json, human_bytes
+from cli.services.config import get_home
+from cli.services.output import emit_json, human_bytes
 
 
 @click.command()
@@ -29,7 +29,7 @@ from cli.output import emit_json, human_bytes
 def sync(ctx: click.Context, to: str | None, no_project: bool, all_hosts: bool, rebuild: bool,
          as_json: bool) -> None:
     """Copy this home's log to the team server (idempotent, resumable), then project it."""
-    from cli.team_sync import host_id, resolve_url, run_sync
+    from cli.services.team_sync import host_id, resolve_url, run_sync
     from projections.pg.conn import TeamError, describe
 
     home = get_home(ctx)
@@ -68,7 +68,7 @@ def team() -> None:
 @click.pass_context
 def host(ctx: click.Context) -> None:
     """Print this home's host id (created once, kept forever)."""
-    from cli.team_sync import host_id
+    from cli.services.team_sync import host_id
 
     click.echo(host_id(get_home(ctx)))
 

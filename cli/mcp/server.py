@@ -8,9 +8,9 @@ Promises:
 - A bad argument, an unknown id or an internal failure is a tool error (`isError`), never
   a crash of the server. Transcript text is never logged.
 - Start-up does no index work; the MCP SDK is imported only when this module is. The
-  capture loop (cli/background.py) starts in a thread after `initialize`, never before.
+  capture loop (cli/services/capture/loop.py) starts in a thread after `initialize`, never before.
 - Nothing is printed to stdout: it is the protocol channel.
-- Every request is answered, a malformed one with a JSON-RPC error (`cli/mcp_stdio.py`).
+- Every request is answered, a malformed one with a JSON-RPC error (`cli/mcp/stdio.py`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from cli.config import Home
-from cli.main import VERSION
-from cli.mcp_stdio import guarded_stdio
-from cli.web import calls
+from cli import VERSION
+from cli.mcp.stdio import guarded_stdio
+from cli.services import calls
+from cli.services.config import Home
 from readers import registry
 
 log = logging.getLogger("agentlog.mcp")
@@ -284,21 +284,21 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
 def serve_stdio(home: Home, *, capture: bool = True) -> None:
     """Serve MCP on stdin/stdout until the client closes the pipe.
 
-    With `capture`, the home's capture loop (cli/background.py) starts in a thread once
+    With `capture`, the home's capture loop (cli/services/capture/loop.py) starts in a thread once
     the client has initialized: this process captures if it wins the election, else it
     only reads and stands by to take over."""
     logging.basicConfig(level=logging.WARNING, format="agentlog mcp: %(message)s")
     loops: list[Any] = []
 
     def start_capture() -> None:
-        from cli.background import CaptureLoop
+        from cli.services.capture.loop import CaptureLoop
 
         loops.append(CaptureLoop(home).start())
 
     server = build_server(home, start_capture if capture else None)
 
     async def run() -> None:
-        # the SDK's transport behind a guard that answers every line (cli/mcp_stdio.py)
+        # the SDK's transport behind a guard that answers every line (cli/mcp/stdio.py)
         async with guarded_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from cli.config import Home
-from cli.web import calls
+from cli.services import calls
+from cli.services.config import Home
 
 SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "answer")
 

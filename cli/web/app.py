@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.guard import Guard
 
 ROUTE_MODULES = [
@@ -46,7 +46,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     from projections.errors import ProjectionDamaged
 
     if isinstance(exc, ProjectionDamaged):  # e.g. the history routes' catch-up
-        from cli.web.calls import DAMAGED_HINT
+        from cli.services.calls import DAMAGED_HINT
 
         return JSONResponse({"error": f"{exc}: {DAMAGED_HINT}"}, status_code=503)
     return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)

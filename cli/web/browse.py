@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from cli.web import calls
+from cli.services import calls
 from cli.web.api import _home, bool_param, endpoint, params
 
 

@@ -7,7 +7,7 @@
     GET  /api/projects/<id>/history/export?session&include_archived   the envelope, streamed
     POST /api/projects/<id>/history/import               multipart: file, apply=true|false
 
-Promises: the same answers as the CLI (both call `cli.archive_ops`); unknown, repeated or
+Promises: the same answers as the CLI (both call `cli.services.archive_ops`); unknown, repeated or
 invalid parameters are 400 {error}; an import is a dry run unless `apply=true`; a malformed
 or oversized upload is refused (400/413) with nothing written. `/api/history` has no path
 suffix, so the source-document route `/api/history/<id>` is untouched. An export is spooled
@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from cli import archive_ops as ops
-from cli.config import Home
+from cli.services import archive_ops as ops
+from cli.services.config import Home
 from cli.web.api import BadRequest, bool_param, params
 
 HISTORY_PARAMS = ("session", "role", "tool", "thread", "agent", "since", "until", "q", "page",

@@ -9,7 +9,7 @@ Promises:
   with mode 0600 ({url, port, pid, token}) and removes it on exit, if it is still ours.
 - No access log: query strings hold search words and the token.
 - While it runs, the home is kept captured by the shared capture loop (one process per
-  home captures; see cli/background.py), unless `capture=False`.
+  home captures; see cli/services/capture/loop.py), unless `capture=False`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.config import Home
+from cli.services.config import Home
 from cli.web.guard import loopback_hosts
 
 
@@ -81,7 +81,7 @@ def remove_server_json(path: Path, pid: int) -> None:
 def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
           *, capture: bool = True, header_timeout: float | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); with `capture`, run the home's capture
-    loop (cli/background.py) in a thread meanwhile. A connection whose request headers do
+    loop (cli/services/capture/loop.py) in a thread meanwhile. A connection whose request headers do
     not arrive within `header_timeout` seconds is closed (`cli.web.slow`).
 
     Our signal handlers only ask the server to exit (they never raise): a Ctrl-C that lands
@@ -93,7 +93,7 @@ def serve(home: Home, host: str = "127.0.0.1", port: int = 0, allow_remote: bool
     loop = None
     try:
         if capture:
-            from cli.background import CaptureLoop
+            from cli.services.capture.loop import CaptureLoop
 
             if home.has_log():
                 # Open it for writing now: opened read-only by a request first, the capture

@@ -1,0 +1,42 @@
+"""The `capture` section of `agentlog audit` (called from cli.services.audit.audit_sections).
+
+Per source layout: files seen, bytes captured, records parsed, unknown record types with
+counts, files pending and missing; the configured roots (missing ones reported); and
+Claude Code's retention risk: `cleanupPeriodDays` (default 30) and how many transcripts it
+will delete within 7 days, with how many of those are already captured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli.services.config import Home
+from eventlog import EventLog
+
+
+def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
+    from cli.services.capture.ops import capture_roots
+    from readers.census import captured_sources, census, claude_retention
+
+    roots = capture_roots(home, {})
+    kinds = census(log)
+    captured = captured_sources(log)
+    retention = [
+        claude_retention(r.path, captured=captured)
+        for r in roots
+        if r.agent == "claude" and r.exists
+    ]
+    return {
+        "capture": {
+            "roots": [r.to_dict() for r in roots],
+            "missing_roots": [str(r.path) for r in roots
+                              if not r.exists and r.origin != "default"],
+            "by_layout": kinds,
+            "files": sum(k["files"] for k in kinds.values()),
+            "bytes": sum(k["bytes"] for k in kinds.values()),
+            "pending": sum(k["pending"] for k in kinds.values()),
+            "parsers": "readers.parse" if any(
+                k["records"] is not None for k in kinds.values()) else "unavailable",
+            "claude_retention": retention,
+        }
+    }

@@ -1,0 +1,37 @@
+"""`agentlog verify` extra check: does the live history.db equal a rebuild from the log?
+
+Rebuilds into a temporary file up to the live file's checkpoint and compares row counts and
+SHA-256 digests of the canonical rows, table by table. No SQL here (see projections.drift).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from cli.services.config import Home
+from eventlog import EventLog
+
+
+def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
+    from projections.drift import check
+
+    if not home.history_db.exists():
+        return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
+    from projections import stale
+    from projections.errors import DatabaseError, ProjectionDamaged
+
+    try:
+        report = check(home.history_db, log)
+    except (ProjectionDamaged, DatabaseError) as exc:
+        # the message of an SQLite error on a damaged file may quote its contents: not shown
+        kind = "damaged" if isinstance(exc, ProjectionDamaged) else type(exc).__name__
+        report = {"ok": False, "detail": f"history.db could not be read ({kind})"}
+    detail = report["detail"]
+    if not report["ok"]:
+        # history.db is derived: a rebuild from the log is always the cure (e.g. after an
+        # upgrade changed how documents are derived)
+        detail = f"{detail}; `agentlog reindex` rebuilds it from the log"
+        with contextlib.suppress(OSError):
+            stale.mark_stale(home.history_db, detail)  # search, serve and MCP flag it
+    return {"name": "history.db", "ok": report["ok"], "detail": detail}

@@ -1,0 +1,224 @@
+"""The calls both front ends make: MCP tools and HTTP routes go through here.
+
+Promises:
+- Thin: arguments are checked for shape (types, known names); values are checked by
+  `projections.query`, whose `QueryError` names the parameter. No SQL here.
+- One response shape: `search` returns exactly what `projections.query.search` returns,
+  with the capture loop's fields in `coverage` (`cli.services.capture.loop.coverage_fields`), plus
+  `answer` when asked, so MCP and HTTP answer alike.
+- The answer step runs only when asked, and only through `cli.services.answers` when that module
+  exists; otherwise `answer.error` says so while hits and sources are kept.
+- A damaged history.db (any failure to open or read it) is `Damaged` (HTTP 503, an MCP
+  error) naming the cure, and starts one rebuild from the log in a background thread;
+  calls answer again once it is swapped in.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from cli.services.capture.loop import with_capture
+from cli.services.config import Home
+from projections import query as q
+from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
+from readers import registry
+
+AGENTS = registry.search_agents()  # readers/registry.py, then "other"
+KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
+FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "host")
+ANSWER_SOURCES = 8
+
+
+class CallError(Exception):
+    """A front-end call failed in a way the caller should see (bad argument, unknown id)."""
+
+    status = 400
+
+
+class BadArgument(CallError):
+    """An argument has the wrong name, shape or value."""
+
+
+class Missing(CallError):
+    """The id, topic or run names nothing in the index."""
+
+    status = 404
+
+
+class Busy(CallError):
+    """history.db is being rebuilt by another process; try again shortly."""
+
+    status = 503
+
+
+class Damaged(CallError):
+    """history.db is not a readable database: it must be rebuilt from the log."""
+
+    status = 503
+
+
+DAMAGED_HINT = "`agentlog reindex` (or any `agentlog search`) rebuilds it from the log"
+_rebuilding: set[Path] = set()
+_rebuild_lock = threading.Lock()
+
+
+def _rebuild_in_background(db_path: Path) -> bool:
+    """Start rebuilding a damaged history.db from its home's log (once at a time)."""
+    log_dir = db_path.parent / "log"
+    if not (log_dir / "data.mdb").exists():
+        return False
+    with _rebuild_lock:
+        if db_path in _rebuilding:
+            return True
+        _rebuilding.add(db_path)
+
+    def run() -> None:
+        try:
+            from eventlog import open_log
+            from projections.rebuild import rebuild
+
+            rebuild(db_path, open_log(log_dir, readonly=True))
+        except Exception as exc:
+            logging.getLogger("agentlog").warning("rebuilding history.db failed: %s",
+                                                  type(exc).__name__)
+        finally:
+            with _rebuild_lock:
+                _rebuilding.discard(db_path)
+
+    threading.Thread(target=run, name="agentlog-rebuild", daemon=True).start()
+    return True
+
+
+def _engine(home: Home) -> str | None:
+    search_cfg = home.config.get("search")
+    if isinstance(search_cfg, dict):
+        engine = search_cfg.get("engine")
+        if isinstance(engine, str) and engine:
+            return engine
+    return None
+
+
+class Unavailable(CallError):
+    """The team server (`--postgres`) could not answer."""
+
+    status = 503
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a query function, turning its errors into CallErrors."""
+    from projections.pg.conn import TeamError
+
+    try:
+        return fn(*args, **kwargs)
+    except TeamError as exc:
+        raise Unavailable(str(exc)) from None
+    except NotFound as exc:
+        raise Missing(str(exc)) from None
+    except ProjectionBusy as exc:
+        raise Busy(f"history.db is busy: {exc}") from None
+    except ProjectionDamaged as exc:
+        started = bool(args) and isinstance(args[0], Path) and _rebuild_in_background(args[0])
+        now = "; rebuilding it from the log now, retry shortly" if started else ""
+        raise Damaged(f"{exc}{now}: {DAMAGED_HINT}") from None
+    except QueryError as exc:
+        raise BadArgument(str(exc)) from None
+
+
+def search(
+    home: Home,
+    query: str,
+    filters: dict[str, Any] | None = None,
+    limit: Any = None,
+    answer: bool = False,
+) -> dict[str, Any]:
+    """Search the history; with `answer`, add an answer grounded in the top hits."""
+    if not isinstance(query, str):
+        raise BadArgument("query: expected a string")
+    clean = {k: v for k, v in (filters or {}).items() if v is not None}
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
+    else:
+        if "host" in clean:
+            raise BadArgument("host: only with a team server (mcp/serve --postgres)")
+        result = _call(
+            q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
+        )
+        with_capture(home, result)
+    if answer:
+        result["answer"] = make_answer(home, query, list(result.get("hits", [])))
+    return result
+
+
+def make_answer(home: Home, query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer object of the seed, from `cli.services.answers`."""
+    from cli.services import answers
+
+    produced: dict[str, Any] = answers.answer(home, query, hits)
+    return produced
+
+
+def document(home: Home, hit_id: str) -> dict[str, Any]:
+    """The bounded source document of a hit id."""
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        doc = _call(pg.get_document, home.postgres, hit_id)
+    else:
+        doc = _call(q.get_document, home.history_db, hit_id)
+    if doc is None:
+        raise Missing(f"no document {hit_id!r}")
+    result: dict[str, Any] = doc
+    return result
+
+
+def conversation(
+    home: Home, conversation_id: str, after: str | None = None, limit: Any = None
+) -> dict[str, Any]:
+    """One page of a conversation: {id, items, next}."""
+    kwargs: dict[str, Any] = {"after": after or None}
+    if limit is not None:
+        kwargs["limit"] = limit
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        found: dict[str, Any] = _call(pg.get_conversation, home.postgres, conversation_id,
+                                      **kwargs)
+        return found
+    result: dict[str, Any] = _call(
+        q.get_conversation, home.history_db, conversation_id, **kwargs
+    )
+    return result
+
+
+def decision_history(home: Home, topic: str) -> dict[str, Any]:
+    """Every revision of a decision topic."""
+    found = _call(q.decision_history, home.history_db, topic)
+    if found is None:
+        raise Missing(f"no decision {topic!r}")
+    result: dict[str, Any] = found
+    return result
+
+
+def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
+    """A bounded window of a run log from a byte offset."""
+    found = _call(q.run_log, home.history_db, basename, from_offset)
+    if found is None:
+        raise Missing(f"no run {basename!r}")
+    result: dict[str, Any] = found
+    return result
+
+
+def coverage(home: Home) -> dict[str, Any]:
+    """What is captured and how fresh, from the query API when it offers it."""
+    if home.postgres is not None:
+        from projections.pg import query as pg
+
+        found: dict[str, Any] = _call(pg.coverage, home.postgres)
+        return found
+    result: dict[str, Any] = _call(q.coverage, home.history_db)
+    return with_capture(home, {"coverage": result})["coverage"]  # type: ignore[no-any-return]

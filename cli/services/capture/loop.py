@@ -1,0 +1,383 @@
+"""The capture loop: the one module that keeps a home captured for every front end.
+
+`agentlog mcp` and `agentlog serve` run it in a background thread, `capture --watch` in
+the foreground. Promises:
+
+- One capture loop per home: a process captures only while it holds the home's capture
+  lease (`eventlog.lock.Lease`, `<home>/log/capture.lock`, beside the writer lock). Every
+  other process of the home only reads, and tries the lease again every `takeover_s`
+  (2 s): when the capturing process exits (even kill -9) another one takes over within a
+  few seconds. The lease holder still takes the writer lock only while it appends.
+- Bounded like `capture`: the same tick engine, a commit at least every 0.5 s while busy.
+  File events (`readers.capture_watch`: inotify on Linux) name the files to poll first;
+  a complete pass over every file runs every `safety_s` (30 s, walking the roots again),
+  or `settle_s` after a pass that left an unterminated tail. Without file events a
+  complete pass runs every `poll_s` (2 s). Idle, the loop sleeps.
+- A full disk never ends the loop: a failed commit (`LogFull`) is said once, and the loop
+  waits `retry_s` and starts again from the committed cursors until there is space (a
+  history.db that cannot follow is reported once by `cli.services.catchup`).
+- While idle the loop makes the champion lists a rebuild or catch-up left wanted
+  (`projections.catchup.make_lists`), one bounded step (~0.2 s) per `list_pause_s`, so no
+  hook or one-shot capture pays for them; a busy history.db only postpones a step.
+- After every commit history.db is caught up (`cli.services.catchup.after_append`).
+  A search never waits for the loop: it answers from history.db as it is, and `coverage_fields` says
+  what is still pending (from the note the holder publishes in the lease file).
+- Importing this module imports nothing of the capture machinery; the loop imports it
+  once elected. Transcript text is never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cli.services.config import Home
+
+LEASE_FILE = "capture.lock"
+COMMIT_EVERY_S = 0.5
+LIST_PAUSE_S = 0.5  # idle time between two steps of champion-list making
+
+
+def _lease(home: Home) -> Any:
+    from eventlog.lock import Lease
+
+    return Lease(home.log_dir / LEASE_FILE)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"agentlog: {message}\n")
+    sys.stderr.flush()
+
+
+class CaptureLoop:
+    """Elect, then capture until stopped (see the module doc)."""
+
+    def __init__(
+        self,
+        home: Home,
+        *,
+        roots: list[Any] | None = None,
+        settle_s: float = 2.0,
+        index: bool = True,
+        events: bool | None = None,
+        on_commit: Callable[[Any], None] | None = None,
+        on_wait: Callable[[str], None] | None = None,
+        takeover_s: float = 2.0,
+        poll_s: float = 2.0,
+        safety_s: float = 30.0,
+        retry_s: float = 10.0,
+        engine_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.home = home
+        self.roots = roots
+        self.settle_s = settle_s
+        self.index = index
+        # AGENTLOG_FILE_EVENTS=0 forces polling (a filesystem without events; benchmarks)
+        self.events = events if events is not None else (
+            os.environ.get("AGENTLOG_FILE_EVENTS", "1") != "0")
+        self.on_commit = on_commit
+        self.on_wait = on_wait
+        self.takeover_s = takeover_s
+        self.poll_s = poll_s
+        self.safety_s = safety_s
+        self.retry_s = retry_s
+        self.engine_options = dict(engine_options or {})  # more readers.capture.Options
+        self.stop_event = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lease = _lease(home)
+        self.engine: Any = None
+        self.mode = "none"  # "events" or "poll" while capturing
+        self._since = 0
+        self._initial_done = False
+        self._full_said = False
+        self._behind = False  # history.db was not caught up after the last commit (busy)
+        self._indexed = 0  # engine.stats.appended when history.db was last caught up
+        self._wanted = False  # champion lists may be wanted (after a catch-up)
+
+    # --- running ----------------------------------------------------------------------
+
+    def start(self) -> CaptureLoop:
+        """Run in a daemon thread (mcp, serve)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self.run, name="agentlog-capture",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the current tick; pending events are committed first."""
+        self.stop_event.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def capturing(self) -> bool:
+        return bool(self._lease.held)
+
+    def run(self) -> Any:
+        """Capture while elected, until stopped; the Stats of the last elected term."""
+        told = False
+        while not self.stop_event.is_set():
+            if not self._lease.try_acquire():
+                if not told and self.on_wait is not None:
+                    self.on_wait(holder(self.home))
+                    told = True
+                self.stop_event.wait(self.takeover_s)
+                continue
+            failed = False
+            try:
+                self._capture()
+            except Exception as exc:  # keep the process (an MCP session) alive
+                self._failed(exc)
+                failed = True
+            finally:
+                self._lease.release()
+                self.mode = "none"
+            if failed:
+                self.stop_event.wait(self.retry_s)
+        if self.engine is not None:
+            return self.engine.finish()
+        from readers.capture_state import Stats
+
+        return Stats()
+
+    def _failed(self, exc: Exception) -> None:
+        from eventlog import LogFull
+
+        if not isinstance(exc, LogFull):
+            _warn(f"capture stopped: {type(exc).__name__}: {exc}; retrying in "
+                  f"{self.retry_s:g} s")
+        elif not self._full_said:  # a full disk: said once, waited out
+            _warn(f"{exc}; waiting for free space (retrying every {self.retry_s:g} s)")
+            self._full_said = True
+
+    def _roots(self) -> list[Any]:
+        if self.roots is not None:
+            return [r for r in self.roots if r.exists]
+        from cli.services.capture.ops import capture_roots
+
+        found = capture_roots(self.home, {})  # no flags: config, environment, defaults
+        return [r for r in found if r.exists]
+
+    def _capture(self) -> None:
+        self._since = _now_ms()
+        self._initial_done = False
+        roots = self._roots()
+        while not roots:  # nothing to capture (yet): say so, look again now and then
+            self._initial_done = True
+            self._publish(None, pending=0)
+            if self.stop_event.wait(self.safety_s):
+                return
+            roots = self._roots()
+        from readers.capture import Capturer, Options
+
+        engine = self.engine = Capturer(self.home.log(), roots,
+                                        Options(settle_s=self.settle_s, **self.engine_options))
+        self._indexed = 0
+        watcher = self._watch(engine.roots)
+        try:
+            self._pass(engine, rediscover=False)  # the initial pass: every file
+            self._initial_done = True
+            self._publish(engine)
+            next_pass = time.monotonic() + self._interval(engine, watcher)
+            while not self.stop_event.is_set():
+                idle = max(0.0, next_pass - time.monotonic())
+                if not self._wake.wait(min(idle, LIST_PAUSE_S) if self._wanted else idle):
+                    self._lists(engine)  # woken by nothing: idle
+                self._wake.clear()
+                if self.stop_event.is_set():
+                    break
+                if watcher is not None and watcher.failed:
+                    _warn(f"file events stopped ({watcher.failed}); polling instead")
+                    watcher.close()
+                    watcher = None
+                    self.mode = "poll"
+                if watcher is not None:
+                    paths = watcher.take()
+                    if paths and engine.notice(paths):
+                        self._drain(engine)
+                if self._behind:
+                    self._index(engine)
+                    self._publish(engine)
+                if time.monotonic() >= next_pass:
+                    self._pass(engine, rediscover=watcher is not None)
+                    next_pass = time.monotonic() + self._interval(engine, watcher)
+        finally:
+            if watcher is not None:
+                watcher.close()
+            engine.close()
+            self._committed(engine)
+
+    def _watch(self, roots: list[Any]) -> Any:
+        self.mode = "poll"
+        if not self.events:
+            return None
+        try:
+            from readers.capture_watch import FileEvents
+
+            watcher = FileEvents(roots, self._wake).start()
+        except Exception as exc:  # no watchfiles, no backend: polling works everywhere
+            _warn(f"no file events ({type(exc).__name__}: {exc}); polling every "
+                  f"{self.poll_s:g} s")
+            return None
+        self.mode = "events"
+        return watcher
+
+    def _interval(self, engine: Any, watcher: Any) -> float:
+        if watcher is None:
+            return self.poll_s
+        if self._pending(engine) or self._behind:
+            return min(self.safety_s, max(self.settle_s, 0.2))
+        return self.safety_s
+
+    # --- work -------------------------------------------------------------------------
+
+    def _tick(self, engine: Any) -> None:
+        from eventlog import WriterBusy
+
+        try:
+            engine.tick()
+        except WriterBusy as exc:  # another writer held the lock too long: later
+            engine.stats.errors.append(str(exc))
+            self.stop_event.wait(0.2)
+
+    def _pass(self, engine: Any, *, rediscover: bool) -> None:
+        """One complete pass over every file (and, with `rediscover`, a new walk)."""
+        engine.begin_pass(rediscover=rediscover)
+        last = time.monotonic()
+        while not self.stop_event.is_set() and not engine.done():
+            self._tick(engine)
+            if time.monotonic() - last >= COMMIT_EVERY_S:
+                self._commit(engine)
+                last = time.monotonic()
+        self._commit(engine)
+
+    def _drain(self, engine: Any) -> None:
+        """Poll the queued files (those file events named) until none has more to read."""
+        last = time.monotonic()
+        while engine.ready and not self.stop_event.is_set():
+            self._tick(engine)
+            if time.monotonic() - last >= COMMIT_EVERY_S:
+                self._commit(engine)
+                last = time.monotonic()
+        self._commit(engine)
+
+    def _commit(self, engine: Any) -> None:
+        engine.flush()
+        self._committed(engine)
+
+    def _committed(self, engine: Any) -> None:
+        # compared with what was last indexed: a tick commits by itself when its batch is
+        # full, so the appends are not all made by our own flush
+        if engine.stats.appended != self._indexed:
+            self._indexed = engine.stats.appended
+            if self._full_said:
+                _warn("the log is writable again")
+                self._full_said = False
+            self._index(engine)
+            if self.on_commit is not None:
+                self.on_commit(engine)
+        self._publish(engine)
+
+    def _index(self, engine: Any) -> None:
+        """Catch history.db up; when it could not (busy), try again at the next wake."""
+        if not self.index:
+            return
+        from cli.services import catchup
+        from projections.catchup import status
+
+        catchup.after_append(self.home)
+        self._behind = status(self.home.history_db, engine.log.head().seq) == "behind"
+        self._wanted = True
+
+    def _lists(self, engine: Any) -> None:
+        """One bounded step of champion-list making while idle (projections.rank)."""
+        if not self._wanted or not self.index or self._behind or engine.ready:
+            return
+        from projections.catchup import make_some_lists
+
+        self._wanted = make_some_lists(self.home.history_db)
+
+    @staticmethod
+    def _pending(engine: Any) -> int:
+        from readers.capture_state import is_pending
+
+        return sum(1 for s in engine.sources.values() if is_pending(s.cursor))
+
+    def _publish(self, engine: Any, *, pending: int | None = None) -> None:
+        if pending is None:
+            pending = self._pending(engine)
+        head = engine.log.head().seq if engine is not None else 0
+        note = {
+            "pid": os.getpid(), "command": " ".join(sys.argv[1:4])[:100],
+            "since": self._since, "passAt": _now_ms(), "mode": self.mode,
+            "pendingFiles": pending, "head": head,
+            "caughtUp": self._initial_done and pending == 0,
+        }
+        self._lease.publish(json.dumps(note).encode())
+
+
+# --- what readers of the home see ---------------------------------------------------------
+
+
+def read_note(home: Home) -> dict[str, Any] | None:
+    """The capture loop's last published note, or None."""
+    raw = _lease(home).read_note()
+    if not raw:
+        return None
+    try:
+        note = json.loads(raw)
+    except ValueError:  # being rewritten right now
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def holder(home: Home) -> str:
+    """Who captures this home, for messages ("pid 123, `mcp`")."""
+    note = read_note(home) or {}
+    pid = note.get("pid")
+    cmd = note.get("command")
+    return f"pid {pid}" + (f", `agentlog {cmd}`" if cmd else "") if pid else "another process"
+
+
+def coverage_fields(home: Home, coverage: dict[str, Any]) -> dict[str, Any]:
+    """The capture fields of `coverage` (docs/search.md): capturing, lastCaptureAgeS,
+    pendingFiles, pendingEvents, caughtUp. Reads one small file; never waits."""
+    capturing = bool(_lease(home).probe())
+    note = read_note(home)
+    if note is None:
+        return {"capturing": capturing, "lastCaptureAgeS": None, "pendingFiles": None,
+                "pendingEvents": None, "caughtUp": False}
+    pass_at = note.get("passAt")
+    age = max(0.0, (_now_ms() - pass_at) / 1000) if isinstance(pass_at, int) else None
+    head = note.get("head")
+    indexed = coverage.get("events")
+    pending_events = (max(0, head - indexed) if isinstance(head, int)
+                      and isinstance(indexed, int) else None)
+    files = note.get("pendingFiles")
+    return {
+        "capturing": capturing,
+        "lastCaptureAgeS": None if age is None else round(age, 1),
+        "pendingFiles": files if isinstance(files, int) else None,
+        "pendingEvents": pending_events,
+        "caughtUp": bool(capturing and note.get("caughtUp") and pending_events == 0),
+    }
+
+
+def with_capture(home: Home, result: dict[str, Any]) -> dict[str, Any]:
+    """`result` (a search or coverage answer) with the capture fields in its coverage."""
+    cov = result.get("coverage")
+    if isinstance(cov, dict):
+        cov.update(coverage_fields(home, cov))
+    return result

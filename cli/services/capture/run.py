@@ -1,0 +1,115 @@
+"""One `agentlog capture` pass (walk every root, capture, catch history.db up), without click.
+
+`cli.fast` runs it straight from the arguments for the plain shapes of the command (a
+scheduled or scripted `capture --json` pays for start-up on every run, and importing click
+costs more than a no-change capture); `cli.commands.capture` runs the same `run` from
+click for everything else (`--help`, `--watch`, `--path`, a terminal's progress bar).
+Both print the same: the JSON summary (`--json`) or one line on stdout, warnings and
+skipped links on stderr (counts and paths only, never transcript text). A log error
+while capturing is raised as `CaptureFailed` (its message is the log's), anything else as
+it is: each front end words them its way (one line, `cli.services.errors`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from cli.services.output import emit_json, human_bytes
+
+if TYPE_CHECKING:
+    from cli.services.config import Home
+
+
+class CaptureFailed(Exception):
+    """The log refused the capture (`EventLogError`: busy writer, full disk, damage)."""
+
+
+def run(home: Home, roots: list[Any], *, as_json: bool, index: bool, settle: float,
+        progress: bool) -> Any:
+    """Capture once under `roots`, print the summary, catch history.db up; the Stats."""
+    from eventlog import EventLogError
+    from readers.capture import Capturer, Options
+
+    try:
+        follower = _follower(home) if index else None
+        engine = Capturer(home.log(), roots, Options(settle_s=settle))
+        from cli.services.startup import startup_done
+
+        startup_done()  # the engine is ready: its walk and reads make garbage
+        try:
+            stats = _once(engine, progress=progress, follower=follower)
+        finally:
+            if follower is not None:
+                follower.finish()  # history.db swapped in (or rebuilt below instead)
+    except EventLogError as exc:
+        raise CaptureFailed(str(exc)) from exc
+    report(stats, roots, as_json=as_json)
+    if stats.appended and index:
+        from cli.services import catchup
+
+        catchup.after_append(home)
+    from cli.services.capture.retention import warn_once
+
+    warn_once(home)
+    return stats
+
+
+def _follower(home: Home) -> Any:
+    """A `cli.services.catchup.Follower` only when it could start (no history.db yet): the
+    catch-up module and its imports are not needed by a capture of an indexed home."""
+    if home.history_db.exists():
+        return None
+    from cli.services.catchup import Follower
+
+    return Follower(home)
+
+
+def report(stats: Any, roots: list[Any], *, as_json: bool) -> None:
+    """The summary on stdout: JSON, or one line (+ warnings and skipped links on stderr)."""
+    out = stats.to_dict()
+    out["roots"] = [r.to_dict() for r in roots]
+    # a default folder that does not exist is an agent not installed, not a problem
+    out["missing_roots"] = [str(r.path) for r in roots if not r.exists and r.origin != "default"]
+    if as_json:
+        emit_json(out)
+        sys.stdout.flush()
+        return
+    missing = (f"; missing roots: {', '.join(out['missing_roots'])}"
+               if out["missing_roots"] else "")
+    pending = f", {out['pending']} pending" if out["pending"] else ""
+    if out["appended"] == 0:
+        print(f"nothing new in {out['files']} files{pending}{missing}")
+    else:
+        print(f"captured {out['files']} files, {human_bytes(out['bytes'])} new, "
+              f"{out['appended']} events appended ({out['duplicates']} duplicates), "
+              f"{out['pending']} pending{missing}")
+    sys.stdout.flush()
+    for err in out["errors"]:
+        sys.stderr.write(f"warning: {err}\n")
+    for skipped in out["skipped"]:
+        sys.stderr.write(f"skipped: {skipped}\n")
+    sys.stderr.flush()
+
+
+def _once(engine: Any, *, progress: bool, follower: Any = None) -> Any:
+    if not progress:
+        return engine.run_once(follower.tick if follower is not None else None)
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("capturing"), BarColumn(), TextColumn("{task.description}"),
+        TextColumn("{task.fields[mb]}"), transient=True,
+    ) as bar:
+        # the total is unknown until the first tick: never show it as "None"
+        task = bar.add_task("discovering files", total=None, mb="")
+
+        def tick(e: Any) -> None:
+            total = len(e.sources)
+            done = min(total - len(e.ready) if e.discovery_done else e._sweep_pos, total)
+            bar.update(task, total=max(total, 1), completed=done,
+                       description=f"{done}/{total} files", mb=human_bytes(e.stats.bytes))
+            if follower is not None:
+                follower.tick(e)
+
+        return engine.run_once(tick)

@@ -1,0 +1,281 @@
+"""Registering `agentlog mcp` with Claude Code, Codex and opencode, idempotently.
+
+Promises (docs/mcp.md#register):
+- one entry named `agentlog` per client: installing again, with another `--home` or from a
+  moved venv, replaces it (in place, keeping keys the user added to it) and says so;
+- uninstall removes only that entry;
+- files are edited through `settings_files` (backup, atomic, format kept): Codex's
+  config.toml with tomlkit (a file already broken by duplicate `[mcp_servers.agentlog]`
+  tables is repaired), opencode's `opencode.jsonc` (read first when present, comments kept)
+  or `opencode.json`, Claude Code's `~/.claude.json` (`--file` only: its CLI owns it);
+- the client's own CLI is used for Claude Code and Codex when it is on PATH: the old entry
+  is removed first, so a second run never fails with "already exists".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.services.settings import files as sf
+
+if TYPE_CHECKING:
+    from cli.services.config import Home
+
+NAME = "agentlog"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a registration did: "added", "replaced", "unchanged" or "removed"/"absent"."""
+
+    action: str
+    where: str
+
+
+class RegistrationError(Exception):
+    """A client CLI failed, or a config file cannot be edited safely."""
+
+
+# --- where -------------------------------------------------------------------------------
+
+
+def claude_json(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~")
+    return Path(base) / ".claude.json"
+
+
+def opencode_config(env: dict[str, str] | None = None) -> Path:
+    """The file opencode reads: `opencode.jsonc` when present, else `opencode.json`."""
+    env = dict(os.environ) if env is None else env
+    base = Path(env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"))
+    folder = base / "opencode"
+    jsonc = folder / "opencode.jsonc"
+    return jsonc if jsonc.exists() else folder / "opencode.json"
+
+
+# --- client CLIs ---------------------------------------------------------------------------
+
+
+def _cli(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RegistrationError(f"{argv[0]}: {exc}") from exc
+
+
+def add_argv(client: str, command: list[str]) -> list[str]:
+    if client == "claude":
+        return ["claude", "mcp", "add", "-s", "user", NAME, "--", *command]
+    return [client, "mcp", "add", NAME, "--", *command]
+
+
+def remove_argv(client: str) -> list[str]:
+    if client == "claude":
+        return ["claude", "mcp", "remove", "-s", "user", NAME]
+    return [client, "mcp", "remove", NAME]
+
+
+def register_cli(client: str, command: list[str]) -> Outcome:
+    removed = _cli(remove_argv(client)).returncode == 0
+    argv = add_argv(client, command)
+    proc = _cli(argv)
+    if proc.returncode != 0:
+        raise RegistrationError(f"{client} mcp add failed (exit {proc.returncode}): "
+                                f"{(proc.stderr or proc.stdout).strip()[:500]}")
+    return Outcome("replaced" if removed else "added", " ".join(argv))
+
+
+def unregister_cli(client: str) -> Outcome:
+    argv = remove_argv(client)
+    proc = _cli(argv)
+    return Outcome("removed" if proc.returncode == 0 else "absent", " ".join(argv))
+
+
+def has_cli(client: str) -> bool:
+    return shutil.which(client) is not None
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def _merge(old: Any, new: dict[str, Any]) -> dict[str, Any]:
+    return {**old, **new} if isinstance(old, dict) else dict(new)
+
+
+def register_claude_file(path: Path, command: list[str]) -> Outcome:
+    entry = {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+    state = {"had": False}
+
+    def change(data: dict[str, Any]) -> None:
+        servers = data.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise sf.SettingsError(f"{path}: 'mcpServers' is not an object")
+        state["had"] = NAME in servers
+        servers[NAME] = _merge(servers.get(NAME), entry)
+
+    changed = sf.edit_json(path, change, clean=lambda d: NAME not in d.get("mcpServers", {}))
+    return Outcome(_action(changed, state["had"]), str(path))
+
+
+def unregister_claude_file(path: Path) -> Outcome:
+    def change(data: dict[str, Any]) -> None:
+        servers = data.get("mcpServers")
+        if isinstance(servers, dict) and NAME in servers:
+            del servers[NAME]
+            if not servers:
+                del data["mcpServers"]
+
+    return Outcome("removed" if sf.edit_json(path, change, removing=True) else "absent",
+                   str(path))
+
+
+def _action(changed: bool, had: bool) -> str:
+    return "unchanged" if not changed else ("replaced" if had else "added")
+
+
+def _dedupe_codex(text: str) -> str:
+    """Drop every `[mcp_servers.agentlog]` table (and its sub-tables) line by line: the
+    repair for files that hold it twice, which no TOML parser accepts."""
+    header = f"[mcp_servers.{NAME}]"
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        s = line.strip()
+        if s.startswith("["):
+            skipping = s == header or s.startswith(f"[mcp_servers.{NAME}.")
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def register_codex_file(path: Path, command: list[str]) -> Outcome:
+    text = sf.read_text(path)
+    if text is not None and text.count(f"[mcp_servers.{NAME}]") > 1:
+        sf.write_text(path, text, _dedupe_codex(text))  # backup first, like every edit
+    state = {"had": False}
+
+    def change(doc: Any) -> None:
+        import tomlkit
+
+        servers = doc.get("mcp_servers")
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            doc["mcp_servers"] = servers
+        mine = servers.get(NAME)
+        state["had"] = mine is not None
+        if mine is None:
+            table = tomlkit.table()
+            table["command"] = command[0]
+            table["args"] = command[1:]
+            servers[NAME] = table
+            return
+        if mine.get("command") != command[0]:
+            mine["command"] = command[0]
+        if list(mine.get("args", [])) != command[1:]:
+            mine["args"] = command[1:]
+
+    changed = sf.edit_toml(path, change,
+                           clean=lambda d: NAME not in d.get("mcp_servers", {}))
+    return Outcome(_action(changed, state["had"]), str(path))
+
+
+def unregister_codex_file(path: Path) -> Outcome:
+    def change(doc: Any) -> None:
+        servers = doc.get("mcp_servers")
+        if servers is not None and NAME in servers:
+            del servers[NAME]
+            if not servers:
+                del doc["mcp_servers"]
+
+    return Outcome("removed" if sf.edit_toml(path, change, removing=True) else "absent",
+                   str(path))
+
+
+def opencode_entry(command: list[str]) -> dict[str, Any]:
+    return {"type": "local", "command": command, "enabled": True}
+
+
+def register_opencode_file(path: Path, command: list[str]) -> Outcome:
+    from cli.services.settings import jsonc as je
+
+    entry = opencode_entry(command)
+    old = sf.read_text(path)
+    if old is None or not old.strip():
+        body = {"$schema": "https://opencode.ai/config.json", "mcp": {NAME: entry}}
+        changed = sf.edit_json(path, lambda d: d.update(body), clean=lambda d: True)
+        return Outcome("added" if changed else "unchanged", str(path))
+    try:
+        data = je.parse(old)
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}") from exc
+    servers = data.get("mcp") if isinstance(data, dict) else None
+    if servers is not None and not isinstance(servers, dict):
+        raise sf.SettingsError(f"{path}: 'mcp' is not an object")
+    mine = (servers or {}).get(NAME)
+    new = _merge(mine, entry)
+    if mine == new:
+        return Outcome("unchanged", str(path))
+    try:
+        text = je.set_member(old, ["mcp", NAME], new)
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}") from exc
+    if mine is None:
+        sf.keep_orig(path, old)
+    sf.write_text(path, old, text)
+    return Outcome("replaced" if mine is not None else "added", str(path))
+
+
+def unregister_opencode_file(path: Path) -> Outcome:
+    from cli.services.settings import jsonc as je
+
+    old = sf.read_text(path)
+    if old is None:
+        return Outcome("absent", str(path))
+    try:
+        text = je.remove_member(old, ["mcp", NAME])
+        if text == old:
+            return Outcome("absent", str(path))
+        gone = je.parse(text)
+        text = sf.restored(path, text, lambda pristine: bool(je.parse(pristine) == gone))
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}") from exc
+    sf.write_text(path, old, text)
+    return Outcome("removed", str(path))
+
+
+def program() -> list[str]:
+    """The absolute agentlog program (this venv's script, else PATH, else `python -m`)."""
+    exe = Path(sys.executable).parent / "agentlog"
+    found = str(exe) if exe.exists() else shutil.which("agentlog")
+    return [found] if found else [sys.executable, "-m", "cli.main"]
+
+
+def server_command(home: Home) -> list[str]:
+    """The absolute command line a client should spawn."""
+    return [*program(), "--home", str(home.root), "mcp"]
+
+
+def snippet(client: str, command: list[str]) -> str:
+    """The configuration text (or command) that registers the server with `client`."""
+    if client == "claude":
+        entry = {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+        return json.dumps({"mcpServers": {NAME: entry}}, indent=2)
+    if client == "codex":
+        args = ", ".join(json.dumps(a) for a in command[1:])
+        return f"[mcp_servers.{NAME}]\ncommand = {json.dumps(command[0])}\nargs = [{args}]\n"
+    entry_oc = {"type": "local", "command": command, "enabled": True}
+    return json.dumps({"$schema": "https://opencode.ai/config.json", "mcp": {NAME: entry_oc}},
+                      indent=2)
+
+
+def cli_command(client: str, command: list[str]) -> list[str]:
+    """The client's own registration command."""
+    return add_argv(client, command)
