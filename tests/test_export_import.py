@@ -18,6 +18,7 @@ import pytest
 
 from cli.services import archive_ops as ops
 from cli.services.config import Home
+from cli.services.errors import AgentlogError
 from tests.archive_fixtures import T0, envelope, home_at, import_turns, rich_project, turn
 from tests.conftest import ROOT, run_cli, stop_and_continue
 
@@ -152,7 +153,7 @@ def test_malformed_envelope_is_refused_and_nothing_written(
     h = home_at(tmp_path / "h")
     import_turns(h, "p", rich_project()[:1])
     head = h.log().head()
-    with pytest.raises(ops.OpError, match="nothing imported") as err:
+    with pytest.raises(AgentlogError, match="nothing imported") as err:
         ops.import_envelope(h, data, apply=True)
     assert message in str(err.value)
     assert h.log().head() == head
@@ -164,11 +165,11 @@ def test_oversized_envelopes_are_refused(tmp_path: Path, monkeypatch: pytest.Mon
     h = home_at(tmp_path / "h")
     data = envelope("p", rich_project())
     monkeypatch.setattr(env_mod, "MAX_FILE_BYTES", len(data) - 1)
-    with pytest.raises(ops.OpError, match="over the limit"):
+    with pytest.raises(AgentlogError, match="over the limit"):
         ops.import_envelope(h, data, apply=True)
     monkeypatch.setattr(env_mod, "MAX_FILE_BYTES", 1 << 30)
     monkeypatch.setattr(env_mod, "MAX_TURNS", 5)
-    with pytest.raises(ops.OpError, match="9 turns, over the limit of 5"):
+    with pytest.raises(AgentlogError, match="9 turns, over the limit of 5"):
         ops.import_envelope(h, data, apply=True)
     assert not h.has_log()
 

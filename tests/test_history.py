@@ -12,6 +12,7 @@ import pytest
 
 from cli.services import archive_ops as ops
 from cli.services.config import Home
+from cli.services.errors import AgentlogError, NotFound
 from tests.archive_fixtures import DAY, T0, home_at, import_turns, iso, rich_project, turn
 from tests.conftest import run_cli
 
@@ -65,7 +66,7 @@ def test_filters(h: Home) -> None:
     assert q(text="迁移") == ["数据库迁移 needs a rollback plan"]
     assert q(text='settings" OR NEAR(x') == []  # operators are literal words, never syntax
     assert ops.history(h, "other-project", {})["turns"] == []
-    with pytest.raises(ops.UnknownProject, match="unknown project 'other-project'"):
+    with pytest.raises(NotFound, match="unknown project 'other-project'"):
         ops.history(h, "other-project", {}, strict=True)
 
 
@@ -75,7 +76,7 @@ def test_filters(h: Home) -> None:
     ({"since": T0 + 10, "until": T0}, "since"),
 ])
 def test_bad_filters_name_the_parameter(h: Home, filters: dict[str, object], param: str) -> None:
-    with pytest.raises(ops.OpError, match=f"^{param}"):
+    with pytest.raises(AgentlogError, match=f"^{param}"):
         ops.history(h, "proj-a", filters)
 
 

@@ -131,6 +131,6 @@ def test_times_beyond_range_are_bad_input(built: Path, flag: str) -> None:
     c.headers["Authorization"] = f"Bearer {TOKEN}"
     resp = c.get(f"/api/search?q=quokka&{flag[2:]}={HUGE}")
     assert resp.status_code == 400, resp.text
-    with pytest.raises(calls.BadArgument):
+    with pytest.raises(calls.BadInput):
         calls.search(Home(built), "quokka", {flag[2:]: int(HUGE)})
     query.close_connections()

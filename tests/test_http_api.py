@@ -212,5 +212,5 @@ def test_a_damaged_history_db_is_a_503_naming_the_cure(tmp_path: Path) -> None:
         resp = c.get(path)
         assert resp.status_code == 503, (path, resp.text)
         assert "damaged" in resp.json()["error"] and "agentlog reindex" in resp.json()["error"]
-    with pytest.raises(calls.Damaged):  # MCP reports the same CallError
+    with pytest.raises(calls.Damaged):  # MCP reports the same error
         calls.search(Home(home), "x")

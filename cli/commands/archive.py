@@ -18,6 +18,7 @@ from cli.services import archive_ops as ops
 from cli.services import log_transfer
 from cli.services.archive_ops import archive_tick
 from cli.services.config import get_home
+from cli.services.errors import AgentlogError, BadInput
 from cli.services.output import emit_json
 
 __all__ = ["archive", "archive_tick", "export", "history", "import_"]
@@ -26,11 +27,9 @@ ROLES = ("user", "assistant", "tool_use", "tool_result", "thinking", "system")
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.S)
 
 
-def _fail(ctx: click.Context, exc: ops.OpError) -> NoReturn:
-    from cli.services.errors import BadInput, Failure
-
-    hint = exc.hint or f"see `agentlog {ctx.info_name} --help`"
-    raise (BadInput if exc.exit_code == 2 else Failure)(str(exc), hint) from None
+def _fail(ctx: click.Context, exc: AgentlogError) -> NoReturn:
+    exc.hint = exc.hint or f"see `agentlog {ctx.info_name} --help`"
+    raise exc from None
 
 
 def _short(text: str | None, n: int = 160) -> str:
@@ -103,7 +102,7 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
             "until": until, "text": query or None, "include_archived": include_archived,
         }
         res = ops.history(home, project, filters, page, strict=True)
-    except ops.OpError as exc:
+    except AgentlogError as exc:
         _fail(ctx, exc)
         return
     if as_json:
@@ -159,11 +158,11 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
     try:
         if log_file is not None:
             if project or session or output:
-                raise ops.OpError("--log FILE exports the whole log; drop --project/-o")
+                raise BadInput("--log FILE exports the whole log; drop --project/-o")
             summary = log_transfer.export_log(home, Path(log_file))
         else:
             if not project:
-                raise ops.OpError("--project is required (or --log FILE for the whole log)")
+                raise BadInput("--project is required (or --log FILE for the whole log)")
             if output is None:
                 ops.export_to(home, project, sys.stdout.buffer, session=session,
                               include_archived=include_archived, strict=True)
@@ -171,7 +170,7 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
                 return
             summary = ops.export_file(home, project, Path(output), session=session,
                                       include_archived=include_archived, strict=True)
-    except ops.OpError as exc:
+    except AgentlogError as exc:
         _fail(ctx, exc)
         return
     if as_json:
@@ -203,14 +202,14 @@ def import_(ctx: click.Context, file: str | None, apply: bool, project: str | No
     try:
         if log_file is not None:
             if file is not None:
-                raise ops.OpError("give either FILE or --log FILE, not both")
+                raise BadInput("give either FILE or --log FILE, not both")
             res = log_transfer.import_log(home, Path(log_file), apply=apply)
         else:
             if file is None:
-                raise ops.OpError("missing FILE (an export envelope, or - for stdin)")
+                raise BadInput("missing FILE (an export envelope, or - for stdin)")
             res = ops.import_envelope(home, _read(file), project=project, apply=apply,
                                       source=file)
-    except ops.OpError as exc:
+    except AgentlogError as exc:
         _fail(ctx, exc)
         return
     if as_json:
@@ -242,12 +241,12 @@ def _read(file: str) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ops.OpError(f"{file}: {size} bytes is over the limit of {MAX_FILE_BYTES} "
+            raise BadInput(f"{file}: {size} bytes is over the limit of {MAX_FILE_BYTES} "
                               "(256 MiB); nothing imported")
         with path.open("rb") as f:
             return ops.read_limited(f)
     except OSError as exc:
-        raise ops.OpError(f"cannot read {file}: {exc.strerror or exc}") from None
+        raise BadInput(f"cannot read {file}: {exc.strerror or exc}") from None
 
 
 @click.command()
@@ -270,9 +269,9 @@ def archive(ctx: click.Context, after_days: int | None, now: str | None, as_json
         at = parse_time(now, "now") if now is not None else None
         res = ops.archive(home, now=at, after_days=after_days)
     except QueryError as exc:
-        _fail(ctx, ops.OpError(str(exc)))
+        _fail(ctx, BadInput(str(exc)))
         return
-    except ops.OpError as exc:
+    except AgentlogError as exc:
         _fail(ctx, exc)
         return
     if as_json:

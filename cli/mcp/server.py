@@ -28,6 +28,7 @@ from cli import VERSION
 from cli.mcp.stdio import guarded_stdio
 from cli.services import calls
 from cli.services.config import Home
+from cli.services.errors import AgentlogError, BadInput
 from readers import registry
 
 log = logging.getLogger("agentlog.mcp")
@@ -137,7 +138,7 @@ TOOLS = [
 ]
 
 
-class ArgumentProblem(calls.BadArgument):
+class ArgumentProblem(BadInput):
     """The tool arguments do not have the advertised shape."""
 
 
@@ -203,7 +204,7 @@ def conversation_args(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_tool(home: Home, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run one tool call; raises CallError for anything the caller should be told."""
+    """Run one tool call; raises an `AgentlogError` for anything the caller should be told."""
     if name == "search_history":
         return calls.search(home, **search_args(args))
     if name == "get_conversation":
@@ -260,7 +261,7 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
             # In a worker thread: a long call (answer: true) must not stall pings.
             result = await anyio.to_thread.run_sync(call_tool, home, params.name, dict(args))
             return _result(result)
-        except calls.CallError as exc:
+        except AgentlogError as exc:
             return _error(str(exc))
         except Exception as exc:  # a tool failure must not end the session
             log.warning("tool %s failed: %s", params.name, type(exc).__name__)

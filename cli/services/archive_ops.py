@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 from cli.services import catchup
 from cli.services.audit.archive import note_operation
 from cli.services.config import Home
+from cli.services.errors import BadInput, Busy, Failure, NotFound, Unavailable
 from eventlog import EventLog, now_ms
 from eventlog.events import Event, OperationRecorded
 
@@ -37,35 +38,18 @@ ARCHIVE_EVERY_MS = 24 * 3600 * 1000
 DEFAULT_AFTER_DAYS = 30
 
 
-class OpError(Exception):
-    """An operation failed in a way the user should see; `status` is its HTTP status,
-    `hint` says how to fix it (None: the command's --help)."""
+class NoLog(Failure):
+    """The home holds no event log yet."""
 
-    status = 400
-    exit_code = 2
-    hint: str | None = None
+    http_status = 404
 
-
-class NoLog(OpError):
-    status = 404
-    exit_code = 1
-    hint = "run `agentlog capture` (or `agentlog import`) first"
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "run `agentlog capture` (or `agentlog import`) first")
 
 
-class Busy(OpError):
-    status = 503
-    exit_code = 1
-    hint = "try again in a moment"
-
-
-class UnknownProject(OpError):
+def unknown_project(project: str, hint: str) -> NotFound:
     """The project names nothing in history.db; the hint lists the known ones."""
-
-    status = 404
-
-    def __init__(self, project: str, hint: str) -> None:
-        super().__init__(f"unknown project {project!r}")
-        self.hint = hint
+    return NotFound(f"unknown project {project!r}", hint)
 
 
 def require_project(con: Connection, project: str) -> None:
@@ -73,7 +57,7 @@ def require_project(con: Connection, project: str) -> None:
 
     known = projects_named(con)
     if project not in known:
-        raise UnknownProject(project, unknown_project_hint(known))
+        raise unknown_project(project, unknown_project_hint(known))
 
 
 # --- plumbing ---------------------------------------------------------------------------
@@ -97,7 +81,8 @@ def open_history(home: Home, *, required: bool = True) -> Connection | None:
     try:
         return open_current(home.history_db, home.log())
     except ProjectionBusy as exc:
-        raise Busy(f"history.db is being built by another process: {exc}") from None
+        raise Busy(f"history.db is being built by another process: {exc}",
+                   "try again in a moment") from None
 
 
 def _op_event(op: str, at: int, details: dict[str, Any]) -> tuple[bytes, Event]:
@@ -117,24 +102,17 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except _query_errors() as exc:
-        raise OpError(str(exc)) from None
-
-
-class TeamUnavailable(OpError):
-    """The team server (`serve --postgres`) could not answer."""
-
-    status = 503
-    exit_code = 1
+        raise BadInput(str(exc)) from None
 
 
 def _team(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """A `projections.pg.history` call: query errors as OpError, server errors as 503."""
+    """A `projections.pg.history` call: query errors as BadInput, server errors as 503."""
     from projections.pg.conn import TeamError
 
     try:
         return _call(fn, *args, **kwargs)
     except TeamError as exc:
-        raise TeamUnavailable(str(exc)) from None
+        raise Unavailable(str(exc)) from None
 
 
 # --- browse and search ------------------------------------------------------------------
@@ -143,7 +121,7 @@ def _team(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def history(home: Home, project: str, filters: dict[str, Any], page: int = 1, *,
             strict: bool = False) -> dict[str, Any]:
     """One page of a project's turns plus the project's session list. With `strict` (the
-    CLI), a project history.db does not name is `UnknownProject`, else an empty page."""
+    CLI), a project history.db does not name is `NotFound`, else an empty page."""
     from projections import history as h
     from projections.filters import parse_time
 
@@ -319,13 +297,13 @@ def import_envelope(
     from projections.envelope import MAX_FILE_BYTES, read_envelope
 
     if len(data) > MAX_FILE_BYTES:
-        raise OpError(f"envelope is over the limit of {MAX_FILE_BYTES} bytes (256 MiB); "
+        raise BadInput(f"envelope is over the limit of {MAX_FILE_BYTES} bytes (256 MiB); "
                       "nothing imported")
     sha = hashlib.sha256(data).hexdigest()
     try:
         env = read_envelope(data, sha256=sha)
     except _query_errors() as exc:
-        raise OpError(f"{exc}; nothing imported") from None
+        raise BadInput(f"{exc}; nothing imported") from None
     del data
     con = open_history(home, required=False)
     try:

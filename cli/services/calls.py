@@ -22,6 +22,8 @@ from typing import Any
 
 from cli.services.capture.loop import with_capture
 from cli.services.config import Home
+from cli.services.errors import BadInput, Busy, Damaged, Unavailable
+from cli.services.errors import NotFound as Missing
 from projections import query as q
 from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
 from readers import registry
@@ -30,34 +32,6 @@ AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 KINDS = ("message", "run", "decision", "transcript", "approval", "progress", "report")
 FILTER_KEYS = ("project", "session", "job", "agent", "kind", "since", "until", "host")
 ANSWER_SOURCES = 8
-
-
-class CallError(Exception):
-    """A front-end call failed in a way the caller should see (bad argument, unknown id)."""
-
-    status = 400
-
-
-class BadArgument(CallError):
-    """An argument has the wrong name, shape or value."""
-
-
-class Missing(CallError):
-    """The id, topic or run names nothing in the index."""
-
-    status = 404
-
-
-class Busy(CallError):
-    """history.db is being rebuilt by another process; try again shortly."""
-
-    status = 503
-
-
-class Damaged(CallError):
-    """history.db is not a readable database: it must be rebuilt from the log."""
-
-    status = 503
 
 
 DAMAGED_HINT = "`agentlog reindex` (or any `agentlog search`) rebuilds it from the log"
@@ -101,14 +75,8 @@ def _engine(home: Home) -> str | None:
     return None
 
 
-class Unavailable(CallError):
-    """The team server (`--postgres`) could not answer."""
-
-    status = 503
-
-
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call a query function, turning its errors into CallErrors."""
+    """Call a query function, its errors as the tree's (`cli.services.errors`)."""
     from projections.pg.conn import TeamError
 
     try:
@@ -124,7 +92,7 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         now = "; rebuilding it from the log now, retry shortly" if started else ""
         raise Damaged(f"{exc}{now}: {DAMAGED_HINT}") from None
     except QueryError as exc:
-        raise BadArgument(str(exc)) from None
+        raise BadInput(str(exc)) from None
 
 
 def search(
@@ -136,7 +104,7 @@ def search(
 ) -> dict[str, Any]:
     """Search the history; with `answer`, add an answer grounded in the top hits."""
     if not isinstance(query, str):
-        raise BadArgument("query: expected a string")
+        raise BadInput("query: expected a string")
     clean = {k: v for k, v in (filters or {}).items() if v is not None}
     if home.postgres is not None:
         from projections.pg import query as pg
@@ -144,7 +112,7 @@ def search(
         result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
     else:
         if "host" in clean:
-            raise BadArgument("host: only with a team server (mcp/serve --postgres)")
+            raise BadInput("host: only with a team server (mcp/serve --postgres)")
         result = _call(
             q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
         )

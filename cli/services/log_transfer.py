@@ -14,9 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.services.archive_ops import OpError, after_append, log_of
+from cli.services.archive_ops import after_append, log_of
 from cli.services.audit.archive import note_operation
 from cli.services.config import Home
+from cli.services.errors import BadInput
 
 
 def export_log(home: Home, dest: Path) -> dict[str, Any]:
@@ -58,9 +59,9 @@ def import_log(home: Home, src: Path, *, apply: bool = False) -> dict[str, Any]:
     try:
         checked = check_stream(items())
     except TransferError as exc:
-        raise OpError(f"{exc}; nothing imported") from None
+        raise BadInput(f"{exc}; nothing imported") from None
     except OSError as exc:
-        raise OpError(f"cannot read {src}: {exc}") from None
+        raise BadInput(f"cannot read {src}: {exc}") from None
     out: dict[str, Any] = {
         "source": str(src), "records": checked.records, "stateEntries": checked.state_entries,
         "head": {"seq": checked.head.seq, "hash": checked.head.hex}, "applied": False,
@@ -81,7 +82,7 @@ def import_log(home: Home, src: Path, *, apply: bool = False) -> dict[str, Any]:
                     app.add(item)
         res = app.result()
     except TransferError as exc:
-        raise OpError(str(exc)) from None
+        raise BadInput(str(exc)) from None
     out.update(applied=True, appended=res.appended, alreadyPresent=res.already_present,
                head={"seq": res.head.seq, "hash": res.head.hex})
     note_operation(home, "import.log", {k: out[k] for k in ("source", "records", "appended")})

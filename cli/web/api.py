@@ -20,11 +20,12 @@ from starlette.routing import BaseRoute, Route
 
 from cli.services import calls
 from cli.services.config import Home
+from cli.services.errors import AgentlogError, BadInput
 
 SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "answer")
 
 
-class BadRequest(calls.BadArgument):
+class BadRequest(BadInput):
     """A parameter problem found before calling the query API."""
 
 
@@ -50,13 +51,14 @@ def error(status: int, message: str) -> JSONResponse:
 
 
 def endpoint(fn: Callable[[Request], dict[str, Any]]) -> Callable[[Request], JSONResponse]:
-    """Wrap a handler: CallErrors become {error} with their status."""
+    """Wrap a handler: the tree's errors (`cli.services.errors`) become {error} with their
+    HTTP status."""
 
     def handle(request: Request) -> JSONResponse:
         try:
             return JSONResponse(fn(request))
-        except calls.CallError as exc:
-            return error(exc.status, str(exc))
+        except AgentlogError as exc:
+            return error(exc.http_status, str(exc))
 
     handle.__name__ = fn.__name__
     return handle

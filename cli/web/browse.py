@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from cli.services import calls
+from cli.services.errors import NotFound
 from cli.web.api import _home, bool_param, endpoint, params
 
 
@@ -52,7 +53,7 @@ def session(request: Request) -> dict[str, Any]:
     agent, sid = request.path_params["agent"], request.path_params["session"]
     found = calls._call(session_info, _home(request).history_db, agent, sid)
     if found is None:
-        raise calls.Missing(f"no session {sid!r} of agent {agent!r}")
+        raise NotFound(f"no session {sid!r} of agent {agent!r}")
     info: dict[str, Any] = found
     info["resume"] = resume(agent, sid)
     return info

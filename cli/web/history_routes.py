@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from cli.services import archive_ops as ops
 from cli.services.config import Home
+from cli.services.errors import AgentlogError
 from cli.web.api import BadRequest, bool_param, params
 
 HISTORY_PARAMS = ("session", "role", "tool", "thread", "agent", "since", "until", "q", "page",
@@ -57,10 +58,8 @@ def _guarded(fn: Any) -> Any:
     def handle(request: Request) -> Response:
         try:
             result = fn(request)
-        except BadRequest as exc:
-            return _error(400, str(exc))
-        except ops.OpError as exc:
-            return _error(exc.status, str(exc))
+        except AgentlogError as exc:
+            return _error(exc.http_status, str(exc))
         return result if isinstance(result, Response) else JSONResponse(result)
 
     handle.__name__ = fn.__name__
@@ -126,8 +125,8 @@ async def export(request: Request) -> Response:
         path, summary = await run_in_threadpool(
             ops.export_spooled, _home(request), pid, session=session, include_archived=include
         )
-    except ops.OpError as exc:
-        return _error(exc.status, str(exc))
+    except AgentlogError as exc:
+        return _error(exc.http_status, str(exc))
     return StreamingResponse(
         ops.iter_file(path),
         media_type="application/json",
@@ -169,8 +168,8 @@ async def import_(request: Request) -> Response:
             ops.import_envelope, _home(request), data, project=request.path_params["pid"],
             apply=apply, source=f"upload:{getattr(upload, 'filename', '') or '-'}",
         )
-    except ops.OpError as exc:
-        return _error(exc.status, str(exc))
+    except AgentlogError as exc:
+        return _error(exc.http_status, str(exc))
     return JSONResponse(result)
 
 
