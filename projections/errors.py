@@ -68,3 +68,7 @@ def disk_full(exc: BaseException) -> bool:
         return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or (
             "disk is full" in str(exc))
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+class TeamError(ProjectionError):
+    """Base of the team engine's errors (`projections.pg`); messages never hold a password."""

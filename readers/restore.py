@@ -43,11 +43,12 @@ from eventlog.events import (
 from eventlog.untrusted import bad_component, bad_event
 from readers import registry
 from readers.discovery import kind_of
+from readers.errors import ReaderError
 
 _decompressor: Any = None
 
 
-class RestoreError(Exception):
+class RestoreError(ReaderError):
     """A restore could not be written."""
 
 

@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 from readers import registry
 from readers.capture_files import db_signature
+from readers.errors import ReaderError
 from readers.registry import Table
 
 TABLES = ("session", "message", "part", "project")  # opencode's (see the registry)
@@ -40,7 +41,7 @@ SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
 __all__ = ["TABLES", "Row", "RowsError", "db_signature", "fetch_page", "open_readonly"]
 
 
-class RowsError(Exception):
+class RowsError(ReaderError):
     """The database could not be read (locked, corrupt, being replaced)."""
 
 

@@ -63,7 +63,6 @@ def capture(
     One pass until discovery and a full polling sweep are idle, or with --watch until
     interrupted. Summary: files, bytes, appended, duplicates (--json for scripts).
     """
-    from eventlog import EventLogError
 
     home = get_home(ctx)
     flags = {agent: dirs.get(f"{agent}_dir") for agent in _ROOT_FLAGS}
@@ -76,21 +75,15 @@ def capture(
             raise click.UsageError("--path and --watch do not go together")
         return _capture_paths(home, roots, paths, settle, index, as_json)
     if not watch:
-        from cli.services.capture.run import CaptureFailed, run
+        from cli.services.capture.run import run
 
-        try:
-            run(home, roots, as_json=as_json, index=index, settle=settle,
-                progress=not as_json and sys.stderr.isatty())
-        except CaptureFailed as exc:
-            raise click.ClickException(str(exc)) from exc
+        run(home, roots, as_json=as_json, index=index, settle=settle,
+            progress=not as_json and sys.stderr.isatty())
         return None
     from cli.services.capture.retention import warn_once
 
     warn_once(home)
-    try:
-        stats = _watch(home, index, settle, roots=roots, announce=not as_json)
-    except EventLogError as exc:
-        raise click.ClickException(str(exc)) from exc
+    stats = _watch(home, index, settle, roots=roots, announce=not as_json)
     from cli.services.capture.run import report
 
     report(stats, roots, as_json=as_json)

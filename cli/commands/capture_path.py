@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
-
 from cli.services.config import Home
 
 
@@ -18,12 +16,8 @@ def capture_named(home: Home, paths: list[Path], roots: list[Any], *,
                   settle: float | None, index: bool) -> Any:
     """Capture `paths` into the home's log; the `readers.capture.Named` outcome."""
     from cli.services.capture.ops import capture_named as capture
-    from eventlog import EventLogError
 
-    try:
-        return capture(home, paths, roots, settle=settle, index=index)
-    except EventLogError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return capture(home, paths, roots, settle=settle, index=index)
 
 
 def summary(named: Any) -> dict[str, Any]:

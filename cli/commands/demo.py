@@ -23,7 +23,6 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     """Write a demo Claude/Codex/opencode/runs history, capture it and search it."""
     from cli.services import catchup
     from cli.services.demo_corpus import PHRASES, write_demo
-    from eventlog import EventLogError
     from readers.capture import Capturer, Options
     from readers.roots import Root
 
@@ -31,10 +30,7 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     base = Path(dir_).absolute() if dir_ else home.root / "demo-sources"
     paths = write_demo(base)
     roots = [Root(agent, p, "flag", p.is_dir()) for agent, p in paths.items()]
-    try:
-        stats = Capturer(home.log(), roots, Options(settle_s=0)).run_once()
-    except EventLogError as exc:
-        raise click.ClickException(str(exc)) from exc
+    stats = Capturer(home.log(), roots, Options(settle_s=0)).run_once()
     click.echo(f"demo sources in {base}")
     click.echo(f"captured {stats.files} files, {stats.bytes} bytes, "
                f"{stats.appended} events appended into {home.log_dir}")

@@ -12,7 +12,7 @@ from cli.services import catchup
 from cli.services.config import get_home
 from cli.services.errors import no_log as _no_log
 from cli.services.output import emit_json, emit_json_pretty, human_bytes
-from eventlog import EventLogError, LogMissing
+from eventlog import LogMissing
 
 
 @click.command()
@@ -41,11 +41,8 @@ def record(ctx: click.Context, as_json: bool) -> None:
         head = home.log(readonly=True).head().seq if home.has_log() else 0
         emit_json({"appended": 0, "duplicates": 0, "head": head})
         return
-    try:
-        log = home.log()
-        result = log.append(events)
-    except (EventLogError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    log = home.log()
+    result = log.append(events)
     emit_json({"appended": result.appended, "duplicates": result.duplicates, "head": result.head})
     if result.appended:
         catchup.after_append(home)
@@ -75,18 +72,15 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
 
         ctx.exit(verify_postgres(home, postgres, as_json=as_json))
     extras: list[dict[str, Any]] = []
-    try:
-        if log_path is not None:
-            report = verify_isolated(Path(log_path))
-        else:
-            if not home.has_log():
-                raise _no_log(home.root)
-            log = home.log(readonly=True)
-            report = verify_isolated(home.log_dir, live=log)
-            if report.ok:
-                extras = audits.verify_extras(home, log)
-    except (EventLogError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    if log_path is not None:
+        report = verify_isolated(Path(log_path))
+    else:
+        if not home.has_log():
+            raise _no_log(home.root)
+        log = home.log(readonly=True)
+        report = verify_isolated(home.log_dir, live=log)
+        if report.ok:
+            extras = audits.verify_extras(home, log)
     ok = report.ok and all(e.get("ok", False) for e in extras)
     if as_json:
         out = report.to_dict()
@@ -247,11 +241,8 @@ def backup(ctx: click.Context, as_json: bool) -> None:
     home = get_home(ctx)
     if not home.has_log():  # a mistyped --home must not become a new home with a backup
         raise _no_log(home.root)
-    try:
-        log = home.log()
-        manifest = run_backup(log, home.backups_dir)
-    except EventLogError as exc:
-        raise click.ClickException(str(exc)) from exc
+    log = home.log()
+    manifest = run_backup(log, home.backups_dir)
     if as_json:
         emit_json(manifest)
     else:

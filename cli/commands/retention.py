@@ -37,10 +37,7 @@ def retention(ctx: click.Context, client: str, days: int | None, as_json: bool) 
             def change(data: dict[str, object]) -> None:
                 data["cleanupPeriodDays"] = days
 
-            try:
-                changed = sf.edit_json(path, change)
-            except sf.SettingsError as exc:
-                raise click.ClickException(str(exc)) from exc
+            changed = sf.edit_json(path, change)
     risk = report(get_home(ctx))
     if as_json:
         click.echo(json.dumps({**risk.to_dict(), "settings": str(path), "changed": changed},

@@ -247,7 +247,6 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
 def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
     """Rebuild history.db from the log (a new file, swapped in atomically)."""
     from projections.catchup import make_lists
-    from projections.errors import ProjectionError
     from projections.rebuild import rebuild
 
     home = get_home(ctx)
@@ -262,8 +261,6 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
         result = rebuild(home.history_db, log, progress=bar, engine=engine)
         started = time.monotonic()  # searchable now; the rest of the ranking lists follow
         lists = make_lists(home.history_db)
-    except ProjectionError as exc:
-        raise click.ClickException(str(exc)) from exc
     finally:
         if bar is not None:
             bar.close()

@@ -30,17 +30,14 @@ def sync(ctx: click.Context, to: str | None, no_project: bool, all_hosts: bool, 
          as_json: bool) -> None:
     """Copy this home's log to the team server (idempotent, resumable), then project it."""
     from cli.services.team_sync import host_id, resolve_url, run_sync
-    from projections.pg.conn import TeamError, describe
+    from projections.pg.conn import describe
 
     home = get_home(ctx)
     if not home.has_log():
         raise click.ClickException(f"no event log in {home.root} (nothing captured yet)")
     url = resolve_url(home, to)
-    try:
-        result, projected = run_sync(home, home.log(readonly=True), url, project=not no_project,
-                                     all_hosts=all_hosts, rebuild=rebuild)
-    except TeamError as exc:
-        raise click.ClickException(str(exc)) from None
+    result, projected = run_sync(home, home.log(readonly=True), url, project=not no_project,
+                                 all_hosts=all_hosts, rebuild=rebuild)
     out: dict[str, Any] = {"server": describe(url), **result.to_dict()}
     if projected is not None:
         out["projection"] = projected
@@ -91,7 +88,7 @@ def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_pas
     """
     import psycopg
 
-    from projections.pg.conn import TeamError, connect, describe, redact
+    from projections.pg.conn import connect, describe, redact
     from projections.pg.roles import init_team
 
     try:
@@ -100,8 +97,6 @@ def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_pas
             issued = init_team(con, url, list(writers), list(readers), reset=reset_passwords)
         finally:
             con.close()
-    except TeamError as exc:
-        raise click.ClickException(str(exc)) from None
     except psycopg.Error as exc:
         raise click.ClickException(redact(f"{describe(url)}: {exc}")) from None
     if as_json:

@@ -59,7 +59,6 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
 
     Idempotent: a second run, another --home or a moved venv replaces our entry."""
     from cli.services.settings import mcp_clients as mc
-    from cli.services.settings.files import SettingsError
 
     home = get_home(ctx)
     from cli.services.settings.mcp_clients import cli_command, server_command, snippet
@@ -69,21 +68,18 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
         click.echo(f"# {' '.join(cli_command(client, command))}")
         click.echo(snippet(client, command))
         return
-    try:
-        if client == "opencode":
-            got = mc.register_opencode_file(mc.opencode_config(), command)
-        elif mc.has_cli(client) and not use_file:
-            got = mc.register_cli(client, command)
-        elif client == "claude":
-            if not use_file:
-                raise click.ClickException(
-                    "claude is not on PATH; register by hand (agentlog mcp install claude "
-                    "--print) or let agentlog edit ~/.claude.json (--file)")
-            got = mc.register_claude_file(mc.claude_json(), command)
-        else:
-            got = mc.register_codex_file(_codex_config(), command)
-    except (mc.RegistrationError, SettingsError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    if client == "opencode":
+        got = mc.register_opencode_file(mc.opencode_config(), command)
+    elif mc.has_cli(client) and not use_file:
+        got = mc.register_cli(client, command)
+    elif client == "claude":
+        if not use_file:
+            raise click.ClickException(
+                "claude is not on PATH; register by hand (agentlog mcp install claude "
+                "--print) or let agentlog edit ~/.claude.json (--file)")
+        got = mc.register_claude_file(mc.claude_json(), command)
+    else:
+        got = mc.register_codex_file(_codex_config(), command)
     click.echo(f"{NAME} with {client}: {_SAID[got.action]} ({got.where})")
     if with_hooks:
         _with_hooks(home, client)
@@ -101,12 +97,8 @@ def _with_hooks(home: Home, client: str) -> None:
                    "the service keep its history current")
         return
     from cli.services.settings.agent_hooks import install_hooks
-    from cli.services.settings.files import SettingsError
 
-    try:
-        path, what = install_hooks(home, client)
-    except SettingsError as exc:
-        raise click.ClickException(str(exc)) from exc
+    path, what = install_hooks(home, client)
     click.echo(f"{client} capture hooks: {what} ({path})")
 
 
@@ -117,19 +109,15 @@ def _with_hooks(home: Home, client: str) -> None:
 def uninstall(client: str, use_file: bool) -> None:
     """Remove only agentlog's entry from claude, codex or opencode."""
     from cli.services.settings import mcp_clients as mc
-    from cli.services.settings.files import SettingsError
 
-    try:
-        if client == "opencode":
-            got = mc.unregister_opencode_file(mc.opencode_config())
-        elif mc.has_cli(client) and not use_file:
-            got = mc.unregister_cli(client)
-        elif client == "claude":
-            got = mc.unregister_claude_file(mc.claude_json())
-        else:
-            got = mc.unregister_codex_file(_codex_config())
-    except (mc.RegistrationError, SettingsError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    if client == "opencode":
+        got = mc.unregister_opencode_file(mc.opencode_config())
+    elif mc.has_cli(client) and not use_file:
+        got = mc.unregister_cli(client)
+    elif client == "claude":
+        got = mc.unregister_claude_file(mc.claude_json())
+    else:
+        got = mc.unregister_codex_file(_codex_config())
     click.echo(f"{NAME} {'removed from' if got.action == 'removed' else 'was not registered with'}"
                f" {client} ({got.where})")
 

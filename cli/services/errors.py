@@ -99,8 +99,16 @@ def from_exception(exc: BaseException) -> AgentlogError:
 
     if isinstance(exc, AgentlogError):
         return exc
-    from eventlog.errors import CorruptRecord, LogFull, WriterBusy
-    from projections.errors import ProjectionBusy, ProjectionDamaged, QueryError
+    from eventlog.errors import CorruptRecord, EventLogError, LogFull, WriterBusy
+    from projections.errors import NotFound as NoSuchThing
+    from projections.errors import (
+        ProjectionBusy,
+        ProjectionDamaged,
+        ProjectionError,
+        QueryError,
+        TeamError,
+    )
+    from readers.errors import ReaderError
 
     if isinstance(exc, CorruptRecord):
         from eventlog.records import DAMAGE_HINT
@@ -114,6 +122,12 @@ def from_exception(exc: BaseException) -> AgentlogError:
         return BadInput(str(exc))
     if isinstance(exc, ProjectionDamaged):
         return Damaged(f"{exc}: `agentlog reindex` rebuilds it from the log")
+    if isinstance(exc, NoSuchThing):
+        return NotFound(str(exc))
+    if isinstance(exc, TeamError):
+        return Unavailable(str(exc))
+    if isinstance(exc, (EventLogError, ProjectionError, ReaderError)):
+        return Failure(str(exc))
     from projections.errors import disk_full
 
     if disk_full(exc) and not isinstance(exc, OSError):

@@ -30,7 +30,6 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
     the token from the address bar. The URL, port, pid and token are also written to
     <home>/server.json (mode 0600) while the server runs.
     """
-    from cli.web.server import ServeError
     from cli.web.server import serve as run
 
     home = get_home(ctx)
@@ -38,8 +37,5 @@ def serve(ctx: click.Context, host: str, port: int, allow_remote: bool,
         from cli.services.team_sync import resolve_url
 
         home.postgres = resolve_url(home, postgres)
-    try:
-        run(home, host=host, port=port, allow_remote=allow_remote, capture=capture,
-            header_timeout=header_timeout)
-    except ServeError as exc:
-        raise click.ClickException(str(exc)) from exc
+    run(home, host=host, port=port, allow_remote=allow_remote, capture=capture,
+        header_timeout=header_timeout)

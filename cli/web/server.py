@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from cli.services.config import Home
+from cli.services.errors import Failure
 from cli.web.guard import loopback_hosts
 
 
-class ServeError(Exception):
+class ServeError(Failure):
     """The server cannot start as asked."""
 
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from projections.errors import TeamError as TeamError  # its home; re-exported for the engine
+
 CONNECT_TIMEOUT = 5
 APP_NAME = "agentlog"
 
 _URL_PW = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@")
 _KW_PW = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
-
-
-class TeamError(Exception):
-    """Base of the team engine's errors; messages never hold a password."""
 
 
 class ServerUnavailable(TeamError):

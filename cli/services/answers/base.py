@@ -15,8 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cli.services.errors import Unavailable
 
-class AnswerError(Exception):
+
+class AnswerError(Unavailable):
     """Base error of the answer package (bad config, unusable provider output)."""
 
 

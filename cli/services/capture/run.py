@@ -15,13 +15,14 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from cli.services.errors import Failure
 from cli.services.output import emit_json, human_bytes
 
 if TYPE_CHECKING:
     from cli.services.config import Home
 
 
-class CaptureFailed(Exception):
+class CaptureFailed(Failure):
     """The log refused the capture (`EventLogError`: busy writer, full disk, damage)."""
 
 

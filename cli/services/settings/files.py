@@ -23,11 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cli.services.errors import Failure
+
 BACKUP_SUFFIX = ".agentlog.bak"
 ORIG_SUFFIX = ".agentlog.orig"
 
 
-class SettingsError(Exception):
+class SettingsError(Failure):
     """A settings file that cannot be read or edited safely."""
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cli.services.errors import Failure
 
-class JsoncError(Exception):
+
+class JsoncError(Failure):
     """The text is not JSONC, or the edit cannot be made safely."""
 
 

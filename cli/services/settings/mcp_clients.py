@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli.services.errors import Failure
 from cli.services.settings import files as sf
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Outcome:
     where: str
 
 
-class RegistrationError(Exception):
+class RegistrationError(Failure):
     """A client CLI failed, or a config file cannot be edited safely."""
 
 
