@@ -22,10 +22,9 @@ from typing import Any
 
 from cli.services.capture.loop import with_capture
 from cli.services.config import Home
-from cli.services.errors import BadInput, Busy, Damaged, Unavailable
-from cli.services.errors import NotFound as Missing
+from cli.services.errors import BadInput, Damaged, NotFound, from_exception
 from projections import query as q
-from projections.errors import NotFound, ProjectionBusy, ProjectionDamaged, QueryError
+from projections.errors import ProjectionDamaged, ProjectionError
 from readers import registry
 
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
@@ -76,23 +75,16 @@ def _engine(home: Home) -> str | None:
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call a query function, its errors as the tree's (`cli.services.errors`)."""
-    from projections.pg.conn import TeamError
-
+    """Call a query function, its errors as the tree's (`cli.services.errors.from_exception`);
+    a damaged history.db also starts its rebuild from the log."""
     try:
         return fn(*args, **kwargs)
-    except TeamError as exc:
-        raise Unavailable(str(exc)) from None
-    except NotFound as exc:
-        raise Missing(str(exc)) from None
-    except ProjectionBusy as exc:
-        raise Busy(f"history.db is busy: {exc}") from None
     except ProjectionDamaged as exc:
         started = bool(args) and isinstance(args[0], Path) and _rebuild_in_background(args[0])
         now = "; rebuilding it from the log now, retry shortly" if started else ""
         raise Damaged(f"{exc}{now}: {DAMAGED_HINT}") from None
-    except QueryError as exc:
-        raise BadInput(str(exc)) from None
+    except ProjectionError as exc:  # busy, not found, a bad parameter, the team server
+        raise from_exception(exc) from None
 
 
 def search(
@@ -139,7 +131,7 @@ def document(home: Home, hit_id: str) -> dict[str, Any]:
     else:
         doc = _call(q.get_document, home.history_db, hit_id)
     if doc is None:
-        raise Missing(f"no document {hit_id!r}")
+        raise NotFound(f"no document {hit_id!r}")
     result: dict[str, Any] = doc
     return result
 
@@ -167,7 +159,7 @@ def decision_history(home: Home, topic: str) -> dict[str, Any]:
     """Every revision of a decision topic."""
     found = _call(q.decision_history, home.history_db, topic)
     if found is None:
-        raise Missing(f"no decision {topic!r}")
+        raise NotFound(f"no decision {topic!r}")
     result: dict[str, Any] = found
     return result
 
@@ -176,7 +168,7 @@ def run_log(home: Home, basename: str, from_offset: int = 0) -> dict[str, Any]:
     """A bounded window of a run log from a byte offset."""
     found = _call(q.run_log, home.history_db, basename, from_offset)
     if found is None:
-        raise Missing(f"no run {basename!r}")
+        raise NotFound(f"no run {basename!r}")
     result: dict[str, Any] = found
     return result
 

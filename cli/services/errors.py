@@ -116,8 +116,10 @@ def from_exception(exc: BaseException) -> AgentlogError:
         return Failure(f"{exc}: {DAMAGE_HINT}")
     if isinstance(exc, LogFull):
         return Failure(str(exc))
-    if isinstance(exc, (WriterBusy, ProjectionBusy)):
+    if isinstance(exc, WriterBusy):
         return Busy(str(exc))
+    if isinstance(exc, ProjectionBusy):
+        return Busy(f"history.db is busy: {exc}")
     if isinstance(exc, QueryError):
         return BadInput(str(exc))
     if isinstance(exc, ProjectionDamaged):
