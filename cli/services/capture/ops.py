@@ -1,9 +1,9 @@
 """What the capture front ends share, without click: the roots and the capture of named files.
 
 `agentlog capture`, `capture --path` and `hooks run` (which `cli.fast` answers without
-importing click) call these; `CaptureConfigError` is bad input (`cli.services.errors`),
-shown in the one error style by every front end. This is the only place the capture roots are read
-from flags, `config.json` and the environment; the library gets them as values.
+importing click) call these; `CaptureConfigError` is a failure (`cli.services.errors`: exit
+1, as for any config.json problem). This is the only place the capture roots are read from
+flags, `config.json` and the environment; the library gets them as values.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.services.errors import BadInput
+from cli.services.errors import Failure
 
 if TYPE_CHECKING:
     from cli.services.config import Home
 
 
-class CaptureConfigError(BadInput):
+class CaptureConfigError(Failure):
     """A capture root setting of config.json that is not a path or a list of paths."""
 
 
