@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "retention": "cli.commands.retention:retention",
     "sync": "cli.commands.team:sync",
     "team": "cli.commands.team:team",
+    "secrets": "cli.commands.secrets:secrets",
 }
 
 HELP: dict[str, str] = {
@@ -57,9 +58,10 @@ HELP: dict[str, str] = {
     "retention": "Show or raise Claude Code's transcript cleanup period.",
     "sync": "Copy the log to the team PostgreSQL server and project it there.",
     "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
+    "secrets": "List the secrets redacted from history (kind, session, time; never a value).",
 }
 
 # Commands that only read the home: a home that does not exist is a mistake (a typo in
 # --home or AGENTLOG_HOME), never silently an empty history. The others create it.
 READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
-                       "audit", "backup", "restore", "reindex"})
+                       "audit", "backup", "restore", "reindex", "secrets"})

@@ -31,6 +31,7 @@ from eventlog.events import (
     tag_of,
 )
 from eventlog.records import RawRecord, StoredEvent, decode_record
+from projections import redact, secrets
 from projections.rows import (
     MESSAGE_KINDS,
     ORD_SPAN,
@@ -80,13 +81,17 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     kind = ev.kind if ev.kind in MESSAGE_KINDS else "message"
     run = ev.extra.get("run")
     conv = f"thread:{ev.thread}" if ev.thread else f"message:{ev.id}"
+    body, found = redact.redact(ev.body)
+    agent = _sender_agent(con, ev.sender, ev.extra)
+    if found is not None:
+        secrets.note(con, f"message:{ev.id}", found, agent, ev.session, ev.at)
     # id, kind, agent, at, project, session, job, run, message, cursor, conversation, role,
     # tool, subagent, subagent_name, title, archived, seq, ord, source, sender, extra, text
     rowid = put_row(con, [
-        f"message:{ev.id}", kind, _sender_agent(con, ev.sender, ev.extra), ev.at, ev.project,
+        f"message:{ev.id}", kind, agent, ev.at, ev.project,
         ev.session, ev.job, run_basename(run) if isinstance(run, str) and run else None,
         ev.id, None, conv, kind, None, None, None, None, 0, st.seq, st.seq * ORD_SPAN, None,
-        ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, ev.body,
+        ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, body,
     ], policy="keep")
     if rowid and ev.to:  # the addressees, so a peer's session filter finds what it was sent
         to = [(alias, rowid) for alias in dict.fromkeys(ev.to) if isinstance(alias, str) and alias]

@@ -22,6 +22,9 @@ from operator import add
 from types import ModuleType
 from typing import Any, NamedTuple
 
+import msgspec
+
+from projections import redact
 from readers.records import MAX_LINE, ParseResult, SourceInfo
 
 _zstd: Any = None
@@ -118,7 +121,16 @@ def parse_lines(
     parser: ModuleType, info: SourceInfo, state: dict[str, Any],
     lines: list[tuple[int, bytes]], generation: int,
 ) -> tuple[int, list[ParseResult]]:
-    """(non-blank lines, one result per non-blank line) of `lines`, in order."""
+    """(non-blank lines, one result per non-blank line) of `lines`, in order, their secrets
+    redacted (`redact_results`)."""
+    n, results = _parse_lines(parser, info, state, lines, generation)
+    return n, redact_results(results)
+
+
+def _parse_lines(
+    parser: ModuleType, info: SourceInfo, state: dict[str, Any],
+    lines: list[tuple[int, bytes]], generation: int,
+) -> tuple[int, list[ParseResult]]:
     many = getattr(parser, "parse_lines", None)
     if many is not None:  # readers.parse: a chunk's lines in one call (it never raises)
         results: list[ParseResult] = many(info, state, lines, generation)
@@ -181,11 +193,50 @@ def state_scope(parser: ModuleType, info: SourceInfo) -> str:
 
 
 def call(fn: Any, *args: Any) -> ParseResult:
+    """A parse call's result (its secrets redacted); a parser that raises is counted."""
     try:
         res = fn(*args)
     except Exception as exc:  # the contract says parsers never raise; count if one does
         return _failed(f"parser-error:{type(exc).__name__}")
-    return _checked(res)
+    return redact_results([_checked(res)])[0]
+
+
+def redact_results(results: list[ParseResult]) -> list[ParseResult]:
+    """`results` with the secrets of their records' texts, tool inputs and titles and of
+    their session titles replaced by markers (`projections.redact`), each result noting
+    what it redacted in `redacted`: the one place parsed text is redacted, before the
+    sequential applier or the parallel build's parse process hands it on."""
+    scrub = redact.redactor().redact
+    for res in results:
+        recs = res.records
+        for i, rec in enumerate(recs):
+            text, found = scrub(rec.text)
+            tool_input = rec.tool_input
+            if tool_input is not None:
+                tool_input, more = scrub(tool_input)
+                found = _merge(found, more)
+            title = rec.title
+            if title is not None:
+                title, more = scrub(title)
+                found = _merge(found, more)
+            if found is not None:
+                recs[i] = msgspec.structs.replace(rec, text=text, tool_input=tool_input,
+                                                  title=title)
+                res.redacted.extend((i, kind, n) for kind, n in sorted(found.items()))
+        for j, t in enumerate(res.titles):
+            title, found = scrub(t.title)
+            if found is not None:
+                res.titles[j] = msgspec.structs.replace(t, title=title)
+                res.redacted.extend((-1 - j, kind, n) for kind, n in sorted(found.items()))
+    return results
+
+
+def _merge(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+    if b is None:
+        return a
+    if a is None:
+        return b
+    return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
 
 def _checked(res: Any) -> ParseResult:

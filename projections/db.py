@@ -136,6 +136,10 @@ CREATE TABLE subagents(
 );
 CREATE TABLE parser_state(scope TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE opaque_events(tag TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE secrets(  -- what redaction found (projections/secrets.py; never a value)
+  doc TEXT NOT NULL, kind TEXT NOT NULL, agent TEXT, session TEXT, at INTEGER,
+  count INTEGER NOT NULL, PRIMARY KEY(doc, kind)
+) WITHOUT ROWID;
 CREATE TABLE checkpoint(
   id INTEGER PRIMARY KEY CHECK (id = 1),
   last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL,
@@ -226,7 +230,7 @@ def parser_module() -> ModuleType:
 _VERSION_LINE = re.compile(rb"^PARSER_VERSION\s*=\s*(\d+|\"[^\"]*\"|'[^']*')\s*$", re.M)
 
 
-def parser_version() -> str:
+def _parsers_version() -> str:
     """`readers.parse.PARSER_VERSION` as a string.
 
     Read from the module's source when it is a plain literal, so the fast search path
@@ -244,6 +248,16 @@ def parser_version() -> str:
             return match.group(1).decode().strip("\"'")
     mod = importlib.import_module("readers.parse")
     return str(getattr(mod, "PARSER_VERSION", "0"))
+
+
+def parser_version() -> str:
+    """The version of what turns events into rows: `readers.parse.PARSER_VERSION` and the
+    redaction's (`projections.redact.version()`: its detectors and config.json's rules), so
+    a change of either makes the file stale (catch-up rebuilds it, the team projector
+    replays)."""
+    from projections import redact
+
+    return f"{_parsers_version()}+redact.{redact.version()}"
 
 
 def fts5_available() -> bool:

@@ -36,6 +36,7 @@ CANONICAL = {
     "unknown_types": "SELECT source, type, count FROM unknown_types ORDER BY source, type",
     "parser_state": "SELECT scope, state FROM parser_state ORDER BY scope",
     "opaque_events": "SELECT tag, count FROM opaque_events ORDER BY tag",
+    "secrets": "SELECT doc, kind, agent, session, at, count FROM secrets ORDER BY doc, kind",
     "checkpoint": "SELECT last_seq, last_hash, schema_version, parser_version, engine"
                   " FROM checkpoint",
 }

@@ -111,9 +111,11 @@ def load(
     `follow`: the log is still being written; the parse process reads on as it grows until
     this process's stdin (which it inherits) reaches its end, then up to the head of that
     moment (`stop` is ignored)."""
+    from projections import redact
+
     args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
                        RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
-                       pipestats.PATH])
+                       pipestats.PATH, redact.rules()])
     # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
     # given this process's import path; frames on its stdout, its stderr is ours.
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
@@ -216,12 +218,18 @@ def apply_ops(
 
 def produce(log_dir: str, stop: int, batch: int, batch_bytes: int, release_bytes: int,
             part_bytes: int, pack_fill: float = PACK_FILL,
-            state_bytes: int = STATE_BYTES, stats: str | None = None) -> None:
+            state_bytes: int = STATE_BYTES, stats: str | None = None,
+            secret_rules: dict[str, Any] | None = None) -> None:
     """The parse process: read, check, decode and parse seq 1..`stop` (`stop` < 0: follow
-    the log until stdin ends, then to its head); batches to stdout."""
+    the log until stdin ends, then to its head), redacting with the building process's
+    `secret_rules` (`redact.rules()`); batches to stdout."""
     out = sys.stdout.buffer
     pipestats.PATH = stats
     try:
+        if secret_rules:
+            from projections import redact
+
+            redact.configure(secret_rules.get("patterns"), secret_rules.get("allow"))
         from eventlog.records import ChainCheck
         from projections import heap, pages
 

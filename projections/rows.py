@@ -111,9 +111,13 @@ def put_document(
     `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
     place in its conversation is stable, and so is its `archived` flag unless `doc` gives
     one); "keep" leaves an existing row alone; "same_source" replaces only a row that came
-    from the same source. `text` is bounded to MAX_DOC_CHARS. Other modules (archive,
+    from the same source. `text` is bounded to MAX_DOC_CHARS; its secrets (and the title's)
+    are redacted first (`projections.secrets.redact_document`). Other modules (archive,
     import) use this to write documents.
     """
+    from projections.secrets import redact_document  # secrets out (docs/secrets.md)
+
+    doc = redact_document(con, doc)
     row = [doc.get(c) for c in _COLUMNS]
     row[_ARCHIVED] = int(row[_ARCHIVED] or 0)
     return put_row(con, row, policy=policy, set_archived="archived" in doc) > 0

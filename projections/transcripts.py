@@ -37,7 +37,7 @@ from eventlog.events import (
     SourceSeen,
 )
 from eventlog.records import StoredEvent
-from projections import assemble, runlogs
+from projections import assemble, runlogs, secrets
 from projections.db import parser_module
 from projections.rows import Applier, agent_family, need_index, put_row, run_basename
 from projections.transcript_rows import Batch, batch_for, context, flush, forget_lookups, make_row
@@ -295,7 +295,25 @@ def _apply_results(
                     batch[2].append(run)
             counter[1] += 1
         n += len(res.records)
+        if res.redacted:
+            _note_redacted(con, res, source, at)
     return n
+
+
+def _note_redacted(con: sqlite3.Connection, res: ParseResult, source: str, at: int) -> None:
+    """Note what `assemble.redact_results` redacted in `res` (`projections.secrets`)."""
+    for i, kind, count in res.redacted:
+        if i >= 0:
+            rec = res.records[i]
+            doc = (f"run:{run_basename(rec.run)}#meta" if rec.run
+                   else f"transcript:{rec.uid}")
+            secrets.note(con, doc, {kind: count}, agent_family(rec.agent), rec.session,
+                         at if rec.at is None else rec.at)
+        else:
+            t = res.titles[-1 - i]
+            family = agent_family(t.agent)
+            secrets.note(con, f"title:{family}:{t.session}", {kind: count}, family,
+                         t.session, at)
 
 
 def _ord_counter(con: sqlite3.Connection) -> list[int]:

@@ -118,6 +118,9 @@ class ParseResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     unknown: dict[str, int] = msgspec.field(default_factory=dict)
     skipped: int = 0
     subagents: list[SubagentNamed] = msgspec.field(default_factory=list)
+    # secrets the projection redacted (`projections.redact`; parsers leave it empty):
+    # (record index, or -1 - title index, kind, count)
+    redacted: list[tuple[int, str, int]] = msgspec.field(default_factory=list)
 
     def count_unknown(self, kind: str) -> None:
         self.unknown[kind] = self.unknown.get(kind, 0) + 1

@@ -139,14 +139,48 @@ def load_config(path: Path) -> dict[str, Any]:
 
 
 def resolve_home(option: str | None) -> Home:
+    """The home of `--home`, AGENTLOG_HOME or the platform's data dir, its config.json's
+    `secrets` rules handed to the redaction (`use_secret_rules`)."""
     if option:
-        return Home(Path(option).expanduser().absolute())
-    env = os.environ.get("AGENTLOG_HOME")
-    if env:
-        return Home(Path(env).expanduser().absolute())
-    import platformdirs
+        home = Home(Path(option).expanduser().absolute())
+    else:
+        env = os.environ.get("AGENTLOG_HOME")
+        if env:
+            home = Home(Path(env).expanduser().absolute())
+        else:
+            import platformdirs
 
-    return Home(Path(platformdirs.user_data_dir("agentlog", appauthor=False)))
+            home = Home(Path(platformdirs.user_data_dir("agentlog", appauthor=False)))
+    use_secret_rules(home)
+    return home
+
+
+def use_secret_rules(home: Home) -> None:
+    """Hand config.json's `secrets.patterns` (kind -> regex) and `secrets.allow` (exact
+    strings or regexes never redacted) to `projections.redact` for this process: every
+    projection it writes, and the version history.db records, follow them (docs/secrets.md).
+    Nothing is read or imported when config.json does not exist."""
+    if not home.config_path.exists():
+        return
+    rules = home.config.get("secrets")
+    if rules is None:
+        return
+    from cli.services.errors import Failure
+
+    if not isinstance(rules, dict):
+        raise Failure(f"{home.config_path}: secrets must be an object with \"patterns\" "
+                      "and/or \"allow\"")
+    patterns = rules.get("patterns") or {}
+    allow = rules.get("allow") or []
+    if not isinstance(patterns, dict) or not isinstance(allow, list):
+        raise Failure(f"{home.config_path}: secrets.patterns must be an object (name -> "
+                      "regex), secrets.allow a list of strings")
+    from projections.redact import RulesError, configure
+
+    try:
+        configure(patterns, allow)
+    except RulesError as exc:
+        raise Failure(f"{home.config_path}: {exc}") from exc
 
 
 def get_home(ctx: Any) -> Home:

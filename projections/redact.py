@@ -1,0 +1,373 @@
+"""Secrets out of every projected text: text in, redacted text and what was found out.
+
+Promises:
+- `redact(text)` returns the text with every secret the detectors find replaced by a typed
+  marker, `[redacted:<kind>]` (the words around it stay as they were, so they stay
+  searchable), and the kinds found with their counts (None when nothing was found: the
+  common case costs no allocation). Pure: no I/O, no clock; the same text and rules give the
+  same answer in every process (the parse process of a rebuild, a catch-up, the team
+  projector);
+- the detectors are detect-secrets' plugins and the agents' own patterns
+  (`projections.redact_rules`), plus the `config.json` rules a front end passes in
+  (`configure`: `secrets.patterns`, name -> regex; `secrets.allow`, values never redacted,
+  each an exact string or a regex the whole value matches);
+- a cheap gate first: a built-in detector can only match a text holding one of `GATE`'s
+  characters, and its regex runs only when one of its needles is in the text (C-speed
+  substring tests); the gated answer equals the ungated one (tests/test_redact.py);
+- `version()` names the detectors and the configured rules: history.db records it with the
+  parser version (`projections.db.parser_version`), so a change of either is a projection
+  change that catch-up turns into a rebuild.
+
+Imports nothing heavy: the search path asks `version()`; the rules compile on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+# 1: detect-secrets 1.5.0's plugins + the agents' patterns (projections/redact_rules.py)
+VERSION = 1
+MARK = "[redacted:{}]"
+# Every built-in rule's match holds one of these characters (its needles do: checked by
+# tests/test_redact.py): a text with none of them holds no secret a built-in rule finds.
+GATE = "ABGJP_-@=:\"'"
+
+Found = dict[str, int]
+_rules: dict[str, Any] = {"patterns": {}, "allow": []}
+_active: list[Redactor] = []
+
+
+class RulesError(ValueError):
+    """A `secrets` rule of config.json that cannot be used (names the rule)."""
+
+
+def configure(patterns: Mapping[str, str] | None = None,
+              allow: Iterable[str] | None = None) -> None:
+    """Use these extra patterns (kind -> regex) and allowlist from now on in this process;
+    raises `RulesError` naming a rule that is not a valid regex."""
+    pats = dict(patterns or {})
+    allowed = list(allow or [])
+    for name, pattern in pats.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+            raise RulesError(f"secrets.patterns: {name!r} is not a name (letters, digits, "
+                             "'-', '_', '.')")
+        _compile(pattern, f"secrets.patterns.{name}")
+    for value in allowed:
+        if not isinstance(value, str):
+            raise RulesError(f"secrets.allow: {value!r} is not a string")
+    _rules.update(patterns=pats, allow=allowed)
+    _active.clear()
+
+
+def rules() -> dict[str, Any]:
+    """The configured rules (JSON-ready: a rebuild's parse process gets them this way)."""
+    return {"patterns": dict(_rules["patterns"]), "allow": list(_rules["allow"])}
+
+
+def version() -> str:
+    """The detectors' version, with a digest of the configured rules when there are any."""
+    if not _rules["patterns"] and not _rules["allow"]:
+        return str(VERSION)
+    blob = json.dumps(_rules, sort_keys=True, ensure_ascii=False).encode("utf-8", "replace")
+    return f"{VERSION}.{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
+def redactor() -> Redactor:
+    """The redactor of the configured rules (made once per configuration)."""
+    if not _active:
+        _active.append(Redactor(_rules["patterns"], _rules["allow"]))
+    return _active[0]
+
+
+def redact(text: str) -> tuple[str, Found | None]:
+    """`redactor().redact(text)`."""
+    return redactor().redact(text)
+
+
+def _compile(pattern: object, where: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise RulesError(f"{where}: {pattern!r} is not a string")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RulesError(f"{where}: {pattern!r} is not a valid regex ({exc})") from exc
+
+
+_Check = Callable[[str], bool]
+
+
+class Redactor:
+    """The compiled rules: built-in (gated by needles) and configured (always run)."""
+
+    def __init__(self, patterns: Mapping[str, str] | None = None,
+                 allow: Iterable[str] | None = None) -> None:
+        from projections.redact_rules import AGENTS, LIBRARY
+
+        self.rules: list[tuple[str, tuple[str, ...], bool, re.Pattern[str], int]] = []
+        # private keys first (their block holds lines other rules would cut), then the
+        # agents' rules: where two rules find the same span, the more specific kind
+        # (anthropic-key before the library's generic ones) names it
+        keys = tuple(r for r in LIBRARY if r[0] == "private-key")
+        rest = tuple(r for r in LIBRARY if r[0] != "private-key")
+        for kind, needles, pattern, flags, group in (*keys, *AGENTS, *rest):
+            lower = any(n != n.upper() and n == n.lower() and flags & re.IGNORECASE
+                        for n in needles)
+            self.rules.append((kind, needles, lower, re.compile(pattern, flags), group))
+        self.extra = [(name, _compile(p, f"secrets.patterns.{name}"))
+                      for name, p in (patterns or {}).items()]
+        allowed = list(allow or [])
+        self.allow_exact = frozenset(allowed)
+        self.allow_re: list[re.Pattern[str]] = []
+        for value in allowed:
+            try:
+                self.allow_re.append(re.compile(value))
+            except re.error:
+                pass  # an exact string only
+        self.gate = tuple(GATE)
+
+    def redact(self, text: str, *, gated: bool = True) -> tuple[str, Found | None]:
+        """(text with every found secret replaced by its marker, kinds found -> counts)."""
+        if gated and not self.extra:
+            for c in self.gate:
+                if c in text:
+                    break
+            else:
+                return text, None
+        spans = self.find(text, gated=gated)
+        if not spans:
+            return text, None
+        out: list[str] = []
+        found: Found = {}
+        at = 0
+        for start, end, kind in spans:
+            out.append(text[at:start])
+            out.append(MARK.format(kind))
+            found[kind] = found.get(kind, 0) + 1
+            at = end
+        out.append(text[at:])
+        return "".join(out), found
+
+    def find(self, text: str, *, gated: bool = True) -> list[tuple[int, int, str]]:
+        """The secrets' spans (start, end, kind), in order, none overlapping. Every rule
+        runs line by line, as detect-secrets scans (a private key's block then grows over
+        the lines of its key); gated, only on the lines that hold one of its needles."""
+        taken: list[tuple[int, int, str]] = []
+        every: list[tuple[int, int]] | None = None
+        low: str | None = None
+        seen: dict[tuple[bool, tuple[str, ...]], list[tuple[int, int]]] = {}
+        for kind, needles, lower, regex, group in self.rules:
+            if gated:
+                if lower:
+                    if low is None:
+                        low = text.lower()
+                    hay = low if len(low) == len(text) else text.casefold()
+                    if len(hay) != len(text):  # case folding moved offsets: every line
+                        every = every or _lines(text)
+                        windows = every
+                    else:
+                        windows = seen.get((True, needles)) or _windows(hay, needles)
+                        seen[(True, needles)] = windows
+                else:
+                    windows = seen.get((False, needles)) or _windows(text, needles)
+                    seen[(False, needles)] = windows
+                if not windows:
+                    continue
+            else:
+                every = every or _lines(text)
+                windows = every
+            for a, b in windows:
+                for m in regex.finditer(text, a, b):
+                    for start, end in _groups(m, group):
+                        if not self._secret(kind, text[start:end]):
+                            continue
+                        if kind == "private-key":
+                            start, end = _key_block(text, start, end)
+                        elif kind == "jwt":  # the library's lazy match stops before the
+                            tail = _JWT_TAIL.match(text, end)  # signature: all of it
+                            end = tail.end() if tail else end
+                        _take(taken, start, end, kind)
+        for name, regex in self.extra:
+            for m in regex.finditer(text):
+                start, end = m.span(1) if regex.groups else m.span()
+                if end > start and not self._allowed(text[start:end]):
+                    _take(taken, start, end, name)
+        taken.sort()
+        return taken
+
+    def _allowed(self, value: str) -> bool:
+        return value in self.allow_exact or any(r.fullmatch(value) for r in self.allow_re)
+
+    def _secret(self, kind: str, value: str) -> bool:
+        """Whether a match is a secret: not allowed, not a placeholder, and past the checks
+        of its kind."""
+        if not value or self._allowed(value):
+            return False
+        check = _CHECKS.get(kind)
+        if check is not None and not check(value):
+            return False
+        return kind == "private-key" or not _placeholder(value)
+
+
+def _groups(m: re.Match[str], group: int) -> Iterable[tuple[int, int]]:
+    if group >= 0:
+        span = m.span(group)
+        return (span,) if span[0] >= 0 else ()
+    # every non-empty group (RegexBasedDetector.analyze_string), else the whole match
+    spans = [m.span(i) for i in range(1, (m.re.groups or 0) + 1) if m.span(i)[1] > m.span(i)[0]]
+    return spans if spans else (m.span(),)
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every line of `text` (split at "\\n")."""
+    out = []
+    a = 0
+    for line in text.split("\n"):
+        out.append((a, a + len(line)))
+        a += len(line) + 1
+    return out
+
+
+LONG_LINE = 4096  # a longer line (minified JSON, a one-line dump) is looked at around
+REACH = 512  # each of its needles, this far either side: a rule's regex over a whole long
+# line costs it once per position (the keyword plugin's IGNORECASE alternation: ~1 MB/s)
+
+
+def _windows(hay: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The lines of `hay` that hold one of `needles` (of a line longer than `LONG_LINE`,
+    the stretches within `REACH` of a needle), in order, merged."""
+    found: set[tuple[int, int]] = set()
+    end = len(hay)
+    for n in needles:
+        i = hay.find(n)
+        while i >= 0:
+            a = hay.rfind("\n", 0, i) + 1
+            b = hay.find("\n", i)
+            if b < 0:
+                b = end
+            if b - a > LONG_LINE:
+                found.add((max(a, i - REACH), min(b, i + len(n) + REACH)))
+                i = hay.find(n, i + 1)
+            else:
+                found.add((a, b))
+                i = hay.find(n, b)
+    if len(found) < 2:
+        return list(found)
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(found):
+        if merged and a <= merged[-1][1]:
+            if b > merged[-1][1]:
+                merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    return merged
+
+
+_JWT_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
+
+
+def _take(taken: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
+    """Add a span unless it overlaps one taken before (earlier rules win)."""
+    for s, e, _ in taken:
+        if start < e and s < end:
+            return
+    taken.append((start, end, kind))
+
+
+_KEY_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|---- END SSH2[^\n]*")
+_KEY_LINES = re.compile(r"(?:-----)?[^\n]*(?:\\n|\n)?(?:[ \t]*[A-Za-z0-9+/=:,\- ]*(?:\\n|\n))*")
+
+
+def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
+    """A private key's marker -> the whole key: from the dashes before it to its END line,
+    or, with none, to the end of the lines of key material after it."""
+    while start > 0 and text[start - 1] == "-":
+        start -= 1
+    close = _KEY_END.search(text, end, end + 100_000)
+    if close is not None:
+        return start, close.end()
+    m = _KEY_LINES.match(text, end)
+    return start, (m.end() if m else end)
+
+
+def _placeholder(value: str) -> bool:
+    """A value that names a secret rather than holding one ($VAR, ${VAR}, <key>, {{x}},
+    a run of one character, your-key-here)."""
+    v = value.strip("'\"`")
+    if not v or v[0] in "$<{%[(" or v.startswith(("process.env", "os.environ", "env.")):
+        return True
+    low = v.lower()
+    if low in _WORDS or len(set(v)) <= 2:
+        return True
+    return any(w in low for w in ("your_", "your-", "xxxx", "****", "<", "...", "redacted"))
+
+
+_WORDS = frozenset(("true", "false", "none", "null", "undefined", "changeme", "password",
+                    "secret", "example", "placeholder", "required", "optional", "string"))
+
+
+def _mixed(value: str) -> bool:
+    """A random token: letters and digits both (a word or a name is not a key)."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def shannon_entropy(data: str, charset: str) -> float:
+    """detect-secrets' `HighEntropyStringsPlugin.calculate_shannon_entropy`."""
+    if not data:
+        return 0
+    entropy = 0.0
+    for x in charset:
+        p_x = float(data.count(x)) / len(data)
+        if p_x > 0:
+            entropy += - p_x * math.log(p_x, 2)
+    return entropy
+
+
+BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/\\-_="
+HEX = "0123456789abcdefABCDEF"
+_HEX_ONLY = re.compile(r"[0-9a-fA-F]+")
+
+
+def _high_entropy(value: str) -> bool:
+    """Base64HighEntropyString's test (limit 4.5) of a value that is not hex (hashes and
+    commit ids are not secrets), nor a digest tag (sha512-…), nor a path."""
+    if _HEX_ONLY.fullmatch(value) or value.startswith(("sha1-", "sha256-", "sha384-",
+                                                       "sha512-", "/")):
+        return False
+    return _mixed(value) and shannon_entropy(value, BASE64) > 4.5
+
+
+def jwt_valid(token: str) -> bool:
+    """detect-secrets' `JwtTokenDetector.is_formally_valid`."""
+    import base64
+
+    parts = token.split(".")
+    for idx, part_str in enumerate(parts):
+        try:
+            part = part_str.encode("ascii")
+            m = len(part) % 4
+            if m == 1:
+                raise TypeError("Incorrect padding")
+            elif m == 2:
+                part += b"=="
+            elif m == 3:
+                part += b"==="
+            b64_decoded = base64.urlsafe_b64decode(part)
+            if idx < 2:
+                _ = json.loads(b64_decoded.decode("utf-8"))
+        except (TypeError, ValueError, UnicodeDecodeError):
+            return False
+    return True
+
+
+_CHECKS: dict[str, _Check] = {
+    "jwt": jwt_valid,
+    "openai-key": _mixed,
+    "anthropic-key": _mixed,
+    "authorization": lambda v: len(v) >= 8 and _mixed(v),
+    "high-entropy": _high_entropy,
+}

@@ -1,0 +1,127 @@
+"""The secret detectors of `projections.redact`: detect-secrets' patterns, and the agents'.
+
+detect-secrets (1.5.0) is the maintained library these come from: each `LIBRARY` entry is
+one regex of one of its plugins' `denylist` (or of its keyword plugin's quotes-required
+set), byte for byte, with the group its `analyze_string` yields. They are written out here
+rather than imported because importing the library loads `requests` and its whole scan
+machinery (~0.3 s): more than a +1 capture may take in all (docs/secrets.md).
+`tests/test_redact.py` holds every entry equal to the installed library's regex, its
+entropy and JWT checks equal to the library's, so an upgrade that changes a pattern fails
+there until this table and `redact.VERSION` move together.
+
+`AGENTS`: what the library lacks for the agents' world (Anthropic, OpenAI, Gemini/Google
+keys, `.env` lines, `Authorization:` headers, connection strings with a password).
+
+A rule is (kind, needles, pattern, flags, group): `needles` are substrings one of which every
+match contains (`redact` runs the regex only when one is in the text: `str.__contains__` is
+C-fast, a regex is not); a needle in lower case is looked up in the lower-cased text (the
+IGNORECASE patterns). `group`: the group that is the secret (0: the whole match; -1: every
+non-empty group, as `RegexBasedDetector.analyze_string` yields them).
+"""
+
+from __future__ import annotations
+
+import re
+
+Rule = tuple[str, tuple[str, ...], str, int, int]
+
+_I = re.IGNORECASE
+
+# detect_secrets.plugins.keyword: QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP, the set the plugin
+# uses for a text of no known file type (pattern, its flags but UNICODE, the secret's group)
+_KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
+_KEYWORD = (
+    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?:(\\s*)([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\4)',
+     _I, 5),
+    ('([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\1)\\s*[!=]{2,3}\\s*\\w*(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*',
+     0, 2),
+    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?\\s*(={1,3}|!==?)\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\4)',
+     _I, 5),
+    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*[^\\s]{0,50}?\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\2);',
+     _I, 3),
+    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?\\s*=>?\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\3)',
+     _I, 4),
+)
+
+LIBRARY: tuple[Rule, ...] = (
+    # PrivateKeyDetector (the block around each marker: `redact._key_block`)
+    *(("private-key", (marker[:5],), marker, 0, 0) for marker in (
+        "BEGIN DSA PRIVATE KEY", "BEGIN EC PRIVATE KEY", "BEGIN OPENSSH PRIVATE KEY",
+        "BEGIN PGP PRIVATE KEY BLOCK", "BEGIN PRIVATE KEY", "BEGIN RSA PRIVATE KEY",
+        "BEGIN SSH2 ENCRYPTED PRIVATE KEY", "PuTTY-User-Key-File-2")),
+    # AWSKeyDetector
+    ("aws-access-key", ("A3T", "ABIA", "ACCA", "AKIA", "ASIA"),
+     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", 0, 0),
+    ("aws-secret-key", ("aws",),
+     r"""aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['"]([0-9a-zA-Z/+]{40})['"]""",
+     _I, -1),
+    # GitHubTokenDetector
+    ("github-token", ("gh",), r"(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}", 0, 0),
+    # GitLabTokenDetector
+    ("gitlab-token", ("gl",), r"(glpat|gldt|glft|glsoat|glrt)-[A-Za-z0-9_\-]{20,50}(?!\w)",
+     0, 0),
+    ("gitlab-token", ("GR1348941",), r"GR1348941[A-Za-z0-9_\-]{20,50}(?!\w)", 0, 0),
+    ("gitlab-token", ("glcbt-",), r"glcbt-([0-9a-fA-F]{2}_)?[A-Za-z0-9_\-]{20,50}(?!\w)", 0, 0),
+    ("gitlab-token", ("glimt-",), r"glimt-[A-Za-z0-9_\-]{25}(?!\w)", 0, 0),
+    ("gitlab-token", ("glptt-",), r"glptt-[A-Za-z0-9_\-]{40}(?!\w)", 0, 0),
+    ("gitlab-token", ("glagent-",), r"glagent-[A-Za-z0-9_\-]{50,1024}(?!\w)", 0, 0),
+    ("gitlab-token", ("gloas-",), r"gloas-[A-Za-z0-9_\-]{64}(?!\w)", 0, 0),
+    # SlackDetector
+    ("slack-token", ("xox",), r"xox(?:a|b|p|o|s|r)-(?:\d+-)+[a-z0-9]+", _I, 0),
+    ("slack-webhook", ("hooks.slack.com",),
+     r"https://hooks\.slack\.com/services/T[a-zA-Z0-9_]+/B[a-zA-Z0-9_]+/[a-zA-Z0-9_]+",
+     _I | re.VERBOSE, 0),
+    # StripeDetector
+    ("stripe-key", ("k_live_",), r"(?:r|s)k_live_[0-9a-zA-Z]{24}", 0, 0),
+    # OpenAIDetector
+    ("openai-key", ("T3BlbkFJ",), r"sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}",
+     0, 0),
+    # NpmDetector
+    ("npm-token", ("_authToken",),
+     r"\/\/.+\/:_authToken=\s*((npm_.+)|([A-Fa-f0-9-]{36})).*", 0, -1),
+    # PypiTokenDetector
+    ("pypi-token", ("pypi-AgEIcHlwaS5vcmc",), r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9-_]{70,}", 0, 0),
+    ("pypi-token", ("pypi-AgENdGVzdC5weXBpLm9yZw",),
+     r"pypi-AgENdGVzdC5weXBpLm9yZw[A-Za-z0-9-_]{70,}", 0, 0),
+    # SendGridDetector
+    ("sendgrid-key", ("SG.",), r"SG\.[a-zA-Z0-9_-]{22}\.[a-zA-Z0-9_-]{43}", 0, 0),
+    # AzureStorageKeyDetector
+    ("azure-storage-key", ("AccountKey=",), r"AccountKey=[a-zA-Z0-9+\/=]{88}", 0, 0),
+    # SquareOAuthDetector
+    ("square-oauth", ("sq0csp-",), r"sq0csp-[0-9A-Za-z\\\-_]{43}", 0, 0),
+    # JwtTokenDetector (and its `is_formally_valid`: `redact.jwt_valid`)
+    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9-_=]+\.[A-Za-z0-9-_=]+\.?[A-Za-z0-9-_.+/=]*?", 0, 0),
+    # BasicAuthDetector (the password)
+    ("basic-auth", ("://",),
+     "://[^:/\\?\\#\\[\\]@!\\$\\&'\\(\\)\\*\\+,;=\\s]+:([^:/\\?\\#\\[\\]@!\\$\\&'\\(\\)\\*\\+,;=\\s]+)@",
+     0, 1),
+    # KeywordDetector (quotes required)
+    *(("keyword", _KEYWORD_NEEDLES, pattern, flags, group)
+      for pattern, flags, group in _KEYWORD),
+)
+
+# The agents' world. Values that merely name a secret (`$TOKEN`, `${KEY}`, `<your key>`) are
+# left alone (`redact._placeholder`).
+_DB_SCHEMES = (r"(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|"
+               r"sqlserver|clickhouse|cockroachdb|snowflake|oracle|jdbc:[a-z]+)")
+_SECRET_NAME = (r"[A-Za-z0-9_.]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|"
+                r"AUTH|PRIVATE|DSN|DATABASE_URL|CONN(?:ECTION)?_?(?:STR|STRING|URL))"
+                r"[A-Za-z0-9_.]*")
+AGENTS: tuple[Rule, ...] = (
+    ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0, 0),
+    ("openai-key", ("sk-",), r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
+     0, 0),
+    ("google-api-key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}", 0, 0),
+    ("connection-string", ("://",), _DB_SCHEMES + r"://[^\s:/@]*:([^\s@/]+)@", _I, 1),
+    ("authorization", ("authorization",),
+     r"""\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?"""
+     r"""([^\s"',;]{8,})""", _I, 1),
+    # a .env line: NAME=value where NAME names a secret (also `export NAME=…`, and a line
+    # number before it as file viewers print one: "  12→NAME=…", "12:NAME=…", "12\tNAME=…")
+    ("env-secret", ("=",),
+     r"(?m)^[ \t]*(?:\d+(?:→|:|\t|│|\|)[ \t]*)?(?:export[ \t]+)?" + _SECRET_NAME
+     + r"""[ \t]*=[ \t]*["']?([^\s"'#]{6,})""", _I, 1),
+    # a high-entropy quoted value assigned to any name (`name = "…"`, `"name": "…"`):
+    # detect-secrets' Base64HighEntropyString (limit 4.5) where the value is assigned
+    ("high-entropy", ('"', "'"), r"""[:=]\s*(["'])([A-Za-z0-9+/=_\-]{20,})\1""", 0, 2),
+)
