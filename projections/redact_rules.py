@@ -53,7 +53,7 @@ LIBRARY: tuple[Rule, ...] = (
     ("aws-access-key", ("A3T", "ABIA", "ACCA", "AKIA", "ASIA"),
      r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", 0, 0),
     ("aws-secret-key", ("aws",),
-     r"""aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['"]([0-9a-zA-Z/+]{40})['"]""",
+     'aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?[\\\'\\"]([0-9a-zA-Z/+]{40})[\\\'\\"]',
      _I, -1),
     # GitHubTokenDetector
     ("github-token", ("gh",), r"(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}", 0, 0),
