@@ -13,7 +13,7 @@ Promises:
   each an exact string or a regex the whole value matches);
 - a cheap gate first: a built-in detector can only match a text holding one of `GATE`'s
   characters, and its regex runs only when one of its needles is in the text (C-speed
-  substring tests); the gated answer equals the ungated one (tests/test_redact.py);
+  substring tests); the gated answer equals the ungated one (tests/test_secrets.py);
 - `version()` names the detectors and the configured rules: history.db records it with the
   parser version (`projections.db.parser_version`), so a change of either is a projection
   change that catch-up turns into a rebuild.
@@ -34,7 +34,7 @@ from typing import Any
 VERSION = 1
 MARK = "[redacted:{}]"
 # Every built-in rule's match holds one of these characters (its needles do: checked by
-# tests/test_redact.py): a text with none of them holds no secret a built-in rule finds.
+# tests/test_secrets.py): a text with none of them holds no secret a built-in rule finds.
 GATE = "ABGJP_-@=:\"'"
 
 Found = dict[str, int]

@@ -5,7 +5,7 @@ one regex of one of its plugins' `denylist` (or of its keyword plugin's quotes-r
 set), byte for byte, with the group its `analyze_string` yields. They are written out here
 rather than imported because importing the library loads `requests` and its whole scan
 machinery (~0.3 s): more than a +1 capture may take in all (docs/secrets.md).
-`tests/test_redact.py` holds every entry equal to the installed library's regex, its
+`tests/test_secrets.py` holds every entry equal to the installed library's regex, its
 entropy and JWT checks equal to the library's, so an upgrade that changes a pattern fails
 there until this table and `redact.VERSION` move together.
 
