@@ -3,7 +3,8 @@
 Commands are imported only when invoked (`cli.group.LazyGroup`), so `agentlog search` or
 `agentlog mcp` never pay for the imports of the others. Each front end owns its commands:
 the terminal's in `cli/commands/`, the MCP server's launcher and registration in
-`cli/mcp/command.py`, the web server's in `cli/web/command.py`.
+`cli/mcp/command.py`, the web server's in `cli/web/command.py`, the terminal browser's in
+`cli/tui/command.py`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "reindex": "cli.commands.search:reindex",
     "mcp": "cli.mcp.command:mcp",
     "serve": "cli.web.command:serve",
+    "browse": "cli.tui.command:browse",
     "history": "cli.commands.archive:history",
     "export": "cli.commands.archive:export",
     "import": "cli.commands.archive:import_",
@@ -48,6 +50,7 @@ HELP: dict[str, str] = {
     "reindex": "Rebuild history.db from the log.",
     "mcp": "Run the MCP server on stdio, or register it with a client.",
     "serve": "Serve the HTTP API and the dashboard on loopback.",
+    "browse": "Search as you type in the terminal; Enter resumes the session in its agent.",
     "history": "Browse one project's turns with filters.",
     "export": "Export a project's turns (or the whole log) as JSON.",
     "import": "Import an export envelope (dry run unless --apply).",
@@ -63,5 +66,5 @@ HELP: dict[str, str] = {
 
 # Commands that only read the home: a home that does not exist is a mistake (a typo in
 # --home or AGENTLOG_HOME), never silently an empty history. The others create it.
-READ_ONLY = frozenset({"search", "show", "conversation", "history", "export", "verify",
-                       "audit", "backup", "restore", "reindex", "secrets"})
+READ_ONLY = frozenset({"browse", "search", "show", "conversation", "history", "export",
+                       "verify", "audit", "backup", "restore", "reindex", "secrets"})

@@ -10,10 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from cli.services.config import Home
+from cli.services.render import TAGS, summary, to_html
+from cli.services.resume import resume
 from cli.web.app import create_app
-from cli.web.browse import resume
 from cli.web.guard import loopback_hosts
-from cli.web.render import TAGS, summary, to_html
 from tests.readerdata import OLD, PROJECT, READ, SUB, make_reader_history
 
 PORT = 8125

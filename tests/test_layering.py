@@ -235,8 +235,8 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 # The floors of cli/, bottom up (docs/ARCHITECTURE.md "The house"): a module imports only
-# modules on its own floor or below; the three front ends never import one another.
-FRONT_END_PACKAGES = ("cli.commands", "cli.mcp", "cli.web")
+# modules on its own floor or below; the four front ends never import one another.
+FRONT_END_PACKAGES = ("cli.commands", "cli.mcp", "cli.web", "cli.tui")
 ENTRY = ("cli.main", "cli.registry", "cli.group", "cli.fast", "cli.lean", "cli.stdio")
 
 
@@ -267,7 +267,8 @@ def upward_arrows(paths: list[Path]) -> list[str]:
 
 
 def test_cli_floors() -> None:
-    """services <- the front ends (commands, mcp, web; never each other) <- the entry point."""
+    """services <- the front ends (commands, mcp, web, tui; never each other) <- the entry
+    point."""
     wrong = upward_arrows(sources("cli"))
     assert not wrong, "imports against the floors of cli/:\n" + "\n".join(wrong)
 
@@ -378,7 +379,8 @@ def test_the_search_path_walker_follows_imports() -> None:
 def test_commands_live_in_their_front_ends() -> None:
     """Every registered command is a click command of a front end: the terminal's in
     cli/commands/, the MCP server's in cli/mcp/command.py, the web server's in
-    cli/web/command.py; nothing flat at the top of cli/ but the entry point."""
+    cli/web/command.py, the terminal browser's in cli/tui/command.py; nothing flat at the top
+    of cli/ but the entry point."""
     from cli.registry import COMMANDS
 
     fronts = tuple(f"{front}." for front in FRONT_END_PACKAGES)

@@ -127,6 +127,16 @@ def _quote(value: str) -> str:
     return shlex.quote(value)
 
 
+def _resume_line(item: dict[str, Any]) -> str | None:
+    """`  → resume: cd <project> && <agent's resume command>` of a transcript hit."""
+    if item.get("kind") != "transcript":
+        return None
+    from cli.services.resume import of_items, shell_line
+
+    found = of_items([item])
+    return f"  → resume: {shell_line(found)}" if found else None
+
+
 def _print_hits(result: dict[str, Any], text: str) -> None:
     from projections.text import query_tokens
 
@@ -150,6 +160,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
         if hit.get("conversation"):
             conv = f"  → agentlog conversation {_quote(hit['conversation'])}"
             click.echo(click.style(conv, dim=True) if color else conv)
+        again = _resume_line(hit)
+        if again:
+            click.echo(click.style(again, dim=True) if color else again)
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
@@ -218,6 +231,9 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
         _prepare(home)
         page = get_conversation(home.history_db, conversation_id, after,
                                 20 if limit is None else limit)
+        from cli.services.resume import of_items
+
+        page["resume"] = of_items(page["items"])  # as MCP's get_conversation
     except QueryError as exc:
         _bad(ctx, exc)
     except NotFound as exc:
@@ -237,6 +253,10 @@ def conversation(ctx: click.Context, conversation_id: str, after: str | None,
         click.echo(item["text"])
     if page["next"]:
         click.echo(f"(more: --after {page['next']})")
+    if page["resume"]:
+        from cli.services.resume import shell_line
+
+        click.echo(f"resume: {shell_line(page['resume'])}")
 
 
 @click.command()

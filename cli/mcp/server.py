@@ -129,8 +129,9 @@ TOOLS = [
         name="get_conversation",
         title="Read a conversation",
         description=(
-            "Page through a retained conversation: returns {id, items, next}; call again "
-            "with after=next until next is null."
+            "Page through a retained conversation: returns {id, items, next, resume}; call "
+            "again with after=next until next is null; resume is the shell command that "
+            "reopens the session in its agent (null when the agent has none)."
         ),
         input_schema=CONVERSATION_SCHEMA,
         annotations=_READ_ONLY,

@@ -139,19 +139,21 @@ def document(home: Home, hit_id: str) -> dict[str, Any]:
 def conversation(
     home: Home, conversation_id: str, after: str | None = None, limit: Any = None
 ) -> dict[str, Any]:
-    """One page of a conversation: {id, items, next}."""
+    """One page of a conversation: {id, items, next, resume} (`resume`: the command that
+    reopens its session, `cli.services.resume.of_items`, or None)."""
+    from cli.services.resume import of_items
+
     kwargs: dict[str, Any] = {"after": after or None}
     if limit is not None:
         kwargs["limit"] = limit
     if home.postgres is not None:
         from projections.pg import query as pg
 
-        found: dict[str, Any] = _call(pg.get_conversation, home.postgres, conversation_id,
-                                      **kwargs)
-        return found
-    result: dict[str, Any] = _call(
-        q.get_conversation, home.history_db, conversation_id, **kwargs
-    )
+        result: dict[str, Any] = _call(pg.get_conversation, home.postgres, conversation_id,
+                                       **kwargs)
+    else:
+        result = _call(q.get_conversation, home.history_db, conversation_id, **kwargs)
+    result["resume"] = of_items(result["items"])
     return result
 
 

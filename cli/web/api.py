@@ -114,7 +114,7 @@ def conversation(request: Request) -> dict[str, Any]:
         p.get("limit") or None,
     )
     if fmt == "html":
-        from cli.web.render import readable
+        from cli.services.render import readable
 
         page["items"] = [readable(item) for item in page["items"]]
     return page

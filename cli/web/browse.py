@@ -6,12 +6,12 @@
 Promises: read history.db as it is (like the conversation route); every session carries
 `resume`, the command that reopens it in its agent (`argv` and a shell-quoted `command`),
 or null when its agent has none; unknown or repeated parameters are 400, an unknown session
-is 404. The resume templates come from `readers.registry` (`Agent.resume`).
+is 404. The resume commands come from `cli.services.resume` (the registry's templates),
+the one source the terminal and MCP use too.
 """
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from starlette.requests import Request
@@ -19,17 +19,8 @@ from starlette.routing import BaseRoute, Route
 
 from cli.services import calls
 from cli.services.errors import NotFound
+from cli.services.resume import resume
 from cli.web.api import _home, bool_param, endpoint, params
-
-
-def resume(agent: str, session: str) -> dict[str, Any] | None:
-    """{"argv", "command"} that resumes `session` in `agent` (the registry's template)."""
-    from readers.registry import resume_command
-
-    argv = resume_command(agent, session)
-    if not argv:
-        return None
-    return {"argv": argv, "command": shlex.join(argv)}
 
 
 @endpoint

@@ -1,0 +1,229 @@
+"""The browser's Textual app: a query line, filters, results and a preview pane.
+
+Promises:
+- keyboard first: the query line has the focus; every keystroke (and every filter change)
+  searches again in a worker thread, and only the newest query's answer is drawn (a late
+  answer to an older query is dropped); ↓ moves to the results, F2–F5 to the filters,
+  Ctrl+O unfolds tool calls, Enter chooses the highlighted session, Escape leaves;
+- the preview shows the highlighted hit's conversation around the hit (`model.window`),
+  the hit marked and scrolled to, and the session's resume command;
+- `App.return_value` is the `model.Choice` Enter made, or None: the command runs it, the
+  app never starts another program itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from cli.tui import model
+from cli.tui.preview import render, when
+
+if TYPE_CHECKING:
+    from cli.services.config import Home
+
+SNIPPET_CHARS = 200
+
+
+class BrowseApp(App[model.Choice]):
+    TITLE = "agentlog browse"
+    CSS = """
+    #query { dock: top; }
+    #filters { height: 3; dock: top; }
+    #filters Select { width: 1fr; }
+    #body { height: 1fr; }
+    #results { width: 2fr; }
+    #preview { width: 3fr; border-left: solid $primary; padding: 0 1; }
+    #preview .item { margin-bottom: 1; }
+    #status { dock: bottom; height: 2; color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "quit", "Quit"),
+        Binding("enter", "choose", "Resume", show=True, priority=False),
+        Binding("down", "results", "Results", show=False),
+        Binding("f2", "focus_filter('agent')", "Agent"),
+        Binding("f3", "focus_filter('project')", "Project"),
+        Binding("f4", "focus_filter('time')", "Time"),
+        Binding("f5", "focus_filter('kind')", "Kind"),
+        Binding("ctrl+o", "unfold", "Unfold tools"),
+        Binding("ctrl+l", "query", "Query", show=False),
+    ]
+
+    def __init__(self, home: Home, *, query: str = "", filters: model.Filters | None = None,
+                 projects: list[str] | None = None, agents: list[str] | None = None) -> None:
+        super().__init__()
+        self.home = home
+        self.initial = query
+        self.filters = filters or model.Filters()
+        self.projects = projects or []
+        self.agents = agents or []
+        self.rows: list[model.Row] = []
+        self.shown: tuple[str, model.Filters] | None = None  # what the results answer
+        self.previewed: str | None = None  # the row key the preview shows
+        self.unfold = False
+        self._window: model.Window | None = None
+
+    # --- layout -----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        from cli.services.calls import KINDS
+
+        f = self.filters
+        yield Input(value=self.initial, placeholder="search your agents' history…",
+                    id="query")
+        with Horizontal(id="filters"):
+            yield Select([(a, a) for a in self.agents], prompt="any agent", id="agent",
+                         value=f.agent if f.agent in self.agents else Select.NULL)
+            yield Select([(p, p) for p in self.projects], prompt="any project", id="project",
+                         value=f.project if f.project in self.projects else Select.NULL)
+            yield Select([(label, ms) for label, ms in model.TIMES[1:]], prompt="any time",
+                         id="time", value=f.within_ms if f.within_ms else Select.NULL)
+            yield Select([(k, k) for k in KINDS], prompt="any kind", id="kind",
+                         value=f.kind if f.kind in KINDS else Select.NULL)
+        with Horizontal(id="body"):
+            table: DataTable[str] = DataTable(id="results", cursor_type="row", zebra_stripes=True)
+            yield table
+            yield VerticalScroll(id="preview")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#results", DataTable)
+        table.add_columns("when", "agent", "project", "text")
+        self.query_one("#query", Input).focus()
+        self.search()
+
+    # --- searching --------------------------------------------------------------------
+    def current(self) -> tuple[str, model.Filters]:
+        def value(sel_id: str) -> Any:
+            v = self.query_one(f"#{sel_id}", Select).value
+            return None if v is Select.NULL or v is Select.BLANK else v
+
+        filters = model.Filters(agent=value("agent"), project=value("project"),
+                                within_ms=value("time"), kind=value("kind"))
+        return self.query_one("#query", Input).value, filters
+
+    @on(Input.Changed, "#query")
+    @on(Select.Changed)
+    def search(self) -> None:
+        query, filters = self.current()
+        self.run_worker(lambda: self._search(query, filters), thread=True, exclusive=True,
+                        group="search")
+
+    def _search(self, query: str, filters: model.Filters) -> None:
+        rows = model.results(self.home, query, filters)
+        self.call_from_thread(self._show_rows, rows)
+
+    def _show_rows(self, rows: model.Rows) -> None:
+        if (rows.query, rows.filters) != self.current():
+            return  # an older query's answer
+        self.rows = rows.rows
+        table = self.query_one("#results", DataTable)
+        table.clear()
+        for row in rows.rows:
+            project = (row.project or "-").rstrip("/").rsplit("/", 1)[-1] or row.project
+            text = row.text if len(row.text) <= SNIPPET_CHARS else row.text[:SNIPPET_CHARS]
+            table.add_row(when(row.at), row.agent, project, text, key=row.key)
+        self.shown = (rows.query, rows.filters)
+        self.set_status(rows.problem or rows.note)
+        if not rows.rows:
+            self.previewed = None
+            self.query_one("#preview", VerticalScroll).remove_children()
+        else:
+            self.preview(rows.rows[0])
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    # --- preview ----------------------------------------------------------------------
+    def highlighted(self) -> model.Row | None:
+        table = self.query_one("#results", DataTable)
+        if not self.rows or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    @on(DataTable.RowHighlighted, "#results")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        row = self.highlighted()
+        if row is not None and row.key != self.previewed:
+            self.preview(row)
+
+    def preview(self, row: model.Row) -> None:
+        self.previewed = row.key
+        if row.conversation is None:
+            self._draw(row, None)
+            return
+        conv = row.conversation
+        self.run_worker(lambda: self._load(row, conv), thread=True, exclusive=True,
+                        group="preview")
+
+    def _load(self, row: model.Row, conv: str) -> None:
+        from cli.services.errors import AgentlogError
+
+        try:
+            found: model.Window | None = model.window(self.home, conv, row.hit)
+        except AgentlogError:
+            found = None
+        self.call_from_thread(self._draw, row, found)
+
+    def _draw(self, row: model.Row, found: model.Window | None) -> None:
+        if row.key != self.previewed:
+            return
+        self._window = found
+        pane = self.query_one("#preview", VerticalScroll)
+        pane.remove_children()
+        choice = model.choice(row)
+        head = Static(f"{row.agent} · {row.project or '-'}\n⏎ {choice.command}",
+                      classes="item head", markup=False)
+        widgets: list[Static] = [head]
+        focus: Static | None = None
+        if found is not None:
+            for i, item in enumerate(found.items):
+                hit = i == found.focus
+                w = Static(render(item, unfold=self.unfold, hit=hit), classes="item")
+                if hit:
+                    focus = w
+                widgets.append(w)
+            if found.more:
+                widgets.append(Static("… (more: agentlog conversation "
+                                      f"{found.conversation})", classes="item", markup=False))
+        pane.mount_all(widgets)
+        if focus is not None:
+            pane.call_after_refresh(pane.scroll_to_widget, focus, top=True, animate=False)
+        else:
+            pane.scroll_home(animate=False)
+
+    # --- actions ----------------------------------------------------------------------
+    def action_unfold(self) -> None:
+        self.unfold = not self.unfold
+        row = self.highlighted()
+        if row is not None:
+            self._draw(row, self._window)
+
+    def action_results(self) -> None:
+        self.query_one("#results", DataTable).focus()
+
+    def action_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def action_focus_filter(self, name: str) -> None:
+        self.query_one(f"#{name}", Select).focus()
+
+    def action_choose(self) -> None:
+        row = self.highlighted()
+        if row is None:
+            self.set_status("nothing to open: no result is highlighted")
+            return
+        self.exit(model.choice(row))
+
+    @on(Input.Submitted, "#query")
+    def _submitted(self) -> None:
+        self.action_choose()
+
+    @on(DataTable.RowSelected, "#results")
+    def _selected(self) -> None:
+        self.action_choose()

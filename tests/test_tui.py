@@ -1,0 +1,153 @@
+"""`agentlog browse` driven by Textual's headless pilot on a real home (the demo corpus):
+type, filter, open, and the resume command Enter produces."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Select, Static
+
+from cli.services.config import Home
+from cli.services.demo_corpus import CLAUDE_SESSION, CODEX_SESSION, PROJECT
+from cli.tui import model
+from cli.tui.app import BrowseApp
+from readers.registry import search_agents
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    home = tmp_path_factory.mktemp("tui") / "home"
+    proc = run_cli(home, "demo")
+    assert proc.returncode == 0, proc.stderr.decode()
+    return Home(home)
+
+
+def app_of(home: Home, **kw: Any) -> BrowseApp:
+    from projections.sessions import known_projects
+
+    return BrowseApp(home, projects=known_projects(home.history_db),
+                     agents=list(search_agents()), **kw)
+
+
+async def settle(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
+    """Let the workers and the messages they post run until `ready()` (or fail after 30 s)."""
+    deadline = time.monotonic() + 30
+    while not ready():
+        assert time.monotonic() < deadline, "the browser never showed the expected state"
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def run(app: BrowseApp, scenario: Callable[[Pilot[Any]], Coroutine[Any, Any, None]]) -> None:
+    async def main() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def preview_text(app: BrowseApp) -> str:
+    """The preview pane's items as plain text (each widget's renderable, printed by Rich)."""
+    from rich.console import Console
+
+    console = Console(record=True, width=120, file=io.StringIO())
+    for w in app.query("#preview Static").results(Static):
+        console.print(w.content)
+    return console.export_text()
+
+
+def test_typing_searches_and_enter_gives_the_resume_command(demo_home: Home) -> None:
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"tangerine")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine"
+                     and app.previewed is not None)
+        assert app.rows and all(r.agent == "codex" for r in app.rows)
+        table = app.query_one("#results", DataTable)
+        assert table.row_count == len(app.rows)
+        await settle(pilot, lambda: "tangerine" in preview_text(app).lower())
+        assert f"codex resume {CODEX_SESSION}" in preview_text(app)
+        await pilot.press("enter")
+
+    run(app, scenario)
+    chosen = app.return_value
+    assert chosen is not None
+    assert chosen.argv == ["codex", "resume", CODEX_SESSION]
+    assert chosen.cwd == PROJECT or chosen.cwd is None
+    assert chosen.command.endswith(f"codex resume {CODEX_SESSION}")
+
+
+def test_agent_filter_narrows_the_results(demo_home: Home) -> None:
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"migration")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "migration")
+        before = {r.agent for r in app.rows}
+        app.query_one("#agent", Select).value = "claude"
+        await settle(pilot, lambda: app.shown is not None and app.shown[1].agent == "claude")
+        assert {r.agent for r in app.rows} <= {"claude"}
+        assert before != {r.agent for r in app.rows} or not app.rows
+
+    run(app, scenario)
+
+
+def test_project_alone_lists_its_sessions_and_opens_one(demo_home: Home) -> None:
+    app = app_of(demo_home, filters=model.Filters(project=PROJECT))
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await settle(pilot, lambda: app.shown is not None and bool(app.rows))
+        sessions = {r.session for r in app.rows}
+        assert {CLAUDE_SESSION, CODEX_SESSION} <= sessions
+        await pilot.press("down")  # to the results
+        assert app.focused is app.query_one("#results", DataTable)
+        while app.highlighted() is not None and app.highlighted().session != CLAUDE_SESSION:
+            await pilot.press("down")
+        await settle(pilot, lambda: "flamingo" in preview_text(app).lower())
+        text = preview_text(app)
+        assert "▸" in text  # tool calls folded to one line
+        await pilot.press("ctrl+o")  # unfolded
+        await settle(pilot, lambda: app.unfold)
+        await pilot.press("enter")
+
+    run(app, scenario)
+    chosen = app.return_value
+    assert chosen is not None and chosen.argv == ["claude", "--resume", CLAUDE_SESSION]
+    assert chosen.cwd == PROJECT
+    assert chosen.command == f"cd {PROJECT} && claude --resume {CLAUDE_SESSION}"
+
+
+def test_a_query_without_words_says_so_and_escape_leaves(demo_home: Home) -> None:
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"...")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "...")
+        status = str(app.query_one("#status", Static).render())
+        assert "no searchable word" in status
+        await pilot.press("escape")
+
+    run(app, scenario)
+    assert app.return_value is None
+
+
+def test_no_resume_gives_the_conversation_command() -> None:
+    row = model.Row(key="k", at=None, agent="aider", project="/p", text="t",
+                    conversation="aider:s1", session="s1")
+    chosen = model.choice(row)
+    assert chosen.argv is None and chosen.command == "agentlog conversation aider:s1"
+
+
+def test_browse_refuses_a_pipe(demo_home: Home, tmp_path: Path) -> None:
+    proc = run_cli(demo_home.root, "browse")
+    assert proc.returncode == 2
+    assert b"needs a terminal" in proc.stderr
