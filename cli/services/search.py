@@ -13,10 +13,12 @@ if TYPE_CHECKING:
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
-         include_archived: bool = True) -> dict[str, Any]:
+         include_archived: bool = True, catch_up: bool = True) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
+    `catch_up=False` queries history.db as it is (`agentlog browse` catches up once, not at
+    every keystroke).
     """
     from cli.services.catchup import ensure_current, search_engine
     from projections.errors import QueryError
@@ -29,7 +31,8 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     if not query_tokens(text):  # validate before touching the log
         raise QueryError("query", f"{text!r} has no searchable word (search for words or "
                          "numbers; punctuation is ignored)")
-    ensure_current_quietly(home, ensure_current)
+    if catch_up:
+        ensure_current_quietly(home, ensure_current)
     project = options.get("project")
     if project is not None:  # an unknown project is a mistake: name the known ones
         from projections.sessions import known_projects, unknown_project_hint

@@ -6,15 +6,18 @@ Promises:
   answer to an older query is dropped); ↓ moves to the results, F2–F5 to the filters,
   Ctrl+O unfolds tool calls, Enter chooses the highlighted session, Escape leaves;
 - the preview shows the highlighted hit's conversation around the hit (`model.window`),
-  the hit marked and scrolled to, and the session's resume command;
+  the hit marked and scrolled to, and the session's resume command; it is loaded once the
+  highlight rests `PREVIEW_DELAY` seconds, so typing never waits on it;
 - `App.return_value` is the `model.Choice` Enter made, or None: the command runs it, the
   app never starts another program itself.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,12 +25,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
 from cli.tui import model
-from cli.tui.preview import render, when
+from cli.tui.preview import as_text, render, when
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from cli.services.config import Home
 
 SNIPPET_CHARS = 200
+PREVIEW_DELAY = 0.12
 
 
 class BrowseApp(App[model.Choice]):
@@ -67,6 +73,11 @@ class BrowseApp(App[model.Choice]):
         self.previewed: str | None = None  # the row key the preview shows
         self.unfold = False
         self._window: model.Window | None = None
+        self._pending: Timer | None = None
+        self.searches = 0  # searches answered (the first one catches history.db up)
+        self._lock = threading.Lock()
+        self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
+        self._searching = False
 
     # --- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -110,13 +121,28 @@ class BrowseApp(App[model.Choice]):
     @on(Input.Changed, "#query")
     @on(Select.Changed)
     def search(self) -> None:
-        query, filters = self.current()
-        self.run_worker(lambda: self._search(query, filters), thread=True, exclusive=True,
-                        group="search")
+        """Ask for the current query's results: one search runs at a time, and when it
+        ends the newest query asked for meanwhile runs next (the ones typed past are never
+        run: no pile of searches competing for the CPU while the user types)."""
+        with self._lock:
+            self._wanted = self.current()
+            if self._searching:
+                return
+            self._searching = True
+        self.run_worker(self._search, thread=True, group="search")
 
-    def _search(self, query: str, filters: model.Filters) -> None:
-        rows = model.results(self.home, query, filters)
-        self.call_from_thread(self._show_rows, rows)
+    def _search(self) -> None:
+        while True:
+            with self._lock:
+                wanted = self._wanted
+                if wanted is None:
+                    self._searching = False
+                    return
+                self._wanted = None
+            query, filters = wanted
+            rows = model.results(self.home, query, filters, catch_up=self.searches == 0)
+            self.searches += 1
+            self.call_from_thread(self._show_rows, rows)
 
     def _show_rows(self, rows: model.Rows) -> None:
         if (rows.query, rows.filters) != self.current():
@@ -153,24 +179,42 @@ class BrowseApp(App[model.Choice]):
             self.preview(row)
 
     def preview(self, row: model.Row) -> None:
+        """Show `row`'s conversation once the results stay still for `PREVIEW_DELAY` s
+        (typing fast draws no preview for the queries passed on the way)."""
         self.previewed = row.key
-        if row.conversation is None:
-            self._draw(row, None)
-            return
-        conv = row.conversation
-        self.run_worker(lambda: self._load(row, conv), thread=True, exclusive=True,
-                        group="preview")
+        if self._pending is not None:
+            self._pending.stop()
+        self._pending = self.set_timer(PREVIEW_DELAY, lambda: self._start_preview(row))
 
-    def _load(self, row: model.Row, conv: str) -> None:
+    def _start_preview(self, row: model.Row, found: model.Window | None = None) -> None:
+        self._pending = None
+        panes = self.query("#preview").results(VerticalScroll)
+        pane = next(iter(panes), None)
+        if row.key != self.previewed or pane is None:  # another row, or the app is closing
+            return
+        width = pane.size.width - 3
+        unfold = self.unfold
+        self.run_worker(lambda: self._load(row, found, unfold, width), thread=True,
+                        exclusive=True, group="preview")
+
+    def _load(self, row: model.Row, found: model.Window | None, unfold: bool,
+              width: int) -> None:
+        """In a worker thread: read the window (unless given) and render its items."""
         from cli.services.errors import AgentlogError
 
-        try:
-            found: model.Window | None = model.window(self.home, conv, row.hit)
-        except AgentlogError:
-            found = None
-        self.call_from_thread(self._draw, row, found)
+        if found is None and row.conversation is not None:
+            try:
+                found = model.window(self.home, row.conversation, row.hit)
+            except AgentlogError:
+                found = None
+        drawn: list[tuple[Text, bool]] = []
+        for i, item in enumerate(found.items if found is not None else []):
+            hit = i == found.focus if found is not None else False
+            drawn.append((as_text(render(item, unfold=unfold, hit=hit), width), hit))
+        self.call_from_thread(self._draw, row, found, drawn)
 
-    def _draw(self, row: model.Row, found: model.Window | None) -> None:
+    def _draw(self, row: model.Row, found: model.Window | None,
+              drawn: list[tuple[Text, bool]]) -> None:
         if row.key != self.previewed:
             return
         self._window = found
@@ -181,16 +225,14 @@ class BrowseApp(App[model.Choice]):
                       classes="item head", markup=False)
         widgets: list[Static] = [head]
         focus: Static | None = None
-        if found is not None:
-            for i, item in enumerate(found.items):
-                hit = i == found.focus
-                w = Static(render(item, unfold=self.unfold, hit=hit), classes="item")
-                if hit:
-                    focus = w
-                widgets.append(w)
-            if found.more:
-                widgets.append(Static("… (more: agentlog conversation "
-                                      f"{found.conversation})", classes="item", markup=False))
+        for text, hit in drawn:
+            w = Static(text, classes="item")
+            if hit:
+                focus = w
+            widgets.append(w)
+        if found is not None and found.more:
+            widgets.append(Static("… (more: agentlog conversation "
+                                  f"{found.conversation})", classes="item", markup=False))
         pane.mount_all(widgets)
         if focus is not None:
             pane.call_after_refresh(pane.scroll_to_widget, focus, top=True, animate=False)
@@ -201,8 +243,8 @@ class BrowseApp(App[model.Choice]):
     def action_unfold(self) -> None:
         self.unfold = not self.unfold
         row = self.highlighted()
-        if row is not None:
-            self._draw(row, self._window)
+        if row is not None and row.key == self.previewed:
+            self._start_preview(row, self._window)
 
     def action_results(self) -> None:
         self.query_one("#results", DataTable).focus()

@@ -8,7 +8,7 @@ Promises:
   refuses (no searchable word, a bad filter) is a `Rows` with `problem` set, never raised;
 - `window` reads the conversation through `cli.services.calls.conversation` (MCP's and the
   page's call) page by page until the hit is found (at most `MAX_ITEMS` items) and keeps
-  `BEFORE` items before it;
+  `BEFORE` items before it and `AFTER` after it (the preview draws a bounded window);
 - `choice` is what Enter does: the session's resume command (`cli.services.resume`, the one
   source) with the folder to run it in, or the `agentlog conversation` command to read it
   when its agent has no resume.
@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cli.services.config import Home
 
-LIMIT = 50
+LIMIT = 30
 PAGE = 100
 MAX_ITEMS = 1000
-BEFORE = 20
+BEFORE = 15
+AFTER = 45
 DAY_MS = 86_400_000
 # (label, how far back in ms, None = any time)
 TIMES: tuple[tuple[str, int | None], ...] = (
@@ -70,8 +71,10 @@ class Rows:
     note: str = ""
 
 
-def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = None) -> Rows:
-    """The rows for `query` under `filters` (see the module's promises)."""
+def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = None,
+            catch_up: bool = False) -> Rows:
+    """The rows for `query` under `filters` (see the module's promises); history.db is
+    caught up first only with `catch_up` (the command catches up once, before the app)."""
     from cli.services.errors import AgentlogError
     from projections.errors import ProjectionError
 
@@ -81,7 +84,7 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
         if query.strip():
             from cli.services.search import find
 
-            found = find(home, query, filters.options(now), LIMIT)
+            found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up)
             out.rows = [_hit_row(h) for h in found["hits"]]
             out.note = f"{len(out.rows)} hit(s) [{found['engine']}]"
         elif filters.project:
@@ -153,8 +156,9 @@ def window(home: Home, conversation: str, hit: str | None = None) -> Window:
         if after is None or len(items) >= MAX_ITEMS or (done and len(items) >= PAGE):
             break
     start = max(0, (focus or 0) - BEFORE)
-    return Window(conversation, items[start:], None if focus is None else focus - start,
-                  resume, after is not None)
+    end = (focus or 0) + AFTER
+    return Window(conversation, items[start:end], None if focus is None else focus - start,
+                  resume, after is not None or end < len(items))
 
 
 @dataclass(frozen=True)

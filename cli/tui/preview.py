@@ -4,7 +4,9 @@ Promises: user, assistant, system and thinking turns are rendered as markdown (R
 renderer: fenced code highlighted by Pygments in the fence's language); tool calls and tool
 results are folded to one line (`cli.services.render.summary`, the page's tool line) unless
 `unfold`; thinking is folded like the page folds it; transcript text is shown, never
-interpreted as console markup; at most `PREVIEW_CHARS` characters of an item are rendered.
+interpreted as console markup; at most `PREVIEW_CHARS` characters of an item are rendered;
+`as_text` renders to styled lines of a given width, so the work (markdown parsing, Pygments)
+can run in a worker thread and the app's thread only draws the lines.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
 
@@ -74,3 +76,17 @@ def render(item: dict[str, Any], *, unfold: bool = False, hit: bool = False) -> 
     if item.get("truncated"):
         parts.append(Text("(shortened; the full record is kept in the log)", style="dim"))
     return Group(*parts)
+
+
+def as_text(renderable: RenderableType, width: int) -> Text:
+    """`renderable` rendered to styled lines `width` cells wide."""
+    import io
+
+    console = Console(width=max(width, 20), file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", legacy_windows=False)
+    out = Text(no_wrap=True, overflow="crop")
+    for segment in console.render(renderable):
+        if not segment.control:
+            out.append(segment.text, segment.style)
+    out.rstrip()
+    return out
