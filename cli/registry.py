@@ -52,7 +52,7 @@ HELP: dict[str, str] = {
     "serve": "Serve the HTTP API and the dashboard on loopback.",
     "browse": "Search as you type in the terminal; Enter resumes the session in its agent.",
     "history": "Browse one project's turns with filters.",
-    "export": "Export a project's turns (or the whole log) as JSON.",
+    "export": "Export a project's turns (or the whole log) as JSON, or a transcript as md/html.",
     "import": "Import an export envelope (dry run unless --apply).",
     "archive": "Archive sessions older than N days.",
     "demo": "Capture a small demo corpus into a home and search it.",

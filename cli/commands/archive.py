@@ -150,12 +150,24 @@ def _print_search(res: dict[str, Any]) -> None:
 @click.option("--log", "log_file", type=click.Path(dir_okay=False), default=None,
               help="Export the whole log, losslessly, to FILE (JSON Lines).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.option("--format", "fmt", type=click.Choice(["json", "md", "html"]), default="json",
+              show_default=True,
+              help="json: the envelope `import` reads; md or html: a readable transcript of "
+                   "--session ID (a session or conversation id) or of every session of "
+                   "--project (html: one self-contained file that opens offline).")
 @click.pass_context
 def export(ctx: click.Context, project: str | None, session: str | None, output: str | None,
-           include_archived: bool, log_file: str | None, as_json: bool) -> None:
-    """Export a project's turns as the JSON envelope, or the whole log with --log FILE."""
+           include_archived: bool, log_file: str | None, as_json: bool,
+           fmt: str = "json") -> None:
+    """Export a project's turns as the JSON envelope, or the whole log with --log FILE, or a
+    readable transcript with --format md|html."""
     home = get_home(ctx)
     try:
+        if fmt != "json":
+            if log_file is not None:
+                raise BadInput("--log FILE is the lossless JSON Lines export; drop --format")
+            _export_readable(home, fmt, project, session, output, include_archived, as_json)
+            return
         if log_file is not None:
             if project or session or output:
                 raise BadInput("--log FILE exports the whole log; drop --project/-o")
@@ -180,6 +192,35 @@ def export(ctx: click.Context, project: str | None, session: str | None, output:
                    f"{summary['head']['hash'][:16]}…) to {summary['path']}")
     else:
         click.echo(f"exported {summary['turns']} turns of {project} to {summary['path']}")
+
+
+def _export_readable(home: Any, fmt: str, project: str | None, session: str | None,
+                     output: str | None, include_archived: bool, as_json: bool) -> None:
+    from cli.services import transcript
+
+    if bool(project) == bool(session):
+        raise BadInput(f"--format {fmt} needs --session ID or --project P (one of them)")
+    if session:
+        found = [transcript.session_transcript(home, session)]
+        title = None
+    else:
+        assert project is not None
+        found = transcript.project_transcripts(home, project, include_archived=include_archived)
+        title = project
+    text = (transcript.to_html if fmt == "html" else transcript.to_markdown)(found, title)
+    data = text.encode("utf-8")
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    dest = ops.write_file_atomically(Path(output), data)
+    summary = {"format": fmt, "path": str(dest), "sessions": len(found), "bytes": len(data),
+               "items": sum(len(t.items) for t in found)}
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"exported {summary['sessions']} session(s), {summary['items']} items, as "
+                   f"{fmt} to {dest}")
 
 
 @click.command("import")

@@ -251,6 +251,22 @@ def export_file(home: Home, project: str, dest: Path, **kwargs: Any) -> dict[str
     return summary
 
 
+def write_file_atomically(dest: Path, data: bytes) -> Path:
+    """`data` to `dest` atomically (a temporary file beside it, fsync, rename)."""
+    dest = dest.absolute()
+    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
+
+
 def export_spooled(home: Home, project: str, **kwargs: Any) -> tuple[Path, dict[str, Any]]:
     """Export into a temporary file (the caller streams it, then deletes it).
 
