@@ -46,3 +46,12 @@ def test_an_existing_loose_home_is_tightened_once(tmp_path: Path) -> None:
     assert {k: oct(m) for k, m in _modes(home).items() if m & 0o077} == {}
     again = run_cli(home, "record", input=FACT.replace(b"m1", b"m3"))
     assert again.returncode == 0 and b"private" not in again.stderr
+
+
+def test_a_home_just_created_says_nothing_about_privacy(tmp_path: Path) -> None:
+    """`demo` writes its sources into a new home before the log: tightened, not announced."""
+    home = tmp_path / "demo-home"
+    proc = run_cli(home, "demo", "--no-search")
+    assert proc.returncode == 0, proc.stderr
+    assert b"private" not in proc.stderr
+    assert {k: oct(m) for k, m in _modes(home).items() if m & 0o077} == {}

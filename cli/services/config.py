@@ -7,7 +7,8 @@ The home holds transcripts, which hold secrets: it is private. Whenever a comman
 the log (`Home.log`), the process's umask becomes 077 (every file it creates afterwards —
 log, history.db, backups, archives — is 0600 in 0700 folders), and a home found readable
 by others (the home folder, `log/data.mdb` or `history.db`) is tightened: group and
-other permission bits are removed from everything under it, saying so once on stderr.
+other permission bits are removed from everything under it, saying so once on stderr when
+the log or history.db was among them (a home being created now is tightened quietly).
 """
 
 from __future__ import annotations
@@ -84,17 +85,20 @@ class Home:
     def make_private(self) -> int:
         """Remove group/other bits under an existing home that has any (see the module
         docstring); returns how many entries were changed."""
+        written = (self.log_dir / "data.mdb", self.history_db)
         try:
-            if not any(_loose(p) for p in (self.root, self.log_dir / "data.mdb",
-                                           self.history_db)):
+            if not any(_loose(p) for p in (self.root, *written)):
                 return 0
+            # a home agentlog wrote before (a log or history.db readable by others) is news;
+            # a home being made now (say `demo`'s sources written first) is tightened quietly
+            announce = any(_loose(p) for p in written)
         except OSError:
             return 0
         changed = _tighten(self.root)
         for folder, dirs, files in os.walk(self.root):
             for name in dirs + files:
                 changed += _tighten(Path(folder) / name)
-        if changed > 1:
+        if changed > 1 and announce:
             import sys
 
             sys.stderr.write(f"agentlog: made {self.root} private (removed group and other "
