@@ -18,6 +18,8 @@ from cli.services import archive_ops as ops
 from cli.services import log_transfer
 from cli.services.archive_ops import archive_tick
 from cli.services.config import get_home
+from cli.services.dates import HELP as DATE_HELP
+from cli.services.dates import local_midnight
 from cli.services.errors import AgentlogError, BadInput
 from cli.services.output import emit_json
 
@@ -59,8 +61,8 @@ def _print_preview(preview: str) -> str:
 @click.option("--thread", default="all", show_default=True,
               help="main (main thread only), all, or @NAME (one subagent).")
 @click.option("--agent", default=None, help="Only turns of this agent (claude, codex, …).")
-@click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
-@click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
+@click.option("--since", default=None, help=DATE_HELP)
+@click.option("--until", default=None, help=DATE_HELP)
 @click.option("--page", type=click.IntRange(1), metavar="INTEGER", default=1, show_default=True)
 @click.option("--sessions", "list_sessions", is_flag=True, help="List the project's sessions.")
 @click.option("--include-archived", is_flag=True, help="Include archived sessions.")
@@ -98,8 +100,9 @@ def history(ctx: click.Context, query: str, project: str | None, session: str | 
             return
         filters: dict[str, Any] = {
             "session": session, "role": role, "tool": tool, "agent": thread,
-            "agent_name": agent, "since": since,
-            "until": until, "text": query or None, "include_archived": include_archived,
+            "agent_name": agent, "since": local_midnight(since),
+            "until": local_midnight(until), "text": query or None,
+            "include_archived": include_archived,
         }
         res = ops.history(home, project, filters, page, strict=True)
     except AgentlogError as exc:

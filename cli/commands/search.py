@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from cli.services.config import Home, get_home
+from cli.services.dates import HELP as DATE_HELP
 from readers.registry import search_agents as _search_agents
 
 _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
@@ -63,8 +64,8 @@ def _emit(obj: Any) -> None:
               help=f"One of {', '.join(_search_agents())}.")
 @click.option("--kind", default=None,
               help="message, run, decision, transcript, approval, progress or report.")
-@click.option("--since", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
-@click.option("--until", default=None, help="Epoch ms or ISO-8601 with timezone (inclusive).")
+@click.option("--since", default=None, help=DATE_HELP)
+@click.option("--until", default=None, help=DATE_HELP)
 @click.option("--limit", type=int, default=None, help="1..50 (default 10).")
 @click.option("--include-archived/--exclude-archived", default=True, show_default=True,
               help="Archived sessions are searched too (each hit says `archived`); "

@@ -21,10 +21,12 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     every keystroke).
     """
     from cli.services.catchup import ensure_current, search_engine
+    from cli.services.dates import plain_dates
     from projections.errors import QueryError
     from projections.query import search as run_search
     from projections.text import query_tokens
 
+    options = plain_dates(options)  # `--since 2026-01-01`: midnight local time
     filters: dict[str, Any] = dict(options)
     if not include_archived:  # archived sessions are searched unless excluded
         filters["include_archived"] = False
