@@ -41,11 +41,16 @@ def test_install_writes_one_unit_and_prints_the_enable_command(home: Path,
     env, log = _fake_systemctl(tmp_path, ok=False)
     env["CODEX_HOME"] = str(tmp_path / "codex home %h")
     proc = run_cli(home, "service", "install", env=env)
-    assert proc.returncode == 0, proc.stderr
+    # no user bus (a container): a failure that says what works there, not exit 0
+    assert proc.returncode == 1, proc.stderr
     out = proc.stdout.decode()
     unit = _unit_file()
     assert f"wrote {unit}" in out
     assert "systemctl --user daemon-reload && systemctl --user enable --now " + unit.name in out
+    assert "no service manager answers here (Failed to connect to bus" in out
+    assert f"--home {home} hooks install" in out
+    assert f"--home {home} capture --watch\n" in out and "supervisor" in out
+    assert b"could not be started here" in proc.stderr
     text = unit.read_text()
     again = run_cli(home, "service", "install", env=env)
     assert b"unchanged:" in again.stdout and unit.read_text() == text  # idempotent

@@ -47,8 +47,30 @@ def install(ctx: click.Context, no_start: bool) -> None:
     got = su.enable(unit)
     if got.ok:
         click.echo(f"enabled and started {unit.name}")
-    else:
-        click.echo(f"could not enable it here ({got.detail}); run:\n  {unit.enable_command()}")
+        return
+    _without_a_manager(home, argv, unit, got.detail)
+
+
+def _without_a_manager(home: Home, argv: list[str], unit: Any, detail: str) -> None:
+    """No service manager answers (a container, CI, no user bus): say what works here, and
+    fail (exit 1): nothing will run the unit."""
+    import shlex
+
+    from cli.services.errors import Failure
+
+    prog = shlex.join(argv[:-4])
+    click.echo(
+        f"no service manager answers here ({detail}): the unit file is written, but nothing\n"
+        "runs it. What keeps this home captured without one (a container, CI):\n"
+        f"  {prog} --home {shlex.quote(str(home.root))} hooks install\n"
+        "      the agents' own hooks capture each transcript as they write it\n"
+        f"  {shlex.join(argv)}\n"
+        "      under the container's supervisor (its CMD or entrypoint, supervisord, s6, tini)\n"
+        f"  {prog} --home {shlex.quote(str(home.root))} mcp (or serve)\n"
+        "      an agent's MCP server or the dashboard captures while it runs\n"
+        f"Where a user systemd runs, start the unit with:\n  {unit.enable_command()}")
+    raise Failure(f"{unit.name} could not be started here ({detail})",
+                  "use one of the ways above, or start it where a service manager runs")
 
 
 @service.command()
