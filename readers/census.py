@@ -129,6 +129,28 @@ def census(log: EventLog, *, parse: bool = True) -> dict[str, Any]:
     return dict(sorted(kinds.items()))
 
 
+def pending_sources(log: EventLog, limit: int = 50) -> list[dict[str, Any]]:
+    """The sources capture has not finished (at most `limit`): each with its layout, the
+    bytes captured and the file's size at the last poll, and why it waits."""
+    out: list[dict[str, Any]] = []
+    for _, value in log.iter_state(cur.CURSOR_PREFIX):
+        c = cur.decode_cursor(value)
+        if not is_pending(c):
+            continue
+        if c.backlog:
+            why = "queued: capture has not reached it yet"
+        elif c.size < 0:
+            why = "seen, not read yet"
+        else:
+            why = (f"{c.size - c.offset} byte(s) after the last newline: a line not yet ended "
+                   "(captured when it ends)")
+        out.append({"source": c.source, "layout": c.layout, "captured": c.offset,
+                    "size": c.size, "why": why})
+        if len(out) >= limit:
+            break
+    return out
+
+
 def captured_sources(log: EventLog) -> set[str]:
     """Sources with a cursor (registered by capture)."""
     out: set[str] = set()

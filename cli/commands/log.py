@@ -222,6 +222,18 @@ def _print_capture(con: Any, c: dict[str, Any]) -> None:
         state = "" if root["exists"] else "  (missing)"
         con.print(f"configured {root['agent']} root ({root['origin']}): {root['path']}{state}",
                   markup=False, highlight=False)
+    for p in c.get("pending_files", []):
+        con.print(f"pending {p['source']} ({p['layout']}): {p['why']}", markup=False,
+                  highlight=False)
+    for p in c.get("index_pending", []):
+        what = (f"{p['pendingBytes']} byte(s) of a line not yet ended" if p["pendingBytes"]
+                else f"{p['unparsed']} record(s) not parsed")
+        con.print(f"pending in history.db {p['source']}: {what}", markup=False,
+                  highlight=False)
+    for u in c.get("unknown_records", []):
+        con.print(f"unknown record type {u['type']} ×{u['count']} in {u['source']} (kept in "
+                  "the log, not indexed; a newer parser may read it)", markup=False,
+                  highlight=False)
     for ret in c["claude_retention"]:
         con.print(
             f"claude retention {ret['root']}: cleanupPeriodDays {ret['cleanupPeriodDays']} "

@@ -166,14 +166,19 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
             click.echo(click.style(again, dim=True) if color else again)
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
+    pending = (f" ({cov['sourcesPending']} with bytes not yet indexed)"
+               if cov["sourcesPending"] else "")
     summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
-               f" indexed · {cov['sources']} sources ({cov['sourcesPending']} pending)"
+               f" indexed · {cov['sources']} sources{pending}"
                f" · last capture {last}")
     if cov.get("capturing"):
         summary += " · capturing" + ("" if cov.get("caughtUp") else
                                      f" ({cov.get('pendingFiles') or 0} files pending)")
-    if cov.get("unknownRecordTypes"):
-        summary += f" · {sum(cov['unknownRecordTypes'].values())} unknown records"
+    unknown = sum(cov.get("unknownRecordTypes", {}).values())
+    if unknown:
+        summary += (f" · {unknown} record(s) of a type no parser reads yet (kept in the log)")
+    if unknown or cov["sourcesPending"]:
+        summary += " · `agentlog audit` names them"
     click.echo(summary)
     if cov.get("stale"):
         click.echo("warning: `agentlog verify` found history.db differs from the log; "

@@ -3,7 +3,9 @@
 Per source layout: files seen, bytes captured, records parsed, unknown record types with
 counts, files pending and missing; the configured roots (missing ones reported); and
 Claude Code's retention risk: `cleanupPeriodDays` (default 30) and how many transcripts it
-will delete within 7 days, with how many of those are already captured.
+will delete within 7 days, with how many of those are already captured; and, by name, what
+the counts of `search`'s footer stand for: the files capture has not finished (and why), the
+sources history.db holds unparsed bytes of, and each unknown record type with its file.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from eventlog import EventLog
 
 def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
     from cli.services.capture.ops import capture_roots
-    from readers.census import captured_sources, census, claude_retention
+    from projections.query import coverage
+    from readers.census import captured_sources, census, claude_retention, pending_sources
 
     roots = capture_roots(home, {})
+    per_source = coverage(home.history_db, per_source=True)["perSource"]
     kinds = census(log)
     captured = captured_sources(log)
     retention = [
@@ -38,5 +42,14 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
             "parsers": "readers.parse" if any(
                 k["records"] is not None for k in kinds.values()) else "unavailable",
             "claude_retention": retention,
+            # what the counts of `search`'s footer are: each file named
+            "pending_files": pending_sources(log),
+            "index_pending": [
+                {"source": r["source"], "agent": r["agent"], "pendingBytes": r["pendingBytes"],
+                 "unparsed": r["unparsed"]}
+                for r in per_source if r["pendingBytes"] or r["unparsed"]],
+            "unknown_records": [
+                {"type": kind, "count": n, "source": r["source"]}
+                for r in per_source for kind, n in r["unknownTypes"].items()],
         }
     }
