@@ -5,6 +5,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTLOG=.venv/bin/agentlog
 QUERY="${AGENTLOG_RUN_QUERY:-error}"
+BIN="$(pwd)/.venv/bin"
+# the name the "More:" lines use: `agentlog` when this one is on PATH, else its full path
+if [ "$(command -v agentlog 2>/dev/null)" = "$BIN/agentlog" ]; then
+  NAME=agentlog
+else
+  NAME="$BIN/agentlog"
+fi
+
+on_path() {
+  # the last line: how to run `agentlog` by name from any folder
+  if [ "$NAME" != agentlog ]; then
+    echo
+    echo "agentlog is installed in $BIN (not on your PATH). To run it by name:"
+    echo "  export PATH=\"$BIN:\$PATH\"    # this shell; add the line to ~/.bashrc or ~/.zshrc to keep it"
+    echo "  or a user-level install: pipx install $(pwd)   (or: uv tool install $(pwd))"
+  fi
+}
 
 has_history=0
 for d in "${CLAUDE_CONFIG_DIR:-$HOME/.claude}" "${CODEX_HOME:-$HOME/.codex}" \
@@ -29,11 +46,13 @@ if [ "$has_history" = 1 ]; then
   echo "== agentlog search $QUERY"
   "$AGENTLOG" search "$QUERY" || true
   echo
-  echo "More: agentlog search <words> · agentlog capture --watch · agentlog restore --to DIR"
+  echo "More: $NAME search <words> · $NAME browse · $NAME capture --watch · $NAME restore --to DIR"
+  on_path
 else
   DEMO_HOME="${AGENTLOG_DEMO_HOME:-${TMPDIR:-/tmp}/agentlog-demo}"
   echo "== no Claude Code, Codex or opencode history here: running the demo in $DEMO_HOME"
   "$AGENTLOG" --home "$DEMO_HOME" demo
   echo
-  echo "More: agentlog --home $DEMO_HOME search <words> · agentlog --home $DEMO_HOME audit"
+  echo "More: $NAME --home $DEMO_HOME search <words> · $NAME --home $DEMO_HOME browse"
+  on_path
 fi
