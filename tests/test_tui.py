@@ -151,3 +151,12 @@ def test_browse_refuses_a_pipe(demo_home: Home, tmp_path: Path) -> None:
     proc = run_cli(demo_home.root, "browse")
     assert proc.returncode == 2
     assert b"needs a terminal" in proc.stderr
+
+
+def test_project_column_names_the_last_folder_of_posix_and_windows_paths() -> None:
+    from cli.tui.app import short_project
+
+    assert short_project("c:\\Users\\me\\Documents\\VAULT") == "VAULT"
+    assert short_project("/home/demo/webapp/") == "webapp"
+    assert short_project(None) == "-"
+    assert short_project("/a/" + "x" * 40).endswith("…")

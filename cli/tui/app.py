@@ -32,19 +32,28 @@ if TYPE_CHECKING:
 
     from cli.services.config import Home
 
-SNIPPET_CHARS = 200
+SNIPPET_CHARS = 120
+PROJECT_CHARS = 14
+
+
+def short_project(project: str | None) -> str:
+    """The project's last folder name (POSIX or Windows path), at most `PROJECT_CHARS`."""
+    import re
+
+    name = next((p for p in reversed(re.split(r"[\\/]", project or "")) if p), "-")
+    return name if len(name) <= PROJECT_CHARS else name[: PROJECT_CHARS - 1] + "…"
 PREVIEW_DELAY = 0.12
 
 
 class BrowseApp(App[model.Choice]):
     TITLE = "agentlog browse"
     CSS = """
-    #query { dock: top; }
-    #filters { height: 3; dock: top; }
+    #query { height: 3; }
+    #filters { height: 3; }
     #filters Select { width: 1fr; }
     #body { height: 1fr; }
-    #results { width: 2fr; }
-    #preview { width: 3fr; border-left: solid $primary; padding: 0 1; }
+    #results { width: 1fr; }
+    #preview { width: 1fr; border-left: solid $primary; padding: 0 1; }
     #preview .item { margin-bottom: 1; }
     #status { dock: bottom; height: 2; color: $text-muted; padding: 0 1; }
     """
@@ -104,7 +113,10 @@ class BrowseApp(App[model.Choice]):
 
     def on_mount(self) -> None:
         table = self.query_one("#results", DataTable)
-        table.add_columns("when", "agent", "project", "text")
+        table.add_column("when", width=16)
+        table.add_column("agent", width=8)
+        table.add_column("project", width=PROJECT_CHARS)
+        table.add_column("text")
         self.query_one("#query", Input).focus()
         self.search()
 
@@ -151,9 +163,9 @@ class BrowseApp(App[model.Choice]):
         table = self.query_one("#results", DataTable)
         table.clear()
         for row in rows.rows:
-            project = (row.project or "-").rstrip("/").rsplit("/", 1)[-1] or row.project
             text = row.text if len(row.text) <= SNIPPET_CHARS else row.text[:SNIPPET_CHARS]
-            table.add_row(when(row.at), row.agent, project, text, key=row.key)
+            table.add_row(when(row.at), row.agent[:8], short_project(row.project), text,
+                          key=row.key)
         self.shown = (rows.query, rows.filters)
         self.set_status(rows.problem or rows.note)
         if not rows.rows:
