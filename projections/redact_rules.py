@@ -27,21 +27,10 @@ Rule = tuple[str, tuple[str, ...], str, int, int]
 
 _I = re.IGNORECASE
 
-# detect_secrets.plugins.keyword: QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP, the set the plugin
-# uses for a text of no known file type (pattern, its flags but UNICODE, the secret's group)
-_KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
-_KEYWORD = (
-    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?:(\\s*)([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\4)',
-     _I, 5),
-    ('([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\1)\\s*[!=]{2,3}\\s*\\w*(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*',
-     0, 2),
-    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?\\s*(={1,3}|!==?)\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\4)',
-     _I, 5),
-    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*[^\\s]{0,50}?\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\2);',
-     _I, 3),
-    ('(api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)\\w*([]\\\'"]{0,2})?\\s*=>?\\s*([\\\'"`])((?=[^\\v\\\'\\"]*)(?=\\w+)[^\\v\\\'\\"]*[^\\v,\\\'\\"`])(\\3)',
-     _I, 4),
-)
+# Not its KeywordDetector: on real transcripts it redacts code and UI strings that merely
+# name a password (`"cli.enter_password": "Enter password"`, `password = input(...)`), so
+# those words would no longer be found, and it cost ~60 % of the scan. Its high-entropy
+# check applies where a value is assigned (`AGENTS`: high-entropy).
 
 LIBRARY: tuple[Rule, ...] = (
     # PrivateKeyDetector (the block around each marker: `redact._key_block`)
@@ -95,18 +84,16 @@ LIBRARY: tuple[Rule, ...] = (
     ("basic-auth", ("://",),
      "://[^:/\\?\\#\\[\\]@!\\$\\&'\\(\\)\\*\\+,;=\\s]+:([^:/\\?\\#\\[\\]@!\\$\\&'\\(\\)\\*\\+,;=\\s]+)@",
      0, 1),
-    # KeywordDetector (quotes required)
-    *(("keyword", _KEYWORD_NEEDLES, pattern, flags, group)
-      for pattern, flags, group in _KEYWORD),
 )
 
 # The agents' world. Values that merely name a secret (`$TOKEN`, `${KEY}`, `<your key>`) are
 # left alone (`redact._placeholder`).
 _DB_SCHEMES = (r"(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|"
                r"sqlserver|clickhouse|cockroachdb|snowflake|oracle|jdbc:[a-z]+)")
-_SECRET_NAME = (r"[A-Za-z0-9_.]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|"
-                r"AUTH|PRIVATE|DSN|DATABASE_URL|CONN(?:ECTION)?_?(?:STR|STRING|URL))"
-                r"[A-Za-z0-9_.]*")
+# an upper-case dotenv name with a secret's word as one of its `_` parts (OPENAI_API_KEY,
+# DB_PASSWORD, GITHUB_TOKEN, DATABASE_URL): code's `key = get_key()` or `_onKeyDown` is not
+_SECRET_NAME = (r"(?:[A-Z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|"
+                r"AUTH|DSN)(?:_[A-Z0-9]+)*")
 AGENTS: tuple[Rule, ...] = (
     ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0, 0),
     ("openai-key", ("sk-",), r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
@@ -120,7 +107,7 @@ AGENTS: tuple[Rule, ...] = (
     # number before it as file viewers print one: "  12→NAME=…", "12:NAME=…", "12\tNAME=…")
     ("env-secret", ("=",),
      r"(?m)^[ \t]*(?:\d+(?:→|:|\t|│|\|)[ \t]*)?(?:export[ \t]+)?" + _SECRET_NAME
-     + r"""[ \t]*=[ \t]*["']?([^\s"'#]{6,})""", _I, 1),
+     + r"""[ \t]*=[ \t]*(["']?)([^\s"'#()$<>{}]{6,})\1[ \t]*(?:#[^\n]*)?\r?$""", 0, 2),
     # a high-entropy quoted value assigned to any name (`name = "…"`, `"name": "…"`):
     # detect-secrets' Base64HighEntropyString (limit 4.5) where the value is assigned
     ("high-entropy", ('"', "'"), r"""[:=]\s*(["'])([A-Za-z0-9+/=_\-]{20,})\1""", 0, 2),
