@@ -18,7 +18,8 @@ Promises:
   seq) and pass 1 reads the whole log before anything is written, so a damaged log writes
   nothing; with `skip_damaged` the damaged records are listed (`damaged`), the files they
   belonged to (when known, or when a chunk is missing) are left out (`incomplete`), and the
-  rest is written;
+  rest is written; a damaged LMDB page ends the reading (`unreadable_from`, its first seq):
+  files come back as far as the records before it;
 - `payload(codec, data)` is the one decoder of captured bytes (zstd or raw).
 """
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eventlog import EventLog
+from eventlog import CorruptRecord, EventLog
 from eventlog.events import (
     ChunkCaptured,
     FileSnapshotted,
@@ -87,6 +88,7 @@ class RestoreReport:
     refused: list[dict[str, str]] = field(default_factory=list)
     damaged: list[int] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    unreadable_from: int | None = None
 
     def refuse(self, source: str, reason: str) -> None:
         self.skipped.append(source)
@@ -95,7 +97,8 @@ class RestoreReport:
     def to_dict(self) -> dict[str, Any]:
         return {"files": self.files, "bytes": self.bytes, "rows": self.rows,
                 "tables": self.tables, "skipped": self.skipped, "refused": self.refused,
-                "damaged": self.damaged, "incomplete": self.incomplete}
+                "damaged": self.damaged, "incomplete": self.incomplete,
+                "unreadableFrom": self.unreadable_from}
 
 
 def _selected(seen: SourceSeen, agent: str | None, session: str | None) -> bool:
@@ -301,8 +304,12 @@ def _leave_out_damaged(log: EventLog, srcs: dict[str, _Src], report: RestoreRepo
     """With --skip-damaged: sources a damaged record belonged to (when it still decodes far
     enough to name one) or whose newest generation has a missing chunk are left out."""
     bad: set[str] = {k for k, s in srcs.items() if s.hole}
+    report.unreadable_from = log.unreadable_from
     for seq in report.damaged:
-        raw = log.read_raw(seq, 1)
+        try:
+            raw = log.read_raw(seq, 1)
+        except CorruptRecord:  # a damaged page: nothing there names its source
+            continue
         if not raw or raw[0].seq != seq:
             continue
         source = _source_of(raw[0].value)

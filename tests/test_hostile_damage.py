@@ -78,3 +78,42 @@ def test_import_log_refuses_an_undecodable_record(tmp_path: Path) -> None:
         assert "nothing imported" in err or "--apply" in extra, err
     assert not (target / "log" / "data.mdb").exists() or json.loads(
         run_cli(target, "audit", "--json").stdout)["events"] == 0
+
+
+def _damage_branch_pages(log_dir: Path) -> None:
+    """Give every live branch page of data.mdb a page type LMDB does not know: a read that
+    descends a tree meets MDB_CORRUPTED ("Located page was wrong type")."""
+    import struct
+
+    path = log_dir / "data.mdb"
+    data = bytearray(path.read_bytes())
+    hit = 0
+    for pgno in range(2, len(data) // 4096):
+        at = pgno * 4096
+        if struct.unpack_from("<Q", data, at)[0] == pgno and struct.unpack_from(
+                "<H", data, at + 10)[0] == 0x01:  # P_BRANCH
+            struct.pack_into("<H", data, at + 10, 0x40)
+            hit += 1
+    assert hit
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_page_is_named_with_the_way_out(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with EventLog(home / "log") as lg:
+        for i in range(40):  # enough records for the events tree to need a branch page
+            _file(lg, f"claude:r1:projects/-p/s{i}.jsonl",
+                  b'{"type":"user","message":{"role":"user","content":"%s"}}\n' % (b"w" * 540))
+    _damage_branch_pages(home / "log")
+    cases = [("restore", "--to", str(tmp_path / "rv")), ("reindex",),
+             ("export", "--log", str(tmp_path / "x.jsonl")), ("audit",), ("backup",)]
+    for args in cases:
+        out = run_cli(home, *args)
+        err = out.stderr.decode()
+        assert out.returncode == 1, (args, err)
+        assert "internal error" not in err and "Traceback" not in err, (args, err)
+        assert "damaged" in err and "backup" in err and "verify" in err, (args, err)
+    err = run_cli(home, "restore", "--to", str(tmp_path / "rv")).stderr.decode()
+    assert "--skip-damaged" in err
+    skip = run_cli(home, "restore", "--to", str(tmp_path / "rv2"), "--skip-damaged", "--json")
+    assert skip.returncode == 1 and "internal error" not in skip.stderr.decode(), skip.stderr

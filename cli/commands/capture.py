@@ -218,6 +218,8 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
         report = run_restore(log, Path(to).absolute(), agent=agent, session=session,
                              skip_damaged=skip_damaged)
     except CorruptRecord as exc:
+        if skip_damaged:  # a damaged page where no record was being read: no way around it
+            raise click.ClickException(f"{exc}; nothing restored: {DAMAGE_HINT}") from None
         raise click.ClickException(
             f"{exc}; nothing restored: {DAMAGE_HINT}; `restore --skip-damaged` writes what "
             "is intact") from None
@@ -239,6 +241,10 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
         if report.damaged:
             seqs = ", ".join(map(str, report.damaged[:20]))
             click.echo(f"left out {len(report.damaged)} damaged record(s): {seqs}", err=True)
+        if report.unreadable_from is not None:
+            click.echo(f"the log cannot be read from record {report.unreadable_from} on (a "
+                       "damaged LMDB page): files are restored as far as the records before "
+                       f"it: {DAMAGE_HINT}", err=True)
         for src in report.incomplete:
             click.echo(f"left out (a damaged record belonged to it): {src!r}", err=True)
     if report.damaged or report.incomplete:
