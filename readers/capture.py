@@ -517,11 +517,38 @@ class Named:
     """The outcome of `capture_paths` (a plain class: `dataclasses` costs the hook start-up)."""
 
     def __init__(self, stats: Stats, sources: list[str] | None = None,
-                 outside: list[str] | None = None, ignored: list[str] | None = None) -> None:
+                 outside: list[str] | None = None, ignored: list[str] | None = None,
+                 refused: list[dict[str, str]] | None = None) -> None:
         self.stats = stats
         self.sources = sources if sources is not None else []  # captured (or up to date)
         self.outside = outside if outside is not None else []  # paths under no capture root
         self.ignored = ignored if ignored is not None else []  # under a root, not history
+        # {path, reason}: not a regular file (a link, a FIFO, a folder) or missing
+        self.refused = refused if refused is not None else []
+
+
+MISSING = "does not exist"
+
+
+def not_a_file(path: Path | str) -> str | None:
+    """Why `path` cannot be a captured source (None for a regular file): a link is never
+    followed and a FIFO, socket, device or folder never read, so none is recorded either
+    (it would stay pending forever and come back from restore as an empty file)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return MISSING
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (not followed)"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a transcript"
+    return "is not a regular file (a FIFO, socket or device)"
 
 
 class _NamedCapturer(Capturer):
@@ -636,15 +663,21 @@ def capture_paths(
     log: EventLog, roots: list[Root], paths: list[Path], options: Options | None = None,
     *, companions: bool = True,
 ) -> Named:
-    """Capture exactly `paths` (and, with `companions`, a session's own folder)."""
+    """Capture exactly `paths` (and, with `companions`, a session's own folder); a path that
+    is not a regular file is refused (`Named.refused`) and nothing of it recorded."""
     wanted: list[tuple[Root, str, str]] = []
     outside: list[str] = []
     ignored: list[str] = []
+    refused: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for path in paths:
+        why = not_a_file(path)  # the path itself: a link is refused, not resolved
         found = locate(roots, path)
-        if found is None:
+        if found is None and why in (None, MISSING):
             outside.append(str(path))
+            continue
+        if why is not None or found is None:
+            refused.append({"path": str(path), "reason": why or MISSING})
             continue
         root, rel = found
         rels = [rel, *(session_companions(root, rel) if companions else [])]
@@ -653,12 +686,16 @@ def capture_paths(
             if layout is None:
                 ignored.append(str(Path(root.path, r)))
                 continue
+            why = not_a_file(Path(root.path, r)) if r != rel else None
+            if why is not None:
+                refused.append({"path": str(Path(root.path, r)), "reason": why})
+                continue
             if (root.id, r) not in seen:
                 seen.add((root.id, r))
                 wanted.append((root, r, layout))
     engine = _NamedCapturer(log, roots, options or Options(), wanted)
     done = engine.capture() if wanted else []
-    return Named(engine.stats, done, outside, ignored)
+    return Named(engine.stats, done, outside, ignored, refused)
 
 
 def codex_rollout(roots: list[Root], thread_id: str) -> Path | None:

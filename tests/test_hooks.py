@@ -183,3 +183,32 @@ def test_codex_notify_captures_the_thread_and_chains(home: Path, corpus: Path,
     assert len(restored) == 1 and restored[0].read_bytes() == target.read_bytes()
     proc = run_cli(home, "hooks", "run", "codex", json.dumps({"thread-id": "nope"}))
     assert proc.returncode == 0 and b"no Codex rollout" in proc.stderr
+
+
+def test_claude_hook_refuses_what_is_not_a_regular_file(home: Path, tmp_path: Path) -> None:
+    """A link, a FIFO, a folder or a missing transcript: one line on stderr each, exit 0,
+    nothing recorded (no source pending forever, no empty file from restore)."""
+    folder = _user_home() / ".claude" / "projects" / "-tmp-odd"
+    folder.mkdir(parents=True)
+    real = folder / "real.jsonl"
+    real.write_bytes(b'{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    os.symlink(real, folder / "link.jsonl")
+    os.mkfifo(folder / "fifo.jsonl")
+    (folder / "dir.jsonl").mkdir()
+    cases = {"link.jsonl": "symbolic link", "fifo.jsonl": "not a regular file",
+             "dir.jsonl": "folder", "gone.jsonl": "does not exist"}
+    for name, words in cases.items():
+        payload = json.dumps({"session_id": "x", "transcript_path": str(folder / name),
+                              "hook_event_name": "Stop"})
+        proc = run_cli(home, "hooks", "run", "claude", input=payload.encode(), timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 0 and err.count("\n") == 1, (name, err)
+        assert words in err and name in err, (name, err)
+    assert not (home / "log" / "data.mdb").exists() or json.loads(
+        run_cli(home, "audit", "--json").stdout)["events"] == 0
+    proc = run_cli(home, "capture", "--path", str(folder / "fifo.jsonl"), timeout=60)
+    assert proc.returncode == 1 and b"not a regular file" in proc.stderr, proc.stderr
+    proc = run_cli(home, "capture", "--path", str(folder / "fifo.jsonl"), "--json", timeout=60)
+    assert json.loads(proc.stdout)["refused"] == [
+        {"path": str(folder / "fifo.jsonl"),
+         "reason": "is not a regular file (a FIFO, socket or device)"}]

@@ -110,7 +110,9 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
                    err=True)
     for p in named.ignored:
         click.echo(f"warning: {p} is not agent history", err=True)
-    if named.outside and not named.sources:
+    for r in named.refused:
+        click.echo(f"refused: {r['path']} {r['reason']}: nothing recorded", err=True)
+    if (named.outside or named.refused) and not named.sources:
         raise SystemExit(1)
 
 

@@ -86,6 +86,9 @@ def _capture(home: Home, paths: list[Path], settle: float | None, agent: str) ->
     if any(locate(roots, p) is None for p in paths):
         roots = capture_roots(home, {})
     named = capture_named(home, paths, roots, settle=settle, index=True)
+    if named.refused:
+        first = named.refused[0]
+        raise ValueError(f"{first['path']} {first['reason']}: nothing recorded")
     if named.outside:
         raise ValueError(f"{named.outside[0]} is under no capture root "
                          f"({', '.join(str(r.path) for r in roots if r.exists) or 'none exist'})")
