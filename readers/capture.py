@@ -322,8 +322,14 @@ class Capturer:
             polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at,
                                     read_max=self.opt.read_max)
         else:
-            polled = cf.poll_snapshot(path, src.cursor, at=at)
+            polled = cf.poll_snapshot(path, src.cursor, at=at, max_size=self.opt.snapshot_max)
             self.stats.snapshots += len(polled.events)
+            if polled.cursor.oversized:
+                self.stats.oversized += 1
+                self.stats.skipped.append(
+                    f"{path}: {polled.cursor.size} bytes, over the snapshot bound of "
+                    f"{_mib(self.opt.snapshot_max)}: not captured (oversized; raise "
+                    "capture.snapshotMaxMiB in config.json to take it)")
         self._put(src, polled)
         return polled.busy
 
@@ -641,6 +647,10 @@ def locate(roots: list[Root], path: Path) -> tuple[Root, str] | None:
                 if p.startswith(base.rstrip(os.sep) + os.sep):
                     return root, Path(os.path.relpath(p, base)).as_posix()
     return None
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
 def session_companions(root: Root, rel: str) -> list[str]:

@@ -11,7 +11,9 @@ Promises:
   starts a new generation from offset 0 (a `SourceRewound` event); an older copy that is
   a byte prefix of the new file (a replaced, grown file) is not a rewrite;
 - a snapshot is taken whenever the blake3 of the whole file differs from the last one;
-  files above `SNAPSHOT_MAX` are marked oversized and skipped (counted by audit);
+  files above `SNAPSHOT_MAX` (32 MiB; `Options.snapshot_max`, config
+  `capture.snapshotMaxMiB`) are not read: marked oversized, named in the run's `skipped`
+  and counted (`oversized`) by every capture that polls them, and by audit;
 - every function returns new events (data raw, `codec` ""; the engine compresses them
   with `pack` before committing) and a new cursor; the caller commits both in one
   transaction, so a crash loses nothing that was committed and repeats nothing.
@@ -107,7 +109,7 @@ def needs_read(c: Cursor, st: os.stat_result, now_ns: int, settle_ns: int, appen
     if not unchanged(c, st):
         return True
     if not append:
-        return False
+        return c.oversized  # looked at again by every capture: named, or taken once allowed
     if c.backlog:
         return True
     # an unterminated tail waiting to settle
@@ -229,14 +231,15 @@ def poll_append(
         os.close(fd)
 
 
-def poll_snapshot(path: str, c: Cursor, *, at: int) -> Polled:
-    """Snapshot a rewritten file when its content hash changed."""
+def poll_snapshot(path: str, c: Cursor, *, at: int, max_size: int = SNAPSHOT_MAX) -> Polled:
+    """Snapshot a rewritten file when its content hash changed; a file over `max_size`
+    is not read (its cursor says `oversized`: the engine names and counts it)."""
     fd = open_ro(path)
     try:
         st = os.fstat(fd)
         if not stat_mod.S_ISREG(st.st_mode):
             return Polled(_with_stat(c, st))
-        if st.st_size > SNAPSHOT_MAX:
+        if st.st_size > max_size:
             return Polled(_with_stat(c, st, oversized=True))
         data = _pread_exact(fd, st.st_size, 0)
         extra = os.pread(fd, 1, len(data))

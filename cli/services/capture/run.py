@@ -34,7 +34,9 @@ def run(home: Home, roots: list[Any], *, as_json: bool, index: bool, settle: flo
 
     try:
         follower = _follower(home) if index else None
-        engine = Capturer(home.log(), roots, Options(settle_s=settle))
+        from cli.services.capture.ops import engine_options
+
+        engine = Capturer(home.log(), roots, Options(settle_s=settle, **engine_options(home)))
         from cli.services.startup import startup_done
 
         startup_done()  # the engine is ready: its walk and reads make garbage
