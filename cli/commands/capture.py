@@ -187,6 +187,9 @@ def _watch_until_asked(home: Home, loop: Any, roots: list[Any], asked: list[int]
     return ended[0]
 
 
+REFUSED_EXIT = 3  # restore wrote what it could; some sources were refused (unsafe, clashing)
+
+
 @click.command()
 @click.option("--to", "to", required=True, type=click.Path(file_okay=False),
               help="Folder to write the captured files into.")
@@ -202,7 +205,8 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     captured generation; database rows as JSON Lines per table.
 
     Every record is checked against the log's hash chain first: a damaged log writes
-    nothing and exits 1 naming the record, unless --skip-damaged."""
+    nothing and exits 1 naming the record, unless --skip-damaged. Sources refused as unsafe
+    (a path leaving DIR, a link, a clash, a crafted offset) are listed: exit 3."""
     from eventlog import CorruptRecord, EventLogError, LogMissing
     from eventlog.records import DAMAGE_HINT
     from readers.restore import RestoreError
@@ -251,3 +255,5 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
             click.echo(f"left out (a damaged record belonged to it): {src!r}", err=True)
     if report.damaged or report.incomplete:
         ctx.exit(1)
+    if report.refused:  # written, but not everything: a distinct code (docs/capture.md)
+        ctx.exit(REFUSED_EXIT)
