@@ -4,10 +4,15 @@ Promises:
 - only the agent's tables in the registry (`Agent.tables`) are ever queried, in keyset
   order of their (`updated`, `key`) columns; opencode's credential tables
   (`account`, `control_account`, `credential`, `session_share`) never are;
-- nothing is written next to the database: a WAL database with live `-wal` and `-shm`
-  files is opened `mode=ro` (WAL-aware, it sees the newest rows); one without a `-wal`
-  is opened `immutable=1` (no lock or shm files are created); a `-wal` without a `-shm`
-  is copied with the database into a private temporary folder and read there;
+- the database and its `-wal` are never written, and no file is created next to them: a
+  WAL database with live `-wal` and `-shm` files is opened `mode=ro` (WAL-aware, it sees
+  the newest rows) — like every SQLite reader it then takes its read lock in the existing
+  `-shm` (fcntl locks, and a read mark in the wal-index's checkpoint-info block, bytes
+  96..135: measured, tests/test_capture_sqlite.py), the one thing a capture touches; a
+  private copy instead would cost a copy of the whole database at every poll of a live
+  one; a database without a `-wal` is opened `immutable=1` (no lock or shm files are
+  created); a `-wal` without a `-shm` is copied with the database into a private temporary
+  folder and read there;
 - each call returns at most `limit` rows of one table, in (updated, key) order after
   a keyset position, so capture resumes exactly where it stopped;
 - a row's data is the JSON object of its columns (undecodable text is replaced, blobs are

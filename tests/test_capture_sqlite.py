@@ -127,3 +127,29 @@ def test_wal_database_without_wal_file_opens_immutable(tmp_path: Path) -> None:
     finally:
         log.close()
     assert sorted(os.listdir(root)) == ["opencode.db"]
+
+
+def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Path) -> None:
+    """What a read of a live WAL database (Crush, opencode) changes, exactly as documented:
+    the database and its `-wal` not a byte; in `-shm` only the wal-index's checkpoint-info
+    block (bytes 96..135: read marks), as every SQLite reader does; no file is created."""
+    from readers.sqlite_rows import open_readonly
+
+    db = tmp_path / "crush.db"
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t(x)")
+    writer.executemany("INSERT INTO t VALUES (?)", [("a" * 100,)] * 500)
+    writer.commit()
+    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    before = [f.read_bytes() for f in files]
+    listing = sorted(os.listdir(tmp_path))
+    with open_readonly(str(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (500,)
+    after = [f.read_bytes() for f in files]
+    writer.close()
+    assert after[0] == before[0] and after[1] == before[1]
+    changed = [i for i, (a, b) in enumerate(zip(before[2], after[2], strict=True)) if a != b]
+    assert all(96 <= i < 136 for i in changed), changed
+    assert sorted(os.listdir(tmp_path)) == listing
