@@ -135,7 +135,9 @@ def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Pat
     block (bytes 96..135: read marks), as every SQLite reader does; no file is created."""
     from readers.sqlite_rows import open_readonly
 
-    db = tmp_path / "crush.db"
+    folder = tmp_path / "crush"
+    folder.mkdir()
+    db = folder / "crush.db"
     writer = sqlite3.connect(db)
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("PRAGMA wal_autocheckpoint=0")
@@ -144,7 +146,7 @@ def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Pat
     writer.commit()
     files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
     before = [f.read_bytes() for f in files]
-    listing = sorted(os.listdir(tmp_path))
+    listing = sorted(os.listdir(folder))
     with open_readonly(str(db)) as conn:
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (500,)
     after = [f.read_bytes() for f in files]
@@ -152,4 +154,4 @@ def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Pat
     assert after[0] == before[0] and after[1] == before[1]
     changed = [i for i, (a, b) in enumerate(zip(before[2], after[2], strict=True)) if a != b]
     assert all(96 <= i < 136 for i in changed), changed
-    assert sorted(os.listdir(tmp_path)) == listing
+    assert sorted(os.listdir(folder)) == listing
