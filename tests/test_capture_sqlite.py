@@ -150,8 +150,8 @@ def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Pat
     with open_readonly(str(db)) as conn:
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (500,)
     after = [f.read_bytes() for f in files]
-    writer.close()
+    assert sorted(os.listdir(folder)) == listing
+    writer.close()  # the last connection checkpoints: compare before it does
     assert after[0] == before[0] and after[1] == before[1]
     changed = [i for i, (a, b) in enumerate(zip(before[2], after[2], strict=True)) if a != b]
     assert all(96 <= i < 136 for i in changed), changed
-    assert sorted(os.listdir(folder)) == listing
