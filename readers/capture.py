@@ -347,6 +347,8 @@ class Capturer:
         c = src.cursor
         if (c.size, c.mtime_ns, c.ino) == sig and not c.backlog and not c.missing:
             return False
+        if c.source in self.stats.locked:  # said once this run; the next run tries again
+            return False
         if self._lock():
             src = self.sources.get(c.source) or src
             c = src.cursor
@@ -372,6 +374,12 @@ class Capturer:
                 rows = sr.fetch_page(conn, table, after_time, after_id, limit, src.root.agent)
                 src.table_paged = True
         except sr.RowsError as exc:
+            if exc.locked:  # another process holds it: say it once, leave it for later
+                self.stats.locked.add(c.source)
+                self.stats.errors.append(
+                    f"{c.source}: {path} is locked by another process (waited "
+                    f"{sr.LOCK_WAIT_S:g} s); the next capture takes it")
+                return False
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
         self.stats.bytes += self._batch.add_rows(c.source, table, rows, at)

@@ -70,6 +70,7 @@ class Stats:
         self.errors: list[str] = []
         self.skipped: list[str] = []
         self.changed: set[str] = set()
+        self.locked: set[str] = set()  # databases another process held: not polled again
         self._noted: set[str] = set()
 
     def note_skipped(self, root: Root, entry: Any) -> None:

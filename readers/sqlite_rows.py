@@ -13,6 +13,8 @@ Promises:
   one; a database without a `-wal` is opened `immutable=1` (no lock or shm files are
   created); a `-wal` without a `-shm` is copied with the database into a private temporary
   folder and read there;
+- a database another process holds locked is waited for `LOCK_WAIT_S` (0.25 s), then
+  `RowsError.locked`: the capture says so once and leaves it for its next run;
 - each call returns at most `limit` rows of one table, in (updated, key) order after
   a keyset position, so capture resumes exactly where it stopped;
 - a row's data is the JSON object of its columns (undecodable text is replaced, blobs are
@@ -46,8 +48,18 @@ SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
 __all__ = ["TABLES", "Row", "RowsError", "db_signature", "fetch_page", "open_readonly"]
 
 
+LOCK_WAIT_S = 0.25  # how long a read waits for another process's lock (it was 2 s a call)
+
+
 class RowsError(ReaderError):
-    """The database could not be read (locked, corrupt, being replaced)."""
+    """The database could not be read (locked, corrupt, being replaced); `locked` when
+    another process holds it (SQLITE_BUSY / SQLITE_LOCKED): a later capture will read it."""
+
+    @property
+    def locked(self) -> bool:
+        cause = self.__cause__
+        code = getattr(cause, "sqlite_errorcode", None)
+        return code in (5, 6) or "database is locked" in str(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +92,7 @@ def open_readonly(path: str) -> Iterator[sqlite3.Connection]:
                 shutil.copyfile(path + "-wal", target + "-wal")
         uri = f"file:{quote(os.path.abspath(target))}?{flags}"
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=2.0, check_same_thread=False)
+            conn = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S, check_same_thread=False)
         except sqlite3.Error as exc:
             raise RowsError(f"cannot open {path} read-only: {exc}") from exc
         conn.text_factory = lambda b: b.decode("utf-8", "replace")
