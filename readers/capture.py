@@ -65,6 +65,7 @@ class Capturer:
         self.clock = clock
         self.stats = Stats()
         self.sources: dict[str, Source] = {}
+        self._ended: set[str] = set()  # with `Options.final`: sources whose end was polled
         self._epoch: bytes | None = None
         self._held: contextlib.ExitStack | None = None
         self._batch = Batch()
@@ -311,16 +312,20 @@ class Capturer:
             return False
         now = self.clock()
         settle = int(self.opt.settle_s * 1e9)
-        if not cf.needs_read(src.cursor, st, now, settle, append):
+        # an ended session: its end is news even when unchanged (once a run: `_ended`)
+        final = append and self.opt.final and src.cursor.source not in self._ended
+        if not final and not cf.needs_read(src.cursor, st, now, settle, append):
             return False
         if self._lock():
             src = self.sources.get(src.cursor.source) or src
-            if not cf.needs_read(src.cursor, st, now, settle, append):
+            if not final and not cf.needs_read(src.cursor, st, now, settle, append):
                 return False
         at = now // 1_000_000
         if append:
             polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at,
-                                    read_max=self.opt.read_max)
+                                    read_max=self.opt.read_max, final=final)
+            if final and not polled.busy and polled.cursor.offset >= polled.cursor.size:
+                self._ended.add(src.cursor.source)
         else:
             polled = cf.poll_snapshot(path, src.cursor, at=at, max_size=self.opt.snapshot_max)
             self.stats.snapshots += len(polled.events)

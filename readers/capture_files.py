@@ -157,9 +157,13 @@ def open_ro(path: str) -> int:
 
 
 def poll_append(
-    path: str, c: Cursor, *, now_ns: int, settle_ns: int, at: int, read_max: int = READ_MAX
+    path: str, c: Cursor, *, now_ns: int, settle_ns: int, at: int, read_max: int = READ_MAX,
+    final: bool = False,
 ) -> Polled:
-    """Capture the next bounded chunk of an append-only file."""
+    """Capture the next bounded chunk of an append-only file. With `final` (the agent said
+    the file is finished), a chunk that reaches the end of a file whose last byte is not a
+    newline is marked `final`, or, when those bytes were captured already, an empty final
+    chunk says so (once: its key is fixed)."""
     source = c.source
     fd = open_ro(path)
     try:
@@ -183,6 +187,12 @@ def poll_append(
             c = Cursor(source=source, layout=c.layout, gen=gen)
         avail = st.st_size - c.offset
         if avail <= 0:
+            if final and avail == 0 and c.offset and _pread_exact(fd, 1, c.offset - 1) != b"\n":
+                out.events.append((
+                    event_key(b"final", source, c.gen, c.offset),
+                    ChunkCaptured(source=source, generation=c.gen, offset=c.offset, size=0,
+                                  data=b"", at=at, final=True),
+                ))
             out.cursor = _with_stat(c, st, backlog=False)
             return out
         n = min(avail, read_max)
@@ -200,12 +210,13 @@ def poll_append(
         if take:
             chunk = data[:take]
             new_off = c.offset + take
+            ends = final and new_off == st.st_size and not chunk.endswith(b"\n")
             out.events.append(
                 (
                     event_key(b"chunk", source, c.gen, c.offset, content_hash(chunk)),
                     ChunkCaptured(
                         source=source, generation=c.gen, offset=c.offset, size=take,
-                        data=chunk, at=at,
+                        data=chunk, at=at, final=ends,
                     ),
                 )
             )

@@ -18,9 +18,9 @@ from readers.roots import Root
 class Options:
     """Bounds and pacing of the engine (defaults are the seed's figures)."""
 
-    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
-                 "polls_per_tick", "read_max", "rediscover_s", "settle_s", "snapshot_max",
-                 "sweep_checks_per_tick")
+    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "final",
+                 "max_clean_sweeps", "polls_per_tick", "read_max", "rediscover_s", "settle_s",
+                 "snapshot_max", "sweep_checks_per_tick")
 
     def __init__(
         self,
@@ -35,6 +35,7 @@ class Options:
         sweep_checks_per_tick: int = 64,
         read_max: int = READ_MAX,
         snapshot_max: int = SNAPSHOT_MAX,
+        final: bool = False,
     ) -> None:
         if read_max < 1:
             raise ValueError(f"read_max must be at least 1 byte; got {read_max}")
@@ -50,6 +51,9 @@ class Options:
         self.sweep_checks_per_tick = sweep_checks_per_tick
         self.read_max = read_max  # bytes of one append read (the 64 KiB bound)
         self.snapshot_max = snapshot_max  # a rewritten file larger than this is not read
+        # the named files are finished (an agent's session ended): their unterminated last
+        # lines are final (`ChunkCaptured.final`); only `capture_paths` of a hook sets it
+        self.final = final
 
 
 class Stats:

@@ -83,14 +83,14 @@ def _project_dirs(home: Home) -> list[str]:
 
 
 def capture_named(home: Home, paths: list[Path], roots: list[Any], *,
-                  settle: float | None, index: bool) -> Any:
+                  settle: float | None, index: bool, final: bool = False) -> Any:
     """Capture `paths` into the home's log; the `readers.capture.Named` outcome.
 
     Raises the log's `EventLogError` (the click front end words it)."""
     from readers.capture import capture_paths
     from readers.capture_state import Options
 
-    more = engine_options(home)
+    more = {**engine_options(home), "final": final}
     options = Options(**more) if settle is None else Options(settle_s=settle, **more)
     named = capture_paths(home.log(), roots, paths, options)
     if named.stats.appended and index:
