@@ -75,6 +75,9 @@ class Stats:
         self.skipped: list[str] = []
         self.changed: set[str] = set()
         self.locked: set[str] = set()  # databases another process held: not polled again
+        # files of this run whose records the parsers could not read (set by the front end
+        # after it indexed them: {path, source, types})
+        self.unreadable: list[dict[str, Any]] = []
         self._noted: set[str] = set()
 
     def note_skipped(self, root: Root, entry: Any) -> None:
@@ -101,6 +104,7 @@ class Stats:
             "errors": self.errors[:20],
             "skipped": self.skipped[:20],
             "oversized": self.oversized,
+            "unreadable": self.unreadable[:20],
         }
 
 

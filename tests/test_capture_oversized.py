@@ -67,3 +67,31 @@ def test_capture_audit_and_config_name_the_oversized_file(tmp_path: Path) -> Non
     config.write_text(json.dumps({"capture": {"snapshotMaxMiB": "big"}}))
     bad = run_cli(home, "capture", "--json", env=env)
     assert bad.returncode == 1 and b"snapshotMaxMiB" in bad.stderr, bad.stderr
+
+
+def test_capture_reports_files_its_parsers_could_not_read(tmp_path: Path) -> None:
+    """Damage in a reader's files (truncated, garbage, wrong types) is in capture's own
+    report, where the user looks, not only in `audit`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    root = tmp_path / "gemini"
+    good = write(root / "tmp/p/chats/session-2026-01-01T00-00-aaaa1111.json", _chat(10))
+    truncated = write(root / "tmp/p/chats/session-2026-01-01T00-00-bbbb2222.json",
+                      _chat(10)[:-7])
+    garbage = write(root / "tmp/p/chats/session-2026-01-01T00-00-cccc3333.json",
+                    b"\x00\xffnot json at all")
+    wrong = write(root / "tmp/p/chats/session-2026-01-01T00-00-dddd4444.json",
+                  json.dumps({"sessionId": 5, "messages": "nope"}).encode())
+    env = {"HOME": str(tmp_path / "user")}
+    args = ("capture", "--gemini-dir", str(root))
+    got = json.loads(run_cli(home, *args, "--json", env=env).stdout)
+    unreadable = {u["path"]: u for u in got["unreadable"]}
+    assert set(unreadable) == {str(truncated), str(garbage), str(wrong)}, got["unreadable"]
+    assert all(sum(u["types"].values()) >= 1 for u in unreadable.values())
+    assert str(good) not in unreadable
+    write(truncated, _chat(10)[:-3])  # changed again: said again
+    text = run_cli(home, *args, env=env)
+    assert text.returncode == 0, text.stderr
+    err = text.stderr.decode()
+    assert f"unreadable: {truncated}" in err and str(garbage) not in err, err
+    assert json.loads(run_cli(home, *args, "--json", env=env).stdout)["unreadable"] == []
