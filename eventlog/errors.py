@@ -16,6 +16,16 @@ class CorruptRecord(EventLogError):
         self.reason = reason
 
 
+class DamagedPage(CorruptRecord):
+    """LMDB refused a page of the log's file (MDB_CORRUPTED, a page not found): the records
+    from `seq` on could not be read. `seq` is 0 when no record was being read (the head)."""
+
+    def __init__(self, seq: int, reason: str) -> None:
+        super().__init__(seq, reason)
+        if not seq:
+            self.args = (f"the log's file: {reason}",)
+
+
 class WriterBusy(EventLogError):
     """Another process held the writer lock for longer than the timeout."""
 

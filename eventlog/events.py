@@ -145,6 +145,10 @@ class ChunkCaptured(_Event, tag="chunk.captured", frozen=True):
     `data` holds the bytes, compressed when `codec` is "zstd" (raw when ""). `size` is the
     uncompressed length. Chunks end on a line boundary except when a single line is longer
     than one read (then consecutive chunks continue it).
+
+    `final`: the file ends here and its agent will write no more (a Claude Code
+    `SessionEnd`): an unterminated last line is complete. A final chunk may be empty (size
+    0, at the end of bytes already captured) when only the news of the end is new.
     """
 
     source: str
@@ -154,6 +158,7 @@ class ChunkCaptured(_Event, tag="chunk.captured", frozen=True):
     data: bytes
     codec: str = ""
     at: int = 0
+    final: bool = False
 
 
 class FileSnapshotted(_Event, tag="file.snapshotted", frozen=True):

@@ -28,7 +28,7 @@ import lmdb
 from eventlog import chain
 from eventlog import records as rec
 from eventlog.appender import Appender, head_in
-from eventlog.errors import CorruptRecord, EventLogError, LogMissing
+from eventlog.errors import CorruptRecord, DamagedPage, EventLogError, LogMissing
 from eventlog.events import Event
 from eventlog.lock import WriterLock
 from eventlog.records import AppendResult, Head, RawRecord, StoredEvent, decode_record
@@ -44,6 +44,20 @@ APPEND_RELEASE_BYTES = 1 << 20
 _DBS = (b"events", b"keys", b"state", b"meta")
 _registry: dict[str, EventLog] = {}
 _registry_lock = threading.Lock()
+
+
+# what LMDB says of a file whose pages it cannot trust (a flipped bit, a torn copy)
+_PAGE_ERRORS = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError,
+                lmdb.InvalidError)
+
+
+@contextlib.contextmanager
+def damage_named(seq: int = 0) -> Iterator[None]:
+    """LMDB's page errors as `DamagedPage` naming the record being read (0: none)."""
+    try:
+        yield
+    except _PAGE_ERRORS as exc:
+        raise DamagedPage(seq, f"a damaged LMDB page ({exc})") from None
 
 
 def now_ms() -> int:
@@ -101,6 +115,7 @@ class EventLog:
         self._appender = Appender(self.env, self._dbs, self.path, self.command, max_map_size)
         self._unreleased = 0  # bytes read since the mapped pages were last released
         self._unreleased_writes = 0  # ... and bytes appended
+        self.unreadable_from: int | None = None  # where a lenient read met a damaged page
         self._lock = WriterLock(self.path / "writer.lock", self.path, self.command)
 
     @property
@@ -157,7 +172,7 @@ class EventLog:
                 raise EventLogError(f"idempotency key must be 1..480 bytes, got {len(key)}")
         stamp = now_ms() if at is None else at
         batch = list(items)
-        with self.exclusive():
+        with self.exclusive(), damage_named():
             result = self._appender.commit(batch, state or {}, stamp)
         # appending reads the key index and the tree's edges through the map: a long capture
         # must not keep them resident either
@@ -193,19 +208,19 @@ class EventLog:
         return self._dbs[name]
 
     def head(self) -> Head:
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             return head_in(self._dbs[b"events"], txn)
 
     def has_key(self, key: bytes) -> bool:
         if self._dbs[b"keys"] is None:
             return False
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             return txn.get(key, db=self._dbs[b"keys"]) is not None
 
     def seq_of_key(self, key: bytes) -> int | None:
         if self._dbs[b"keys"] is None:
             return None
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             v = txn.get(key, db=self._dbs[b"keys"])
             return None if v is None else chain.key_seq(v)
 
@@ -223,7 +238,7 @@ class EventLog:
         if self._dbs[b"events"] is None:
             return out
         total = 0
-        with self._begin() as txn:
+        with damage_named(max(from_seq, 1)), self._begin() as txn:
             cur = txn.cursor(db=self._dbs[b"events"])
             if not cur.set_range(chain.seq_key(max(from_seq, 1))):
                 return out
@@ -265,11 +280,22 @@ class EventLog:
         *, check: bool = False, damaged: list[int] | None = None,
     ) -> Iterator[RawRecord]:
         """Exact records from `from_seq`; with `check`, each is checked against the chain
-        first (see `iter_events`)."""
+        first (see `iter_events`). Leniently (`check` and `damaged`), a damaged LMDB page
+        ends the reading: its first unreadable seq is listed in `damaged` and kept in
+        `unreadable_from`."""
         seq = from_seq
         chk = self.chain_check(from_seq, damaged) if check else None
         while True:
-            chunk = self.read_raw(seq, batch, max_bytes)
+            try:
+                chunk = self.read_raw(seq, batch, max_bytes)
+            except DamagedPage as exc:
+                if chk is None or damaged is None:
+                    raise
+                # nothing past a damaged page can be found: the reading ends here, said once
+                self.unreadable_from = exc.seq
+                if exc.seq not in damaged:
+                    damaged.append(exc.seq)
+                return
             if not chunk:
                 return
             if chk is None:
@@ -294,7 +320,7 @@ class EventLog:
     def get_state(self, key: bytes) -> bytes | None:
         if self._dbs[b"state"] is None:
             return None
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             v = txn.get(key, db=self._dbs[b"state"])
             return None if v is None else bytes(v)
 
@@ -302,7 +328,7 @@ class EventLog:
         """Capture state entries whose key starts with `prefix` (one read transaction)."""
         if self._dbs[b"state"] is None:
             return
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             cur = txn.cursor(db=self._dbs[b"state"])
             if not cur.set_range(prefix):
                 return
@@ -314,14 +340,14 @@ class EventLog:
     def duplicates(self) -> int:
         if self._dbs[b"meta"] is None:
             return 0
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             v = txn.get(b"duplicates", db=self._dbs[b"meta"])
             return int(v) if v else 0
 
     def key_count(self) -> int:
         if self._dbs[b"keys"] is None:
             return 0
-        with self._begin() as txn:
+        with damage_named(), self._begin() as txn:
             return int(txn.stat(self._dbs[b"keys"])["entries"])
 
     def iter_keys(self, batch: int = 10_000) -> Iterator[tuple[bytes, int]]:
@@ -331,7 +357,7 @@ class EventLog:
         after: bytes | None = None
         while True:
             rows: list[tuple[bytes, int]] = []
-            with self._begin() as txn:
+            with damage_named(), self._begin() as txn:
                 cur = txn.cursor(db=self._dbs[b"keys"])
                 ok = cur.set_range(after) if after is not None else cur.first()
                 if ok and after is not None and bytes(cur.key()) == after:
@@ -354,7 +380,7 @@ class EventLog:
         from eventlog.pages import releasing
 
         dest.mkdir(parents=True, exist_ok=True)
-        with releasing(self.path):
+        with damage_named(), releasing(self.path):
             self.env.copy(str(dest), compact=compact)
 
 

@@ -68,6 +68,15 @@ class TransferResult:
     head: Head
 
 
+def _event(seq: int, raw: msgspec.Raw) -> object:
+    """The event of a transferred record; one every reader would refuse (invalid UTF-8, not
+    MessagePack) is refused here, naming the record."""
+    try:
+        return codec.decode_event(raw)
+    except msgspec.DecodeError as exc:
+        raise TransferError(f"record {seq}: event does not decode ({str(exc)[:80]})") from None
+
+
 # --- reading a log ----------------------------------------------------------------------
 
 
@@ -255,7 +264,7 @@ class StoredAppender:
             raise TransferError(f"record {seq}: stored bytes do not decode ({exc})") from None
         if env.at != rec.at or env.key != rec.key:
             raise TransferError(f"record {seq}: time or key differ from its stored bytes")
-        why = bad_event(codec.decode_event(env.event))
+        why = bad_event(_event(seq, env.event))
         if why is not None:
             raise TransferError(f"record {seq}: {why}")
         if not env.key or len(env.key) > 480:
@@ -358,7 +367,7 @@ def check_stream(
                 raise TransferError(f"record {seq}: stored bytes do not decode ({exc})") from None
             if env.at != item.at or env.key != item.key:
                 raise TransferError(f"record {seq}: time or key differ from its stored bytes")
-            why = bad_event(codec.decode_event(env.event))
+            why = bad_event(_event(seq, env.event))
             if why is not None:  # a path field restore would refuse: never bring it in
                 raise TransferError(f"record {seq}: {why}")
             prev = chain.link(prev, seq, item.stored)

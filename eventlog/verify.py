@@ -48,7 +48,8 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
     """Re-hash every record and check gaps and the key index, in bounded read transactions.
 
     One pass: record n must have key seq_key(n), format 1, the stored chain hash
-    sha256(h_{n-1} || seq_key(n) || stored), a decodable envelope, and its idempotency
+    sha256(h_{n-1} || seq_key(n) || stored), a decodable envelope and event (what every reader
+    decodes: invalid UTF-8 in a string, say, is refused there and named here), and its idempotency
     key must map to n in the key index; finally the key index must hold exactly as many
     keys as there are records (so it maps keys to records one to one).
     Raises nothing for bad data: the first problem is named in the report.
@@ -58,6 +59,7 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
     prev, seq, nbytes, released = chain.GENESIS, 0, 0, 0
     events_db, keys_db = log.db(b"events"), log.db(b"keys")
     sha256, seq_key, decode = hashlib.sha256, chain.seq_key, codec.decode_envelope
+    decode_event = codec.decode_event
     header, fmt = codec.HEADER, codec.FORMAT
     try:
         done = events_db is None
@@ -84,10 +86,12 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
                     prev = h.digest()
                     if prev != v[1:header]:
                         raise CorruptRecord(seq, "checksum mismatch")
-                    try:
-                        key = decode(stored).key
+                    try:  # the event too: what restore, reindex and audit would refuse
+                        env = decode(stored)
+                        decode_event(env.event)
                     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                        raise CorruptRecord(seq, f"undecodable envelope: {exc}") from exc
+                        raise CorruptRecord(seq, f"does not decode ({str(exc)[:80]})") from exc
+                    key = env.key
                     if keys_db is None or get(key, db=keys_db) != k:
                         raise CorruptRecord(seq, f"key index does not map {key[:60]!r} here")
                     nbytes += len(v)

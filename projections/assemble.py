@@ -51,15 +51,19 @@ class Step(NamedTuple):
     oversized: int
 
 
-def step(cur: Cursor, generation: int, offset: int, data: bytes) -> Step | None:
+def step(cur: Cursor, generation: int, offset: int, data: bytes,
+         final: bool = False) -> Step | None:
     """Apply one chunk (`data` at `offset` of `generation`) to `cur`; None when the chunk
-    adds nothing (already assembled: an overlapping or repeated chunk)."""
+    adds nothing (already assembled: an overlapping or repeated chunk). A `final` chunk
+    ends the file: the unfinished line after it is complete (`ChunkCaptured.final`)."""
     gen, next_offset, partial, skipping = cur
     if generation < gen:
         return Step(True, True, [], cur, 0)
     if generation > gen:
         gen, next_offset, partial, skipping = generation, 0, b"", 0
     if offset + len(data) <= next_offset and not (offset == next_offset and not data):
+        if final and partial and offset + len(data) == next_offset:
+            return step(cur, generation, next_offset, b"", True)  # the end, with a repeat
         return None
     gap = False
     if offset < next_offset:
@@ -71,7 +75,11 @@ def step(cur: Cursor, generation: int, offset: int, data: bytes) -> Step | None:
             skipping = 1  # the rest of the interrupted line is unknown: drop it
         partial = b""
     lines, partial, skipping, oversized = assemble(partial, skipping, offset, data)
-    return Step(False, gap, lines, Cursor(gen, offset + len(data), partial, skipping), oversized)
+    end = offset + len(data)
+    if final and partial:  # the agent writes no more: its last line needs no newline
+        lines.append((end - len(partial), partial))
+        partial = b""
+    return Step(False, gap, lines, Cursor(gen, end, partial, skipping), oversized)
 
 
 def assemble(

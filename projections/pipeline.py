@@ -432,7 +432,7 @@ class Parser:
             except Exception:
                 return plain  # counted by the applier, which fails the same way
             self.part += len(data)
-            s = assemble.step(entry[1], ev.generation, ev.offset, data)
+            s = assemble.step(entry[1], ev.generation, ev.offset, data, ev.final)
             if s is None or s.old:
                 return ("chunk", _shell(st), s, 0, _NONE, _NONE)
             state = self._state(info)

@@ -110,7 +110,7 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
         return
     parser = parser_module()
     cur = assemble.Cursor(int(row[4]), int(row[5]), bytes(row[6]), int(row[7]))
-    s = assemble.step(cur, ev.generation, ev.offset, data)
+    s = assemble.step(cur, ev.generation, ev.offset, data, ev.final)
     if s is None or s.old:
         chunk_rows(con, st, info, s, 0, [])
         return

@@ -151,8 +151,9 @@ def parse_tree_snapshot(
     elif kind == "checkpoint":
         _checkpoint(source, state, value, result, agent, parts)
     elif kind == "chat":
-        if not isinstance(value, dict):
-            result.count_unknown(f"{source.layout}:shape")
+        messages = value.get("messages") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or not isinstance(messages or [], list):
+            result.count_unknown(f"{source.layout}:shape")  # wrong types: damage, named
             return result
         ctx = _chat_context(source, state, value, agent)
         _summary(ctx, value, result)

@@ -65,6 +65,7 @@ class Capturer:
         self.clock = clock
         self.stats = Stats()
         self.sources: dict[str, Source] = {}
+        self._ended: set[str] = set()  # with `Options.final`: sources whose end was polled
         self._epoch: bytes | None = None
         self._held: contextlib.ExitStack | None = None
         self._batch = Batch()
@@ -311,19 +312,29 @@ class Capturer:
             return False
         now = self.clock()
         settle = int(self.opt.settle_s * 1e9)
-        if not cf.needs_read(src.cursor, st, now, settle, append):
+        # an ended session: its end is news even when unchanged (once a run: `_ended`)
+        final = append and self.opt.final and src.cursor.source not in self._ended
+        if not final and not cf.needs_read(src.cursor, st, now, settle, append):
             return False
         if self._lock():
             src = self.sources.get(src.cursor.source) or src
-            if not cf.needs_read(src.cursor, st, now, settle, append):
+            if not final and not cf.needs_read(src.cursor, st, now, settle, append):
                 return False
         at = now // 1_000_000
         if append:
             polled = cf.poll_append(path, src.cursor, now_ns=now, settle_ns=settle, at=at,
-                                    read_max=self.opt.read_max)
+                                    read_max=self.opt.read_max, final=final)
+            if final and not polled.busy and polled.cursor.offset >= polled.cursor.size:
+                self._ended.add(src.cursor.source)
         else:
-            polled = cf.poll_snapshot(path, src.cursor, at=at)
+            polled = cf.poll_snapshot(path, src.cursor, at=at, max_size=self.opt.snapshot_max)
             self.stats.snapshots += len(polled.events)
+            if polled.cursor.oversized:
+                self.stats.oversized += 1
+                self.stats.skipped.append(
+                    f"{path}: {polled.cursor.size} bytes, over the snapshot bound of "
+                    f"{_mib(self.opt.snapshot_max)}: not captured (oversized; raise "
+                    "capture.snapshotMaxMiB in config.json to take it)")
         self._put(src, polled)
         return polled.busy
 
@@ -340,6 +351,8 @@ class Capturer:
             return False
         c = src.cursor
         if (c.size, c.mtime_ns, c.ino) == sig and not c.backlog and not c.missing:
+            return False
+        if c.source in self.stats.locked:  # said once this run; the next run tries again
             return False
         if self._lock():
             src = self.sources.get(c.source) or src
@@ -366,6 +379,12 @@ class Capturer:
                 rows = sr.fetch_page(conn, table, after_time, after_id, limit, src.root.agent)
                 src.table_paged = True
         except sr.RowsError as exc:
+            if exc.locked:  # another process holds it: say it once, leave it for later
+                self.stats.locked.add(c.source)
+                self.stats.errors.append(
+                    f"{c.source}: {path} is locked by another process (waited "
+                    f"{sr.LOCK_WAIT_S:g} s); the next capture takes it")
+                return False
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
         self.stats.bytes += self._batch.add_rows(c.source, table, rows, at)
@@ -517,11 +536,38 @@ class Named:
     """The outcome of `capture_paths` (a plain class: `dataclasses` costs the hook start-up)."""
 
     def __init__(self, stats: Stats, sources: list[str] | None = None,
-                 outside: list[str] | None = None, ignored: list[str] | None = None) -> None:
+                 outside: list[str] | None = None, ignored: list[str] | None = None,
+                 refused: list[dict[str, str]] | None = None) -> None:
         self.stats = stats
         self.sources = sources if sources is not None else []  # captured (or up to date)
         self.outside = outside if outside is not None else []  # paths under no capture root
         self.ignored = ignored if ignored is not None else []  # under a root, not history
+        # {path, reason}: not a regular file (a link, a FIFO, a folder) or missing
+        self.refused = refused if refused is not None else []
+
+
+MISSING = "does not exist"
+
+
+def not_a_file(path: Path | str) -> str | None:
+    """Why `path` cannot be a captured source (None for a regular file): a link is never
+    followed and a FIFO, socket, device or folder never read, so none is recorded either
+    (it would stay pending forever and come back from restore as an empty file)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return MISSING
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (not followed)"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a transcript"
+    return "is not a regular file (a FIFO, socket or device)"
 
 
 class _NamedCapturer(Capturer):
@@ -616,6 +662,10 @@ def locate(roots: list[Root], path: Path) -> tuple[Root, str] | None:
     return None
 
 
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
 def session_companions(root: Root, rel: str) -> list[str]:
     """A Claude Code session's own files: `<session>/subagents/**` and tool results."""
     parts = rel.split("/")
@@ -636,15 +686,21 @@ def capture_paths(
     log: EventLog, roots: list[Root], paths: list[Path], options: Options | None = None,
     *, companions: bool = True,
 ) -> Named:
-    """Capture exactly `paths` (and, with `companions`, a session's own folder)."""
+    """Capture exactly `paths` (and, with `companions`, a session's own folder); a path that
+    is not a regular file is refused (`Named.refused`) and nothing of it recorded."""
     wanted: list[tuple[Root, str, str]] = []
     outside: list[str] = []
     ignored: list[str] = []
+    refused: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for path in paths:
+        why = not_a_file(path)  # the path itself: a link is refused, not resolved
         found = locate(roots, path)
-        if found is None:
+        if found is None and why in (None, MISSING):
             outside.append(str(path))
+            continue
+        if why is not None or found is None:
+            refused.append({"path": str(path), "reason": why or MISSING})
             continue
         root, rel = found
         rels = [rel, *(session_companions(root, rel) if companions else [])]
@@ -653,12 +709,16 @@ def capture_paths(
             if layout is None:
                 ignored.append(str(Path(root.path, r)))
                 continue
+            why = not_a_file(Path(root.path, r)) if r != rel else None
+            if why is not None:
+                refused.append({"path": str(Path(root.path, r)), "reason": why})
+                continue
             if (root.id, r) not in seen:
                 seen.add((root.id, r))
                 wanted.append((root, r, layout))
     engine = _NamedCapturer(log, roots, options or Options(), wanted)
     done = engine.capture() if wanted else []
-    return Named(engine.stats, done, outside, ignored)
+    return Named(engine.stats, done, outside, ignored, refused)
 
 
 def codex_rollout(roots: list[Root], thread_id: str) -> Path | None:

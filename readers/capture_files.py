@@ -11,7 +11,9 @@ Promises:
   starts a new generation from offset 0 (a `SourceRewound` event); an older copy that is
   a byte prefix of the new file (a replaced, grown file) is not a rewrite;
 - a snapshot is taken whenever the blake3 of the whole file differs from the last one;
-  files above `SNAPSHOT_MAX` are marked oversized and skipped (counted by audit);
+  files above `SNAPSHOT_MAX` (32 MiB; `Options.snapshot_max`, config
+  `capture.snapshotMaxMiB`) are not read: marked oversized, named in the run's `skipped`
+  and counted (`oversized`) by every capture that polls them, and by audit;
 - every function returns new events (data raw, `codec` ""; the engine compresses them
   with `pack` before committing) and a new cursor; the caller commits both in one
   transaction, so a crash loses nothing that was committed and repeats nothing.
@@ -107,7 +109,7 @@ def needs_read(c: Cursor, st: os.stat_result, now_ns: int, settle_ns: int, appen
     if not unchanged(c, st):
         return True
     if not append:
-        return False
+        return c.oversized  # looked at again by every capture: named, or taken once allowed
     if c.backlog:
         return True
     # an unterminated tail waiting to settle
@@ -155,9 +157,13 @@ def open_ro(path: str) -> int:
 
 
 def poll_append(
-    path: str, c: Cursor, *, now_ns: int, settle_ns: int, at: int, read_max: int = READ_MAX
+    path: str, c: Cursor, *, now_ns: int, settle_ns: int, at: int, read_max: int = READ_MAX,
+    final: bool = False,
 ) -> Polled:
-    """Capture the next bounded chunk of an append-only file."""
+    """Capture the next bounded chunk of an append-only file. With `final` (the agent said
+    the file is finished), a chunk that reaches the end of a file whose last byte is not a
+    newline is marked `final`, or, when those bytes were captured already, an empty final
+    chunk says so (once: its key is fixed)."""
     source = c.source
     fd = open_ro(path)
     try:
@@ -181,6 +187,12 @@ def poll_append(
             c = Cursor(source=source, layout=c.layout, gen=gen)
         avail = st.st_size - c.offset
         if avail <= 0:
+            if final and avail == 0 and c.offset and _pread_exact(fd, 1, c.offset - 1) != b"\n":
+                out.events.append((
+                    event_key(b"final", source, c.gen, c.offset),
+                    ChunkCaptured(source=source, generation=c.gen, offset=c.offset, size=0,
+                                  data=b"", at=at, final=True),
+                ))
             out.cursor = _with_stat(c, st, backlog=False)
             return out
         n = min(avail, read_max)
@@ -198,12 +210,13 @@ def poll_append(
         if take:
             chunk = data[:take]
             new_off = c.offset + take
+            ends = final and new_off == st.st_size and not chunk.endswith(b"\n")
             out.events.append(
                 (
                     event_key(b"chunk", source, c.gen, c.offset, content_hash(chunk)),
                     ChunkCaptured(
                         source=source, generation=c.gen, offset=c.offset, size=take,
-                        data=chunk, at=at,
+                        data=chunk, at=at, final=ends,
                     ),
                 )
             )
@@ -229,14 +242,15 @@ def poll_append(
         os.close(fd)
 
 
-def poll_snapshot(path: str, c: Cursor, *, at: int) -> Polled:
-    """Snapshot a rewritten file when its content hash changed."""
+def poll_snapshot(path: str, c: Cursor, *, at: int, max_size: int = SNAPSHOT_MAX) -> Polled:
+    """Snapshot a rewritten file when its content hash changed; a file over `max_size`
+    is not read (its cursor says `oversized`: the engine names and counts it)."""
     fd = open_ro(path)
     try:
         st = os.fstat(fd)
         if not stat_mod.S_ISREG(st.st_mode):
             return Polled(_with_stat(c, st))
-        if st.st_size > SNAPSHOT_MAX:
+        if st.st_size > max_size:
             return Polled(_with_stat(c, st, oversized=True))
         data = _pread_exact(fd, st.st_size, 0)
         extra = os.pread(fd, 1, len(data))

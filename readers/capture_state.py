@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from readers import cursor as cur
-from readers.capture_files import READ_MAX
+from readers.capture_files import READ_MAX, SNAPSHOT_MAX
 from readers.discovery import kind_of
 from readers.roots import Root
 
@@ -18,9 +18,9 @@ from readers.roots import Root
 class Options:
     """Bounds and pacing of the engine (defaults are the seed's figures)."""
 
-    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "max_clean_sweeps",
-                 "polls_per_tick", "read_max", "rediscover_s", "settle_s",
-                 "sweep_checks_per_tick")
+    __slots__ = ("batch_bytes", "batch_events", "discover_per_tick", "final",
+                 "max_clean_sweeps", "polls_per_tick", "read_max", "rediscover_s", "settle_s",
+                 "snapshot_max", "sweep_checks_per_tick")
 
     def __init__(
         self,
@@ -34,9 +34,13 @@ class Options:
         max_clean_sweeps: int = 3,
         sweep_checks_per_tick: int = 64,
         read_max: int = READ_MAX,
+        snapshot_max: int = SNAPSHOT_MAX,
+        final: bool = False,
     ) -> None:
         if read_max < 1:
             raise ValueError(f"read_max must be at least 1 byte; got {read_max}")
+        if snapshot_max < 1:
+            raise ValueError(f"snapshot_max must be at least 1 byte; got {snapshot_max}")
         self.settle_s = settle_s
         self.discover_per_tick = discover_per_tick
         self.polls_per_tick = polls_per_tick
@@ -46,6 +50,10 @@ class Options:
         self.max_clean_sweeps = max_clean_sweeps
         self.sweep_checks_per_tick = sweep_checks_per_tick
         self.read_max = read_max  # bytes of one append read (the 64 KiB bound)
+        self.snapshot_max = snapshot_max  # a rewritten file larger than this is not read
+        # the named files are finished (an agent's session ended): their unterminated last
+        # lines are final (`ChunkCaptured.final`); only `capture_paths` of a hook sets it
+        self.final = final
 
 
 class Stats:
@@ -62,9 +70,14 @@ class Stats:
         self.rows = 0
         self.missing = 0
         self.pending = 0
+        self.oversized = 0  # rewritten files over the snapshot bound (named in `skipped`)
         self.errors: list[str] = []
         self.skipped: list[str] = []
         self.changed: set[str] = set()
+        self.locked: set[str] = set()  # databases another process held: not polled again
+        # files of this run whose records the parsers could not read (set by the front end
+        # after it indexed them: {path, source, types})
+        self.unreadable: list[dict[str, Any]] = []
         self._noted: set[str] = set()
 
     def note_skipped(self, root: Root, entry: Any) -> None:
@@ -90,6 +103,8 @@ class Stats:
             "pending": self.pending,
             "errors": self.errors[:20],
             "skipped": self.skipped[:20],
+            "oversized": self.oversized,
+            "unreadable": self.unreadable[:20],
         }
 
 
@@ -111,7 +126,7 @@ class Source:
 
 def is_idle(c: cur.Cursor, src: Source) -> bool:
     """Nothing left to do until the file's metadata changes."""
-    if c.backlog or c.size < 0 or c.missing:
+    if c.backlog or c.size < 0 or c.missing or c.oversized:
         return False
     if src.kind == "append":
         return c.offset == c.size

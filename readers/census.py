@@ -40,8 +40,11 @@ class _Lines:
         self.skipping = False
 
 
-def census(log: EventLog, *, parse: bool = True) -> dict[str, Any]:
-    """Per layout: files, bytes, records, unknown record types, pending, missing."""
+def census(log: EventLog, *, parse: bool = True,
+           oversized: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Per layout: files, bytes, records, unknown record types, pending, missing, oversized
+    (rewritten files over the snapshot bound: not captured); `oversized`, when given, gets
+    each such file's `{path, bytes}`."""
     parser: Any = None
     if parse:
         from readers import parse as parser
@@ -57,7 +60,8 @@ def census(log: EventLog, *, parse: bool = True) -> dict[str, Any]:
         k = kinds.get(layout)
         if k is None:
             k = kinds[layout] = {"files": 0, "bytes": 0, "records": 0 if parser else None,
-                                 "pending": 0, "missing": 0, "oversized_lines": 0}
+                                 "pending": 0, "missing": 0, "oversized_lines": 0,
+                                 "oversized": 0}
             unknown[layout] = Counter()
         return k
 
@@ -124,6 +128,12 @@ def census(log: EventLog, *, parse: bool = True) -> dict[str, Any]:
             k["missing"] += 1
         elif is_pending(c):
             k["pending"] += 1
+        elif c.oversized:
+            k["oversized"] += 1
+            if oversized is not None:
+                seen = infos.get(c.source)
+                where = os.path.join(seen.root, seen.path) if seen is not None else c.source
+                oversized.append({"path": where, "bytes": c.size})
     for layout, k in kinds.items():
         k["unknown_types"] = dict(unknown[layout].most_common()) if parser else None
     return dict(sorted(kinds.items()))
@@ -152,11 +162,11 @@ def pending_sources(log: EventLog, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def captured_sources(log: EventLog) -> set[str]:
-    """Sources with a cursor (registered by capture)."""
+    """Sources with a cursor (registered by capture) whose bytes are in the log."""
     out: set[str] = set()
     for _, value in log.iter_state(cur.CURSOR_PREFIX):
         c = cur.decode_cursor(value)
-        if not is_pending(c) and not c.missing:
+        if not is_pending(c) and not c.missing and not c.oversized:
             out.add(c.source)
     return out
 

@@ -40,6 +40,7 @@ class Entry(NamedTuple):
 
 
 LINK_SKIPPED = "symbolic link, not followed (capture stays inside its roots)"
+NOT_A_FILE_SKIPPED = "not a regular file (a FIFO, socket or device): not read"
 
 
 def kind_of(layout: str) -> str:
@@ -61,11 +62,14 @@ def _descend(agent: str, rel_dir: str) -> bool:
 
 
 def _kind(e: os.DirEntry[str]) -> str:
-    """"link", "dir" or "file" of an entry, never following a link (so never ELOOP)."""
+    """"link", "dir", "file" or "other" (a FIFO, socket, device) of an entry, never
+    following a link (so never ELOOP); the type comes with the listing (no stat)."""
     try:
         if e.is_symlink():
             return "link"
-        return "dir" if e.is_dir(follow_symlinks=False) else "file"
+        if e.is_dir(follow_symlinks=False):
+            return "dir"
+        return "file" if e.is_file(follow_symlinks=False) else "other"
     except OSError:
         return "file"  # vanished while listed: the poll reports it missing
 
@@ -110,6 +114,9 @@ def walk(agent: str, root: str) -> Iterator[Entry]:
             elif kind == "link":
                 wanted = _descend(agent, rel) or classify(agent, rel) is not None
                 yield Entry(rel, None, skipped=LINK_SKIPPED if wanted else None)
+            elif kind == "other":  # never read, so never a source (it would stay pending)
+                wanted = classify(agent, rel) is not None
+                yield Entry(rel, None, skipped=NOT_A_FILE_SKIPPED if wanted else None)
             else:
                 yield Entry(rel, classify(agent, rel))
         stack.extend(reversed(subdirs))

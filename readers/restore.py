@@ -18,7 +18,8 @@ Promises:
   seq) and pass 1 reads the whole log before anything is written, so a damaged log writes
   nothing; with `skip_damaged` the damaged records are listed (`damaged`), the files they
   belonged to (when known, or when a chunk is missing) are left out (`incomplete`), and the
-  rest is written;
+  rest is written; a damaged LMDB page ends the reading (`unreadable_from`, its first seq):
+  files come back as far as the records before it;
 - `payload(codec, data)` is the one decoder of captured bytes (zstd or raw).
 """
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eventlog import EventLog
+from eventlog import CorruptRecord, EventLog
 from eventlog.events import (
     ChunkCaptured,
     FileSnapshotted,
@@ -50,6 +51,9 @@ _decompressor: Any = None
 
 class RestoreError(ReaderError):
     """A restore could not be written."""
+
+
+MAX_OFFSET = 1 << 40  # 1 TiB: no captured file is larger; a crafted log's offset is refused
 
 
 def payload(codec: str, data: bytes) -> bytes:
@@ -75,6 +79,7 @@ class _Src:
     out: Path | None = None
     end: int = 0  # contiguous bytes of the newest generation seen so far
     hole: bool = False  # a chunk of the newest generation is missing (damaged record)
+    bad: str | None = None  # why a record of it cannot be written (a crafted offset)
 
 
 @dataclass(slots=True)
@@ -87,6 +92,7 @@ class RestoreReport:
     refused: list[dict[str, str]] = field(default_factory=list)
     damaged: list[int] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    unreadable_from: int | None = None
 
     def refuse(self, source: str, reason: str) -> None:
         self.skipped.append(source)
@@ -95,7 +101,8 @@ class RestoreReport:
     def to_dict(self) -> dict[str, Any]:
         return {"files": self.files, "bytes": self.bytes, "rows": self.rows,
                 "tables": self.tables, "skipped": self.skipped, "refused": self.refused,
-                "damaged": self.damaged, "incomplete": self.incomplete}
+                "damaged": self.damaged, "incomplete": self.incomplete,
+                "unreadableFrom": self.unreadable_from}
 
 
 def _selected(seen: SourceSeen, agent: str | None, session: str | None) -> bool:
@@ -200,7 +207,10 @@ def scan_sources(log: EventLog, damaged: list[int] | None = None) -> dict[str, _
                 continue
             if ev.generation > s.gen:
                 s.gen, s.end, s.hole = ev.generation, 0, False
-            if isinstance(ev, ChunkCaptured) and ev.generation == s.gen:
+            if isinstance(ev, ChunkCaptured) and not 0 <= ev.offset <= MAX_OFFSET - ev.size:
+                s.bad = s.bad or (f"record {se.seq}: chunk offset {ev.offset} is outside a "
+                                  f"file (0..{MAX_OFFSET})")
+            elif isinstance(ev, ChunkCaptured) and ev.generation == s.gen:
                 s.hole = s.hole or ev.offset > s.end
                 s.end = max(s.end, ev.offset + ev.size)
         elif isinstance(ev, FileSnapshotted):
@@ -216,6 +226,9 @@ def _prepare(dest: Path, srcs: dict[str, _Src], report: RestoreReport) -> None:
     for s in srcs.values():
         roots_per_agent.setdefault(s.seen.agent, set()).add(s.seen.root)
     for s in srcs.values():
+        if s.bad is not None:
+            report.refuse(s.seen.source, s.bad)
+            continue
         try:
             out = _target(dest, s, len(roots_per_agent[s.seen.agent]) > 1)
             if kind_of(s.seen.layout) == "append":
@@ -223,6 +236,9 @@ def _prepare(dest: Path, srcs: dict[str, _Src], report: RestoreReport) -> None:
                 report.files += 1
         except RestoreError as exc:
             report.refuse(s.seen.source, str(exc))
+            continue
+        except OSError as exc:  # a name clash (a folder where its file goes, or the reverse)
+            report.refuse(s.seen.source, f"{exc.strerror or exc}: {exc.filename or ''}")
             continue
         s.out = out
 
@@ -254,11 +270,14 @@ def restore(
                 if c is None or c.out is None or ev.generation != c.gen:
                     continue
                 data = payload(ev.codec, ev.data)
-                fd = _open_out(c.out, 0)
                 try:
-                    os.pwrite(fd, data, ev.offset)
-                finally:
-                    os.close(fd)
+                    fd = _open_out(c.out, 0)
+                    try:
+                        os.pwrite(fd, data, ev.offset)
+                    finally:
+                        os.close(fd)
+                except (OSError, RestoreError) as exc:
+                    _refuse_midway(report, c, se.seq, exc)
             elif isinstance(ev, FileSnapshotted):
                 f = srcs.get(ev.source)
                 if f is None or f.out is None or se.seq != f.snap_seq:
@@ -267,7 +286,11 @@ def restore(
                 if (session is not None and session not in f.seen.path
                         and not _row_matches(data, session)):
                     continue
-                _write_new(f.out, data)
+                try:
+                    _write_new(f.out, data)
+                except (OSError, RestoreError) as exc:
+                    _refuse_midway(report, f, se.seq, exc)
+                    continue
                 report.files += 1
             elif isinstance(ev, RowSnapshotted):
                 r = srcs.get(ev.source)
@@ -297,12 +320,23 @@ def restore(
     return report
 
 
+def _refuse_midway(report: RestoreReport, s: _Src, seq: int, exc: Exception) -> None:
+    """A write that failed after its file was made: the source is refused, naming the record."""
+    why = f"{exc.strerror or exc}: {exc.filename or ''}" if isinstance(exc, OSError) else exc
+    report.refuse(s.seen.source, f"record {seq}: {why}")
+    s.out = None
+
+
 def _leave_out_damaged(log: EventLog, srcs: dict[str, _Src], report: RestoreReport) -> None:
     """With --skip-damaged: sources a damaged record belonged to (when it still decodes far
     enough to name one) or whose newest generation has a missing chunk are left out."""
     bad: set[str] = {k for k, s in srcs.items() if s.hole}
+    report.unreadable_from = log.unreadable_from
     for seq in report.damaged:
-        raw = log.read_raw(seq, 1)
+        try:
+            raw = log.read_raw(seq, 1)
+        except CorruptRecord:  # a damaged page: nothing there names its source
+            continue
         if not raw or raw[0].seq != seq:
             continue
         source = _source_of(raw[0].value)

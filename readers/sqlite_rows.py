@@ -4,10 +4,17 @@ Promises:
 - only the agent's tables in the registry (`Agent.tables`) are ever queried, in keyset
   order of their (`updated`, `key`) columns; opencode's credential tables
   (`account`, `control_account`, `credential`, `session_share`) never are;
-- nothing is written next to the database: a WAL database with live `-wal` and `-shm`
-  files is opened `mode=ro` (WAL-aware, it sees the newest rows); one without a `-wal`
-  is opened `immutable=1` (no lock or shm files are created); a `-wal` without a `-shm`
-  is copied with the database into a private temporary folder and read there;
+- the database and its `-wal` are never written, and no file is created next to them: a
+  WAL database with live `-wal` and `-shm` files is opened `mode=ro` (WAL-aware, it sees
+  the newest rows) — like every SQLite reader it then takes its read lock in the existing
+  `-shm` (fcntl locks, and a read mark in the wal-index's checkpoint-info block, bytes
+  96..135: measured, tests/test_capture_sqlite.py), the one thing a capture touches; a
+  private copy instead would cost a copy of the whole database at every poll of a live
+  one; a database without a `-wal` is opened `immutable=1` (no lock or shm files are
+  created); a `-wal` without a `-shm` is copied with the database into a private temporary
+  folder and read there;
+- a database another process holds locked is waited for `LOCK_WAIT_S` (0.25 s), then
+  `RowsError.locked`: the capture says so once and leaves it for its next run;
 - each call returns at most `limit` rows of one table, in (updated, key) order after
   a keyset position, so capture resumes exactly where it stopped;
 - a row's data is the JSON object of its columns (undecodable text is replaced, blobs are
@@ -41,8 +48,18 @@ SESSION_PAGE = 32  # session rows are discovery: 32 a tick (seed)
 __all__ = ["TABLES", "Row", "RowsError", "db_signature", "fetch_page", "open_readonly"]
 
 
+LOCK_WAIT_S = 0.25  # how long a read waits for another process's lock (it was 2 s a call)
+
+
 class RowsError(ReaderError):
-    """The database could not be read (locked, corrupt, being replaced)."""
+    """The database could not be read (locked, corrupt, being replaced); `locked` when
+    another process holds it (SQLITE_BUSY / SQLITE_LOCKED): a later capture will read it."""
+
+    @property
+    def locked(self) -> bool:
+        cause = self.__cause__
+        code = getattr(cause, "sqlite_errorcode", None)
+        return code in (5, 6) or "database is locked" in str(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +92,7 @@ def open_readonly(path: str) -> Iterator[sqlite3.Connection]:
                 shutil.copyfile(path + "-wal", target + "-wal")
         uri = f"file:{quote(os.path.abspath(target))}?{flags}"
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=2.0, check_same_thread=False)
+            conn = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S, check_same_thread=False)
         except sqlite3.Error as exc:
             raise RowsError(f"cannot open {path} read-only: {exc}") from exc
         conn.text_factory = lambda b: b.decode("utf-8", "replace")

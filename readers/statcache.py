@@ -36,7 +36,8 @@ from readers.roots import Root
 
 FEW = 32  # new or changed files a capture takes on their own (`changed_files`)
 RACY_NS = 2_000_000_000  # a folder changed this recently (or later) is listed again
-DIRS_VERSION = 1  # bump when discovery's rules (which files, which folders) change
+DIRS_VERSION = 2  # bump when discovery's rules (which files, which folders) change
+# (2: a FIFO, socket or device is no longer a file)
 
 
 def build(roots: list[Root], sources: Iterable[Source]) -> dict[bytes, bytes]:

@@ -127,3 +127,64 @@ def test_wal_database_without_wal_file_opens_immutable(tmp_path: Path) -> None:
     finally:
         log.close()
     assert sorted(os.listdir(root)) == ["opencode.db"]
+
+
+def test_a_live_wal_database_is_touched_only_in_its_shm_read_marks(tmp_path: Path) -> None:
+    """What a read of a live WAL database (Crush, opencode) changes, exactly as documented:
+    the database and its `-wal` not a byte; in `-shm` only the wal-index's checkpoint-info
+    block (bytes 96..135: read marks), as every SQLite reader does; no file is created."""
+    from readers.sqlite_rows import open_readonly
+
+    folder = tmp_path / "crush"
+    folder.mkdir()
+    db = folder / "crush.db"
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t(x)")
+    writer.executemany("INSERT INTO t VALUES (?)", [("a" * 100,)] * 500)
+    writer.commit()
+    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    before = [f.read_bytes() for f in files]
+    listing = sorted(os.listdir(folder))
+    with open_readonly(str(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (500,)
+    after = [f.read_bytes() for f in files]
+    assert sorted(os.listdir(folder)) == listing
+    writer.close()  # the last connection checkpoints: compare before it does
+    assert after[0] == before[0] and after[1] == before[1]
+    changed = [i for i, (a, b) in enumerate(zip(before[2], after[2], strict=True)) if a != b]
+    assert all(96 <= i < 136 for i in changed), changed
+
+
+def test_a_locked_database_is_said_once_and_taken_later(tmp_path: Path) -> None:
+    """Another process holds the database (an exclusive lock): the capture says so once,
+    captures the rest, and the next capture after the lock is gone takes the rows."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "opencode"
+    made = _make_db(root / "opencode.db", sessions=3, parts=5)
+    made.execute("PRAGMA journal_mode=DELETE")  # a rollback-journal database: locks hold
+    made.close()
+    hold = ("import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], timeout=0)\n"
+            "c.execute('PRAGMA locking_mode=EXCLUSIVE')\n"
+            "c.execute('BEGIN EXCLUSIVE')\n"
+            "c.execute(\"INSERT INTO session VALUES ('ses_x', 't', '/w', 1, 1)\")\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(root / "opencode.db")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with EventLog(tmp_path / "log") as log:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            st = capture(log, roots_of(opencode=root))
+        finally:
+            holder.communicate("")
+        locked = [e for e in st.errors if "opencode.db" in e]
+        assert len(locked) == 1 and "locked" in locked[0], st.errors
+        assert "next capture" in locked[0], locked
+        assert st.rows == 0
+        again = capture(log, roots_of(opencode=root))
+        assert again.errors == [] and again.rows == 3 + 3 + 5

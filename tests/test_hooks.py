@@ -183,3 +183,73 @@ def test_codex_notify_captures_the_thread_and_chains(home: Path, corpus: Path,
     assert len(restored) == 1 and restored[0].read_bytes() == target.read_bytes()
     proc = run_cli(home, "hooks", "run", "codex", json.dumps({"thread-id": "nope"}))
     assert proc.returncode == 0 and b"no Codex rollout" in proc.stderr
+
+
+def test_claude_hook_refuses_what_is_not_a_regular_file(home: Path, tmp_path: Path) -> None:
+    """A link, a FIFO, a folder or a missing transcript: one line on stderr each, exit 0,
+    nothing recorded (no source pending forever, no empty file from restore)."""
+    folder = _user_home() / ".claude" / "projects" / "-tmp-odd"
+    folder.mkdir(parents=True)
+    real = folder / "real.jsonl"
+    real.write_bytes(b'{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    os.symlink(real, folder / "link.jsonl")
+    os.mkfifo(folder / "fifo.jsonl")
+    (folder / "dir.jsonl").mkdir()
+    cases = {"link.jsonl": "symbolic link", "fifo.jsonl": "not a regular file",
+             "dir.jsonl": "folder", "gone.jsonl": "does not exist"}
+    for name, words in cases.items():
+        payload = json.dumps({"session_id": "x", "transcript_path": str(folder / name),
+                              "hook_event_name": "Stop"})
+        proc = run_cli(home, "hooks", "run", "claude", input=payload.encode(), timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 0 and err.count("\n") == 1, (name, err)
+        assert words in err and name in err, (name, err)
+    assert not (home / "log" / "data.mdb").exists() or json.loads(
+        run_cli(home, "audit", "--json").stdout)["events"] == 0
+    proc = run_cli(home, "capture", "--path", str(folder / "fifo.jsonl"), timeout=60)
+    assert proc.returncode == 1 and b"not a regular file" in proc.stderr, proc.stderr
+    proc = run_cli(home, "capture", "--path", str(folder / "fifo.jsonl"), "--json", timeout=60)
+    assert json.loads(proc.stdout)["refused"] == [
+        {"path": str(folder / "fifo.jsonl"),
+         "reason": "is not a regular file (a FIFO, socket or device)"}]
+
+
+def _search_ids(home: Path, word: str) -> list[str]:
+    out = run_cli(home, "search", word, "--json")
+    assert out.returncode == 0, out.stderr
+    return [h["id"] for h in json.loads(out.stdout)["hits"]]
+
+
+def _turn(uuid: str, text: str) -> bytes:
+    return json.dumps({"type": "user", "uuid": uuid, "sessionId": "s1", "cwd": "/tmp/app",
+                       "timestamp": "2026-11-01T10:00:00Z",
+                       "message": {"role": "user", "content": text}}).encode()
+
+
+def test_session_end_makes_an_unfinished_last_line_searchable(home: Path) -> None:
+    """At SessionEnd the agent writes no more: its unterminated last line is final. Before
+    that, capture keeps holding it back (its newline may still come)."""
+    folder = _user_home() / ".claude" / "projects" / "-tmp-app"
+    folder.mkdir(parents=True)
+    cases = {"hookonly": "zanzibar", "watched": "quixotic"}
+    for name, word in cases.items():
+        (folder / f"{name}.jsonl").write_bytes(
+            _turn(f"{name}-1", "first turn") + b"\n" + _turn(f"{name}-2", word))
+    # `watched`: a capture of the quiet file took its tail already (held back from search)
+    assert run_cli(home, "capture", "--path", str(folder / "watched.jsonl")).returncode == 0
+    assert _search_ids(home, "quixotic") == []
+    for name, word in cases.items():
+        payload = json.dumps({"session_id": name, "transcript_path": str(folder / f"{name}.jsonl"),
+                              "hook_event_name": "SessionEnd", "reason": "exit"})
+        proc = run_cli(home, "hooks", "run", "claude", input=payload.encode())
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+        assert _search_ids(home, word) == [f"transcript:claude:{name}-2"], name
+    # the bytes are still the file's exactly
+    assert run_cli(home, "restore", "--to", str(home.parent / "rv")).returncode == 0
+    for name in cases:
+        got = next((home.parent / "rv").rglob(f"{name}.jsonl")).read_bytes()
+        assert got == (folder / f"{name}.jsonl").read_bytes()
+    # a rebuild gives the same answer
+    assert run_cli(home, "reindex").returncode == 0
+    assert _search_ids(home, "zanzibar") == ["transcript:claude:hookonly-2"]
+    assert _search_ids(home, "quixotic") == ["transcript:claude:watched-2"]

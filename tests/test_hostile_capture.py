@@ -111,3 +111,27 @@ def test_capture_cli_reports_skips(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert b"captured 1 files" in out.stdout
     assert b"skipped: " in out.stderr and b"projects/self" in out.stderr
+
+
+def test_a_fifo_or_socket_under_a_root_is_skipped_not_a_source(
+    log: EventLog, tmp_path: Path
+) -> None:
+    """Never read (O_NOFOLLOW, O_NONBLOCK), so never recorded: it would stay pending forever
+    and come back from restore as an empty file."""
+    import socket
+
+    root = tmp_path / "claude"
+    write(root / "projects" / "-p" / "ok.jsonl", SESSION)
+    os.mkfifo(root / "projects" / "-p" / "fifo.jsonl")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "projects" / "-p" / "sock.jsonl"))
+    try:
+        stats = capture(log, roots_of(claude=root))
+    finally:
+        sock.close()
+    assert list(_captured(log)) == ["projects/-p/ok.jsonl"]
+    seen = [se.event.path for se in log.iter_events() if isinstance(se.event, SourceSeen)]
+    assert seen == ["projects/-p/ok.jsonl"]
+    assert stats.pending == 0 and stats.files == 1
+    for name in ("fifo.jsonl", "sock.jsonl"):
+        assert any(name in s and "not a regular file" in s for s in stats.skipped), stats.skipped

@@ -70,6 +70,10 @@ def test_every_request_is_answered(home: Path) -> None:
             (_call(4, '{"query":' + '{"a":' * 5000 + '1' + '}' * 5000 + '}'), 4, -32600),
             ('{"id":5,"foo":1}', 5, -32600),  # JSON, but not JSON-RPC
             (b'{"jsonrpc":"2.0","id":6,"method":"tools/list","x":"\xff\xfe"}', 6, -32602),
+            ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
+            ('{"jsonrpc":"2.0","id":[8],"method":"tools/list"}', None, -32600),
+            ('{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600),
+            ('{"jsonrpc":"2.0","id":true,"method":"tools/list"}', None, -32600),
         ]
         for line, rid, code in cases:
             wire.send(line)
@@ -90,6 +94,9 @@ def test_every_request_is_answered(home: Path) -> None:
     ('[1,2', (None, -32700)),
     ('{"jsonrpc":"2.0","id":"\\udc00","method":"x"}', (None, -32602)),
     ('{"jsonrpc":"2.0","id":3,"result":' + "[" * 100 + "]" * 100 + "}", (3, -32600)),
+    ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', (None, -32600)),
+    ('{"jsonrpc":"2.0","id":null,"method":"tools/list"}', (None, -32600)),
+    ('{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
 ])
 def test_problem(line: str, expected: tuple[object, int] | None) -> None:
     got = problem(line)

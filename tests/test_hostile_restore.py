@@ -154,3 +154,53 @@ def test_flipped_byte_stops_restore(tmp_path: Path) -> None:
     assert rep["damaged"] and rep["incomplete"] == ["claude:r1:projects/-p/s1.jsonl"]
     got = {p.name: p.read_bytes() for p in dest.rglob("*.jsonl")}
     assert got == {"s0.jsonl": b"payload-0-ABCDEFGH\n", "s2.jsonl": b"payload-2-ABCDEFGH\n"}
+
+
+def _chunk_at(log: EventLog, source: str, path: str, offset: int) -> None:
+    seen = SourceSeen(source=source, agent="claude", root="/r", path=path,
+                      layout="claude.session", at=1)
+    chunk = ChunkCaptured(source=source, generation=0, offset=offset, size=5, data=b"EVIL\n")
+    log.append([(b"seen" + source.encode(), seen), (b"chunk" + source.encode(), chunk)])
+
+
+@pytest.mark.parametrize("offset", [2**62, -5])
+def test_a_crafted_chunk_offset_is_refused_naming_the_record(
+    tmp_path: Path, offset: int
+) -> None:
+    home = tmp_path / "home"
+    with EventLog(home / "log") as lg:
+        _file(lg, "claude:r1:projects/-p/ok.jsonl", "claude", "projects/-p/ok.jsonl", b"good\n")
+        _chunk_at(lg, "claude:r1:projects/-p/bad.jsonl", "projects/-p/bad.jsonl", offset)
+        bad_seq = lg.head().seq
+    dest = tmp_path / "rv"
+    out = run_cli(home, "restore", "--to", str(dest), "--json")
+    assert out.returncode == 3, out.stderr  # something was refused: not a clean restore
+    rep = json.loads(out.stdout)
+    assert rep["skipped"] == ["claude:r1:projects/-p/bad.jsonl"]
+    assert f"record {bad_seq}" in rep["refused"][0]["reason"], rep
+    assert (dest / "claude" / "projects/-p/ok.jsonl").read_bytes() == b"good\n"
+    assert not (dest / "claude" / "projects/-p/bad.jsonl").exists()
+    text = run_cli(home, "restore", "--to", str(tmp_path / "rv2"))
+    assert text.returncode == 3 and b"skipped unsafe" in text.stderr, text.stderr
+    assert b"Traceback" not in text.stderr
+
+
+def test_a_file_folder_name_clash_is_refused_naming_the_source(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with EventLog(home / "log") as lg:  # the folder first, then a file of the same name
+        _file(lg, "claude:r1:projects/-p/x/s.jsonl", "claude", "projects/-p/x/s.jsonl",
+              b"inner\n")
+        _file(lg, "claude:r1:projects/-p/x", "claude", "projects/-p/x", b"clash\n")
+    dest = tmp_path / "rv"
+    out = run_cli(home, "restore", "--to", str(dest), "--json")
+    assert out.returncode == 3, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["skipped"] == ["claude:r1:projects/-p/x"], rep
+    assert (dest / "claude" / "projects/-p/x/s.jsonl").read_bytes() == b"inner\n"
+
+
+def test_a_clean_restore_exits_0(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with EventLog(home / "log") as lg:
+        _file(lg, "claude:r1:projects/-p/ok.jsonl", "claude", "projects/-p/ok.jsonl", b"good\n")
+    assert run_cli(home, "restore", "--to", str(tmp_path / "rv")).returncode == 0

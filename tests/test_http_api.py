@@ -214,3 +214,10 @@ def test_a_damaged_history_db_is_a_503_naming_the_cure(tmp_path: Path) -> None:
         assert "damaged" in resp.json()["error"] and "agentlog reindex" in resp.json()["error"]
     with pytest.raises(calls.Damaged):  # MCP reports the same error
         calls.search(Home(home), "x")
+
+
+def test_a_query_without_a_word_is_bad_input(client: TestClient) -> None:
+    """As on the terminal (`agentlog search '!!!'` exits 2) and over MCP: 400, not 0 hits."""
+    resp = client.get("/api/search", params={"q": "!!! ..."})
+    assert resp.status_code == 400, resp.text
+    assert "no searchable word" in resp.json()["error"]

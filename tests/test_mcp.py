@@ -95,6 +95,9 @@ async def test_bad_arguments_are_tool_errors(home: Path) -> None:
             client, "search_history", {"query": "x", "filters": {"since": True}})
         assert "id" in await tool_error(client, "get_conversation", {})
         assert "unknown tool" in await tool_error(client, "drop_tables", {})
+        # as on the terminal (`agentlog search '!!!'` exits 2): no word is an error, not 0 hits
+        assert "no searchable word" in await tool_error(
+            client, "search_history", {"query": "!!! ..."})
         # The server is still alive after all of that.
         assert len((await client.list_tools()).tools) == 2
 

@@ -236,3 +236,21 @@ def test_install_with_hooks_says_what_keeps_history_current(home: Path) -> None:
     assert "SessionEnd/PreCompact hooks" in out and "agentlog service install" in out
     settings = json.loads((Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text())
     assert set(settings["hooks"]) == {"SessionEnd", "PreCompact"}
+
+
+def test_codex_file_of_the_wrong_shape_is_a_one_line_error(home: Path, tmp_path: Path) -> None:
+    """`mcp_servers` (or our entry) that is not a table: a clean error, the file untouched."""
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    cfg = codex_home / "config.toml"
+    env = {"PATH": _path_without_clients(), "CODEX_HOME": str(codex_home)}
+    for text in ("mcp_servers = [1]\n", "mcp_servers = 3\n", "[mcp_servers]\nagentlog = 1\n"):
+        cfg.write_text(text)
+        for verb in ("install", "uninstall"):
+            proc = run_cli(home, "mcp", verb, "codex", "--file", env=env)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1, (text, verb, err)
+            assert "internal error" not in err and "Traceback" not in err, err
+            assert "mcp_servers" in err and str(cfg) in err, err
+            assert len(err.strip().splitlines()) == 1, err
+            assert cfg.read_text() == text

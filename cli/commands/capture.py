@@ -110,7 +110,9 @@ def _capture_paths(home: Home, roots: list[Any], paths: tuple[str, ...], settle:
                    err=True)
     for p in named.ignored:
         click.echo(f"warning: {p} is not agent history", err=True)
-    if named.outside and not named.sources:
+    for r in named.refused:
+        click.echo(f"refused: {r['path']} {r['reason']}: nothing recorded", err=True)
+    if (named.outside or named.refused) and not named.sources:
         raise SystemExit(1)
 
 
@@ -185,6 +187,9 @@ def _watch_until_asked(home: Home, loop: Any, roots: list[Any], asked: list[int]
     return ended[0]
 
 
+REFUSED_EXIT = 3  # restore wrote what it could; some sources were refused (unsafe, clashing)
+
+
 @click.command()
 @click.option("--to", "to", required=True, type=click.Path(file_okay=False),
               help="Folder to write the captured files into.")
@@ -200,7 +205,8 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
     captured generation; database rows as JSON Lines per table.
 
     Every record is checked against the log's hash chain first: a damaged log writes
-    nothing and exits 1 naming the record, unless --skip-damaged."""
+    nothing and exits 1 naming the record, unless --skip-damaged. Sources refused as unsafe
+    (a path leaving DIR, a link, a clash, a crafted offset) are listed: exit 3."""
     from eventlog import CorruptRecord, EventLogError, LogMissing
     from eventlog.records import DAMAGE_HINT
     from readers.restore import RestoreError
@@ -218,6 +224,8 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
         report = run_restore(log, Path(to).absolute(), agent=agent, session=session,
                              skip_damaged=skip_damaged)
     except CorruptRecord as exc:
+        if skip_damaged:  # a damaged page where no record was being read: no way around it
+            raise click.ClickException(f"{exc}; nothing restored: {DAMAGE_HINT}") from None
         raise click.ClickException(
             f"{exc}; nothing restored: {DAMAGE_HINT}; `restore --skip-damaged` writes what "
             "is intact") from None
@@ -239,7 +247,13 @@ def restore(ctx: click.Context, to: str, agent: str | None, session: str | None,
         if report.damaged:
             seqs = ", ".join(map(str, report.damaged[:20]))
             click.echo(f"left out {len(report.damaged)} damaged record(s): {seqs}", err=True)
+        if report.unreadable_from is not None:
+            click.echo(f"the log cannot be read from record {report.unreadable_from} on (a "
+                       "damaged LMDB page): files are restored as far as the records before "
+                       f"it: {DAMAGE_HINT}", err=True)
         for src in report.incomplete:
             click.echo(f"left out (a damaged record belonged to it): {src!r}", err=True)
     if report.damaged or report.incomplete:
         ctx.exit(1)
+    if report.refused:  # written, but not everything: a distinct code (docs/capture.md)
+        ctx.exit(REFUSED_EXIT)

@@ -26,4 +26,5 @@ def summary(named: Any) -> dict[str, Any]:
     out["sources"] = named.sources
     out["outside_roots"] = named.outside
     out["not_history"] = named.ignored
+    out["refused"] = named.refused
     return out

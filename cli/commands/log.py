@@ -218,6 +218,9 @@ def _print_capture(con: Any, c: dict[str, Any]) -> None:
     con.print(t)
     con.print(f"files {c['files']}  ·  bytes {human_bytes(c['bytes'])}  ·  pending "
               f"{c['pending']}  ·  parsers {c['parsers']}")
+    for big in c.get("oversized", []):
+        con.print(f"oversized (not captured): {big['path']} ({human_bytes(big['bytes'])}; "
+                  "raise capture.snapshotMaxMiB in config.json)", markup=False, highlight=False)
     for root in c["roots"]:
         state = "" if root["exists"] else "  (missing)"
         con.print(f"configured {root['agent']} root ({root['origin']}): {root['path']}{state}",

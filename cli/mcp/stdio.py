@@ -6,8 +6,10 @@ waits forever. Promises:
 - each line from stdin is checked before the SDK sees it: valid JSON (else JSON-RPC
   `-32700` parse error, id null), at most `MAX_DEPTH` levels deep, no lone surrogate in any
   string, and a valid JSON-RPC message (else `-32600` invalid request, or `-32602` invalid
-  params, carrying the request's id when it has a usable one); a good line is passed on
-  unchanged, so the SDK still parses and answers it;
+  params, carrying the request's id when it has a usable one; an `id` that is not a string
+  or an integer — an object, an array, a fraction, a boolean, null — is `-32600` with id
+  null: the SDK would take such a line for a notification and never answer); a good line
+  is passed on unchanged, so the SDK still parses and answers it;
 - replies from the guard and from the SDK go through one lock, a whole line at a time;
 - like the SDK, fd 0 and fd 1 are diverted while serving (to /dev/null and stderr), so
   stray output of handlers and children never reaches the protocol channel; both are
@@ -49,6 +51,8 @@ def problem(line: str) -> tuple[Any, int, str] | None:
         return rid, -32600, f"message nested deeper than {MAX_DEPTH} levels"
     if surrogate:
         return rid, -32602, "invalid params: a string holds a lone surrogate (not UTF-8 text)"
+    if isinstance(obj, dict) and "id" in obj and rid is None:
+        return None, -32600, "invalid request: id must be a string or an integer"
     try:
         types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except Exception as exc:  # pydantic's ValidationError and anything its validators raise

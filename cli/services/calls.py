@@ -97,6 +97,9 @@ def search(
     """Search the history; with `answer`, add an answer grounded in the top hits."""
     if not isinstance(query, str):
         raise BadInput("query: expected a string")
+    from cli.services.search import require_words
+
+    _call(require_words, query)
     clean = {k: v for k, v in (filters or {}).items() if v is not None}
     if home.postgres is not None:
         from projections.pg import query as pg

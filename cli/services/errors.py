@@ -110,7 +110,7 @@ def from_exception(exc: BaseException) -> AgentlogError:
     )
     from readers.errors import ReaderError
 
-    if isinstance(exc, CorruptRecord):
+    if isinstance(exc, CorruptRecord):  # DamagedPage too: LMDB refused a page of the log
         from eventlog.records import DAMAGE_HINT
 
         return Failure(f"{exc}: {DAMAGE_HINT}")

@@ -24,15 +24,12 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     from cli.services.dates import plain_dates
     from projections.errors import QueryError
     from projections.query import search as run_search
-    from projections.text import query_tokens
 
     options = plain_dates(options)  # `--since 2026-01-01`: midnight local time
     filters: dict[str, Any] = dict(options)
     if not include_archived:  # archived sessions are searched unless excluded
         filters["include_archived"] = False
-    if not query_tokens(text):  # validate before touching the log
-        raise QueryError("query", f"{text!r} has no searchable word (search for words or "
-                         "numbers; punctuation is ignored)")
+    require_words(text)  # validate before touching the log
     if catch_up:
         ensure_current_quietly(home, ensure_current)
     project = options.get("project")
@@ -48,6 +45,17 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     from cli.services.capture.loop import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
+
+
+def require_words(text: object) -> None:
+    """A query with no searchable word is bad input on every front end (the terminal, MCP,
+    HTTP): the library answers it with no hits, which would read as "never said"."""
+    from projections.errors import QueryError
+    from projections.text import query_tokens
+
+    if not query_tokens(text):
+        raise QueryError("query", f"{text!r} has no searchable word (search for words or "
+                         "numbers; punctuation is ignored)")
 
 
 def ensure_current_quietly(home: Home, ensure: Any) -> None:

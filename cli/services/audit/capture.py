@@ -1,7 +1,9 @@
 """The `capture` section of `agentlog audit` (called from cli.services.audit.audit_sections).
 
 Per source layout: files seen, bytes captured, records parsed, unknown record types with
-counts, files pending and missing; the configured roots (missing ones reported); and
+counts, files pending, missing and oversized (`oversized`: each rewritten file over the
+snapshot bound, `{path, bytes}`: not captured until `capture.snapshotMaxMiB` allows it);
+the configured roots (missing ones reported); and
 Claude Code's retention risk: `cleanupPeriodDays` (default 30) and how many transcripts it
 will delete within 7 days, with how many of those are already captured; and, by name, what
 the counts of `search`'s footer stand for: the files capture has not finished (and why), the
@@ -23,7 +25,8 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
 
     roots = capture_roots(home, {})
     per_source = coverage(home.history_db, per_source=True)["perSource"]
-    kinds = census(log)
+    oversized: list[dict[str, Any]] = []
+    kinds = census(log, oversized=oversized)
     captured = captured_sources(log)
     retention = [
         claude_retention(r.path, captured=captured)
@@ -39,6 +42,7 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
             "files": sum(k["files"] for k in kinds.values()),
             "bytes": sum(k["bytes"] for k in kinds.values()),
             "pending": sum(k["pending"] for k in kinds.values()),
+            "oversized": oversized,
             "parsers": "readers.parse" if any(
                 k["records"] is not None for k in kinds.values()) else "unavailable",
             "claude_retention": retention,

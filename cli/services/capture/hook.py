@@ -57,9 +57,10 @@ def _run_claude(home: Home, text: str) -> None:
     path = data.get("transcript_path")
     if not isinstance(path, str) or not path:
         raise ValueError("no transcript_path in the hook input")
-    # the session is over at SessionEnd: an unterminated last line need not settle
-    settle = 0.0 if data.get("hook_event_name") == "SessionEnd" else None
-    _capture(home, [Path(path)], settle, "claude")
+    # the session is over at SessionEnd: an unterminated last line need not settle, and it
+    # is final (searchable: `ChunkCaptured.final`); before it, it is held back as ever
+    ended = data.get("hook_event_name") == "SessionEnd"
+    _capture(home, [Path(path)], 0.0 if ended else None, "claude", final=ended)
 
 
 def _run_codex(home: Home, text: str) -> None:
@@ -73,10 +74,11 @@ def _run_codex(home: Home, text: str) -> None:
     path = codex_rollout(capture_roots(home, {}, ["codex"]), thread)
     if path is None:
         raise ValueError(f"no Codex rollout file for thread {thread}")
-    _capture(home, [path], None, "codex")
+    _capture(home, [path], None, "codex", final=False)
 
 
-def _capture(home: Home, paths: list[Path], settle: float | None, agent: str) -> None:
+def _capture(home: Home, paths: list[Path], settle: float | None, agent: str, *,
+             final: bool) -> None:
     """Capture `paths` under `agent`'s roots (what a full capture would file them under:
     they are its files), else under any root (as `capture --path` does)."""
     from cli.services.capture.ops import capture_named, capture_roots
@@ -85,7 +87,10 @@ def _capture(home: Home, paths: list[Path], settle: float | None, agent: str) ->
     roots = capture_roots(home, {}, [agent])
     if any(locate(roots, p) is None for p in paths):
         roots = capture_roots(home, {})
-    named = capture_named(home, paths, roots, settle=settle, index=True)
+    named = capture_named(home, paths, roots, settle=settle, index=True, final=final)
+    if named.refused:
+        first = named.refused[0]
+        raise ValueError(f"{first['path']} {first['reason']}: nothing recorded")
     if named.outside:
         raise ValueError(f"{named.outside[0]} is under no capture root "
                          f"({', '.join(str(r.path) for r in roots if r.exists) or 'none exist'})")

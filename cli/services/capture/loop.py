@@ -180,10 +180,12 @@ class CaptureLoop:
             if self.stop_event.wait(self.safety_s):
                 return
             roots = self._roots()
+        from cli.services.capture.ops import engine_options
         from readers.capture import Capturer, Options
 
+        more = {**engine_options(self.home), **self.engine_options}
         engine = self.engine = Capturer(self.home.log(), roots,
-                                        Options(settle_s=self.settle_s, **self.engine_options))
+                                        Options(settle_s=self.settle_s, **more))
         self._indexed = 0
         watcher = self._watch(engine.roots)
         try:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class CaptureConfigError(Failure):
-    """A capture root setting of config.json that is not a path or a list of paths."""
+    """A capture setting of config.json that is not valid (a root that is not a path or a
+    list of paths, a snapshot bound that is not a whole number of MiB in range)."""
 
 
 def capture_roots(home: Home, flags: dict[str, str | None],
@@ -54,6 +55,24 @@ def capture_roots(home: Home, flags: dict[str, str | None],
     )
 
 
+SNAPSHOT_MAX_MIB = 256  # the highest `capture.snapshotMaxMiB` (docs/capture.md: memory)
+
+
+def engine_options(home: Home) -> dict[str, Any]:
+    """`readers.capture.Options` from config.json: `capture.snapshotMaxMiB` (the bound of a
+    rewritten file read whole, 1..SNAPSHOT_MAX_MIB; 32 when absent)."""
+    cfg = home.config.get("capture")
+    value = cfg.get("snapshotMaxMiB") if isinstance(cfg, dict) else None
+    if value is None:
+        return {}
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            1 <= value <= SNAPSHOT_MAX_MIB):
+        raise CaptureConfigError(
+            f"{home.config_path}: capture.snapshotMaxMiB must be an integer 1..{SNAPSHOT_MAX_MIB}"
+            f" (MiB); got {json.dumps(value)[:100]}")
+    return {"snapshot_max": value << 20}
+
+
 def _project_dirs(home: Home) -> list[str]:
     """Project folders named by captured sessions (none before the first index)."""
     if not home.history_db.exists():
@@ -64,14 +83,15 @@ def _project_dirs(home: Home) -> list[str]:
 
 
 def capture_named(home: Home, paths: list[Path], roots: list[Any], *,
-                  settle: float | None, index: bool) -> Any:
+                  settle: float | None, index: bool, final: bool = False) -> Any:
     """Capture `paths` into the home's log; the `readers.capture.Named` outcome.
 
     Raises the log's `EventLogError` (the click front end words it)."""
     from readers.capture import capture_paths
     from readers.capture_state import Options
 
-    options = Options() if settle is None else Options(settle_s=settle)
+    more = {**engine_options(home), "final": final}
+    options = Options(**more) if settle is None else Options(settle_s=settle, **more)
     named = capture_paths(home.log(), roots, paths, options)
     if named.stats.appended and index:
         from cli.services import catchup

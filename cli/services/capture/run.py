@@ -34,7 +34,9 @@ def run(home: Home, roots: list[Any], *, as_json: bool, index: bool, settle: flo
 
     try:
         follower = _follower(home) if index else None
-        engine = Capturer(home.log(), roots, Options(settle_s=settle))
+        from cli.services.capture.ops import engine_options
+
+        engine = Capturer(home.log(), roots, Options(settle_s=settle, **engine_options(home)))
         from cli.services.startup import startup_done
 
         startup_done()  # the engine is ready: its walk and reads make garbage
@@ -45,11 +47,17 @@ def run(home: Home, roots: list[Any], *, as_json: bool, index: bool, settle: flo
                 follower.finish()  # history.db swapped in (or rebuilt below instead)
     except EventLogError as exc:
         raise CaptureFailed(str(exc)) from exc
-    report(stats, roots, as_json=as_json)
-    if stats.appended and index:
+    if stats.appended and index:  # indexed before the report: it names what did not parse
         from cli.services import catchup
+        from projections.problems import damage_counts, new_damage, paths_of
 
+        before = damage_counts(home.history_db, stats.changed)
         catchup.after_append(home)
+        grown = new_damage(before, damage_counts(home.history_db, stats.changed))
+        where = paths_of(home.history_db, grown)
+        stats.unreadable = [{"path": where.get(s, s), "source": s, "types": kinds}
+                            for s, kinds in sorted(grown.items())]
+    report(stats, roots, as_json=as_json)
     from cli.services.capture.retention import warn_once
 
     warn_once(home)
@@ -90,6 +98,10 @@ def report(stats: Any, roots: list[Any], *, as_json: bool) -> None:
         sys.stderr.write(f"warning: {err}\n")
     for skipped in out["skipped"]:
         sys.stderr.write(f"skipped: {skipped}\n")
+    for bad in out["unreadable"]:
+        kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(bad["types"].items()))
+        sys.stderr.write(f"unreadable: {bad['path']}: {kinds} (kept in the log; `agentlog "
+                         "audit` counts every kind)\n")
     sys.stderr.flush()
 
 

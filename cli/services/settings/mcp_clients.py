@@ -157,6 +157,25 @@ def _dedupe_codex(text: str) -> str:
     return "".join(kept)
 
 
+def _codex_servers(doc: Any, path: Path) -> Any:
+    """`mcp_servers` of a Codex config (None when absent); a value of another shape (an
+    array, a number, an entry that is not a table) is the user's to fix, never guessed at."""
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        return None
+    if not isinstance(servers, dict):
+        raise sf.SettingsError(f"{path}: 'mcp_servers' is not a table; fix it or edit it by hand")
+    if NAME in servers and not isinstance(servers[NAME], dict):
+        raise sf.SettingsError(f"{path}: 'mcp_servers.{NAME}' is not a table; fix it or edit "
+                               "it by hand")
+    return servers
+
+
+def _codex_clean(data: Any) -> bool:
+    servers = data.get("mcp_servers", {})
+    return not isinstance(servers, dict) or NAME not in servers
+
+
 def register_codex_file(path: Path, command: list[str]) -> Outcome:
     text = sf.read_text(path)
     if text is not None and text.count(f"[mcp_servers.{NAME}]") > 1:
@@ -166,7 +185,7 @@ def register_codex_file(path: Path, command: list[str]) -> Outcome:
     def change(doc: Any) -> None:
         import tomlkit
 
-        servers = doc.get("mcp_servers")
+        servers = _codex_servers(doc, path)
         if servers is None:
             servers = tomlkit.table(is_super_table=True)
             doc["mcp_servers"] = servers
@@ -183,14 +202,13 @@ def register_codex_file(path: Path, command: list[str]) -> Outcome:
         if list(mine.get("args", [])) != command[1:]:
             mine["args"] = command[1:]
 
-    changed = sf.edit_toml(path, change,
-                           clean=lambda d: NAME not in d.get("mcp_servers", {}))
+    changed = sf.edit_toml(path, change, clean=_codex_clean)
     return Outcome(_action(changed, state["had"]), str(path))
 
 
 def unregister_codex_file(path: Path) -> Outcome:
     def change(doc: Any) -> None:
-        servers = doc.get("mcp_servers")
+        servers = _codex_servers(doc, path)
         if servers is not None and NAME in servers:
             del servers[NAME]
             if not servers:
