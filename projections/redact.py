@@ -156,43 +156,31 @@ class Redactor:
 
     def find(self, text: str, *, gated: bool = True) -> list[tuple[int, int, str]]:
         """The secrets' spans (start, end, kind), in order, none overlapping. Every rule
-        runs line by line, as detect-secrets scans (a private key's block then grows over
-        the lines of its key); gated, only on the lines that hold one of its needles."""
+        finds what it finds line by line, as detect-secrets scans (a private key's block then
+        grows over the lines of its key); gated, a rule runs only when the text holds one of
+        its needles, over the whole text at once (`_line_matches`: the same matches)."""
         taken: list[tuple[int, int, str]] = []
-        every: list[tuple[int, int]] | None = None
         low: str | None = None
-        seen: dict[tuple[bool, tuple[str, ...]], list[tuple[int, int]]] = {}
         for kind, needles, lower, regex, group in self.rules:
             if gated:
-                if lower:
-                    if low is None:
-                        low = text.lower()
-                    hay = low if len(low) == len(text) else text.casefold()
-                    if len(hay) != len(text):  # case folding moved offsets: every line
-                        every = every or _lines(text)
-                        windows = every
-                    else:
-                        windows = seen.get((True, needles)) or _windows(hay, needles)
-                        seen[(True, needles)] = windows
-                else:
-                    windows = seen.get((False, needles)) or _windows(text, needles)
-                    seen[(False, needles)] = windows
-                if not windows:
+                if lower and low is None:
+                    low = text.lower()
+                hay = low if lower and low is not None else text
+                if not any(n in hay for n in needles):
                     continue
+                matches = _line_matches(regex, text)
             else:
-                every = every or _lines(text)
-                windows = every
-            for a, b in windows:
-                for m in regex.finditer(text, a, b):
-                    for start, end in _groups(m, group):
-                        if not self._secret(kind, text[start:end]):
-                            continue
-                        if kind == "private-key":
-                            start, end = _key_block(text, start, end)
-                        elif kind == "jwt":  # the library's lazy match stops before the
-                            tail = _JWT_TAIL.match(text, end)  # signature: all of it
-                            end = tail.end() if tail else end
-                        _take(taken, start, end, kind)
+                matches = [m for a, b in _lines(text) for m in regex.finditer(text, a, b)]
+            for m in matches:
+                for start, end in _groups(m, group):
+                    if not self._secret(kind, text[start:end]):
+                        continue
+                    if kind == "private-key":
+                        start, end = _key_block(text, start, end)
+                    elif kind == "jwt":  # the library's lazy match stops before the
+                        tail = _JWT_TAIL.match(text, end)  # signature: all of it
+                        end = tail.end() if tail else end
+                    _take(taken, start, end, kind)
         for name, regex in self.extra:
             for m in regex.finditer(text):
                 start, end = m.span(1) if regex.groups else m.span()
@@ -234,43 +222,40 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-LONG_LINE = 4096  # a longer line (minified JSON, a one-line dump) is looked at around
-REACH = 512  # each of its needles, this far either side: a rule's regex over a whole long
-# line costs it once per position
-
-
-def _windows(hay: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
-    """The lines of `hay` that hold one of `needles` (of a line longer than `LONG_LINE`,
-    the stretches within `REACH` of a needle), in order, merged."""
-    found: set[tuple[int, int]] = set()
-    end = len(hay)
-    for n in needles:
-        i = hay.find(n)
-        while i >= 0:
-            a = hay.rfind("\n", 0, i) + 1
-            b = hay.find("\n", i)
-            if b < 0:
-                b = end
-            if b - a > LONG_LINE:
-                found.add((max(a, i - REACH), min(b, i + len(n) + REACH)))
-                i = hay.find(n, i + 1)
-            else:
-                found.add((a, b))
-                i = hay.find(n, b)
-    if len(found) < 2:
-        return list(found)
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(found):
-        if merged and a <= merged[-1][1]:
-            if b > merged[-1][1]:
-                merged[-1] = (merged[-1][0], b)
+def _line_matches(regex: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """`regex`'s matches line by line (each line searched on its own), found by one search of
+    the whole text: a match that crosses a line end is dropped and the lines it touched are
+    searched one by one instead. (No rule uses `$` without MULTILINE, the one place a line's
+    own end and the text's differ; tests/test_secrets.py holds this equal to the per-line
+    search.)"""
+    out: list[re.Match[str]] = []
+    redo: list[tuple[int, int]] = []
+    for m in regex.finditer(text):
+        start, end = m.span()
+        if text.find("\n", start, end) < 0:
+            out.append(m)
+            continue
+        a = text.rfind("\n", 0, start) + 1
+        b = text.find("\n", end)
+        redo.append((a, len(text) if b < 0 else b))
+    if not redo:
+        return out
+    spans = sorted(redo)
+    merged = [spans[0]]
+    for a, b in spans[1:]:
+        if a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
         else:
             merged.append((a, b))
-    return merged
+    kept = [m for m in out if not any(a <= m.start() <= b for a, b in merged)]
+    for a, b in merged:
+        for la, lb in _lines(text[a:b]):
+            kept.extend(regex.finditer(text, a + la, a + lb))
+    kept.sort(key=lambda m: m.start())
+    return kept
 
 
 _JWT_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
-
 
 def _take(taken: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
     """Add a span unless it overlaps one taken before (earlier rules win)."""
