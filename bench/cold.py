@@ -25,8 +25,8 @@ sources read once into the page cache.
 
 Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
 quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's
-quiet figures in docs/performance.md); gb ~1 GB. A --src written with another size is used
-as it is (the size is printed).
+quiet figures in docs/performance.md and docs/history/performance-journal.md); gb ~1 GB. A
+--src written with another size is used as it is (the size is printed).
 
 `--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
 claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the

@@ -92,7 +92,8 @@ def probe() -> float:
     """CPU seconds of a fixed pure-Python loop in this process, taken right before each
     timed sample: the same instructions every time, so it shows how fast the machine runs
     at that moment (on a shared VM its CPU time grows with the host's load as well; the
-    +1 processes' CPU grows with it: docs/performance.md, "+1 session", session 22)."""
+    +1 processes' CPU grows with it: docs/history/performance-journal.md, "+1 session",
+    session 22)."""
     t0 = time.process_time()
     x = 0
     for i in range(100_000):

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Issue 13's whole table, measured quietly in one go against a baseline revision (run it on a
 # machine where nothing else runs; ~15 minutes plus the first run's synthetic homes and 1M
-# ranking file). Every figure of docs/performance.md's "Quiet re-measurement" tables comes
-# from one of these commands.
+# ranking file). Every figure of docs/performance.md's current table (and of the "Quiet
+# re-measurement" tables of docs/history/performance-journal.md) comes from one of these
+# commands.
 #
 # usage: bench/remeasure.sh BASE_REV [OUT_DIR]
 #   BASE_REV: the revision to compare with (e.g. the session's start); OUT_DIR: where each

@@ -1,9 +1,9 @@
 """SHA-256 and BLAKE2b without loading OpenSSL for a small amount of hashing.
 
 `import hashlib` loads OpenSSL's `_hashlib` (and libcrypto) at once: ~10 M instructions,
-~3 % of a one-shot +1 `capture` (docs/performance.md "Hashing"), which hashes a few tens of
-KB. CPython's own SHA-256 (`_sha256` on 3.11, `_sha2` from 3.12) gives the very same digests,
-about as fast on short inputs and ~5x slower per byte on long ones, so:
+~3 % of a one-shot +1 `capture` (docs/history/performance-journal.md "Hashing"), which hashes
+a few tens of KB. CPython's own SHA-256 (`_sha256` on 3.11, `_sha2` from 3.12) gives the very
+same digests, about as fast on short inputs and ~5x slower per byte on long ones, so:
 
 - `sha256_for(nbytes)` is the SHA-256 constructor to hash about `nbytes` more bytes with:
   CPython's own while this process has asked for at most `OWN_BYTES` (1 MiB) in all,

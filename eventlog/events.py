@@ -8,10 +8,10 @@ gets a new tag. An event whose tag this version does not know decodes as
 Events hold facts as captured, not interpretations: parsing belongs to projections.
 Times are UTC epoch milliseconds.
 
-No `from __future__ import annotations` here (docs/performance.md, "Annotations"): msgspec
-reads every field's type when `eventlog.codec` builds its decoder, and a string annotation
-costs a `typing.ForwardRef` compile each time (~100 of them, ~4 % of a +1 capture process);
-real annotations are evaluated once, as the class is made.
+No `from __future__ import annotations` here (docs/history/performance-journal.md,
+"Annotations"): msgspec reads every field's type when `eventlog.codec` builds its decoder,
+and a string annotation costs a `typing.ForwardRef` compile each time (~100 of them, ~4 % of
+a +1 capture process); real annotations are evaluated once, as the class is made.
 """
 
 from typing import Any

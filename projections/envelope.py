@@ -18,7 +18,7 @@ characters, roles from `readers.records.ROLES`.
 
 Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
 structs) read their field types when the class is made, and a string costs a
-`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+`typing.ForwardRef` compile each (docs/history/performance-journal.md, "Annotations").
 """
 
 import datetime as dt

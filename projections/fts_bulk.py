@@ -10,11 +10,11 @@ Two ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs ea
 - "inline" (the parallel and follow builds, whose parse process already has the other
   core, and small logs): the building thread itself indexes each chunk of rows as it is
   sent, on a second connection.
-(A third way, a thread of its own, was measured to cost more than it gives on two cores:
-the GIL hand-offs between two threads that both call SQLite and zstd many times a second
-added ~6 s of CPU to a 28 s sequential rebuild of a 317 MB home: docs/performance.md,
-session 19. It is gone.) The description below of "the indexer" holds for both: inline,
-each operation simply runs at once, in order.
+(A third way, a thread of its own, was measured to cost more than it gives on two cores: the
+GIL hand-offs between two threads that both call SQLite and zstd many times a second added
+~6 s of CPU to a 28 s sequential rebuild of a 317 MB home:
+docs/history/performance-journal.md, session 19. It is gone.) The description below of "the
+indexer" holds for both: inline, each operation simply runs at once, in order.
 
 A rebuild loads `document_rows` without triggers. `projections.rows.put_row` hands each
 row's text to the connection's `BulkFeed` (`con.bulk_fts`, set by

@@ -11,7 +11,7 @@ from __future__ import annotations
 # holds the rows where its column is not NULL). A rebuild's bulk load makes them after the load,
 # beside the full-text indexer (`finish_bulk`), but each that an applier asks for first
 # (`rows.need_index`, before a lookup by its columns) is made then and kept up from there on
-# (docs/performance.md, session 22); `IF NOT EXISTS`: the script skips those.
+# (docs/history/performance-journal.md, session 22); `IF NOT EXISTS`: the script skips those.
 INDEX_SQL = {name: f"CREATE INDEX IF NOT EXISTS {name} ON document_rows({cols})"
              + (f" WHERE {cols} IS NOT NULL" if partial else "")
              for name, cols, partial in (

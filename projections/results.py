@@ -4,8 +4,8 @@
 They live here, not beside their makers, so that a catch-up imports neither `rebuild` nor a
 string annotation: these annotations are real objects (no `from __future__ import
 annotations`), because `typing.NamedTuple` compiles a `typing.ForwardRef` for every string
-one (docs/performance.md, "Annotations"). Named tuples, not dataclasses: `dataclasses` costs
-the search path's start-up.
+one (docs/history/performance-journal.md, "Annotations"). Named tuples, not dataclasses:
+`dataclasses` costs the search path's start-up.
 """
 
 from pathlib import Path

@@ -25,7 +25,7 @@ See docs/ARCHITECTURE.md "How to add an agent" and /work/coord/registry.md.
 
 Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
 structs) read their field types when the class is made, and a string costs a
-`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+`typing.ForwardRef` compile each (docs/history/performance-journal.md, "Annotations").
 """
 
 import importlib

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from eventlog import EventLog
 from projections import query
 from projections.catchup import catch_up
 from readers.restore import restore
 from readers.roots import Root, resolve_roots
 from tests.capture_helpers import capture
+from tests.conftest import need
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_MORE = Path(os.environ.get("AGENTLOG_CORPUS_MORE", ROOT.parent / "shared" / "corpus-more"))
@@ -35,10 +34,7 @@ _WORD = re.compile(r"[^\W\d_]{5,}")
 def homes(folder: str) -> list[Path]:
     """The sample homes (one per source repository) of a corpus-more folder."""
     base = CORPUS_MORE / folder
-    if not base.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"corpus-more folder missing under CI: {base}")
-        pytest.skip(f"corpus-more not present at {base}")
+    need(base.is_dir(), f"corpus-more not present at {base}")
     return sorted(p for p in base.iterdir() if p.is_dir())
 
 

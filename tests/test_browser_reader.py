@@ -16,15 +16,12 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.conftest import need
 from tests.readerdata import OLD, PROJECT, READ, make_reader_history
 from tests.test_browser import ARGS, CHROMIUM
 from tests.test_http_server import Served, start_server, stop
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason=f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)"),
-]
+pytestmark = pytest.mark.browser
 
 INERT = """() => ({
   pwned: window.__pwned === undefined ? null : String(window.__pwned),
@@ -50,8 +47,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Headless Chromium (absent: a skip saying why, a failure under CI=true)."""
     from playwright.sync_api import sync_playwright
 
+    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b

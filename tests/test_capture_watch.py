@@ -50,12 +50,28 @@ def test_files_under_is_bounded(tmp_path: Path) -> None:
     assert files_under(str(tmp_path / "missing")) == []
 
 
+def _until_watching(events: FileEvents, wake: threading.Event, folder: Path) -> None:
+    """Wait until the watcher reports a write in `folder` (it is set up: a write before
+    would only be found later), rewriting a probe file until it does, with a deadline."""
+    probe = folder / "probe.txt"
+    deadline = time.monotonic() + DEADLINE_S
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        probe.write_bytes(b"%d" % n)
+        wake.wait(0.2)
+        wake.clear()
+        if str(probe) in events.take():
+            return
+    raise AssertionError(f"the watcher reported no write in {folder} in {DEADLINE_S} s")
+
+
 def test_a_session_written_into_a_new_folder_is_named(tmp_path: Path) -> None:
     root = _root(tmp_path)
     wake = threading.Event()
     events = FileEvents([root], wake).start()
     try:
-        time.sleep(0.5)  # the watcher is set up (a write before would only be found later)
+        _until_watching(events, wake, root.path / "projects")
         folder = root.path / "projects" / "-fresh"
         folder.mkdir()
         (folder / "s.jsonl").write_bytes(b"{}\n")  # at once, as an agent does

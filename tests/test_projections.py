@@ -286,12 +286,39 @@ def _bulk_log(path: Path, n: int) -> EventLog:
     return log
 
 
+def _rebuild_file(home: Path) -> list[Path]:
+    return [p for p in home.glob("history.db.reindex-*")
+            if not p.name.endswith(("-wal", "-shm", "-journal")) and p.stat().st_size]
+
+
+def _reindex_held_mid_build(home: Path) -> subprocess.Popen[bytes] | None:
+    """`agentlog reindex`, stopped (SIGSTOP) once it is writing its rebuild file; None when
+    it finished before that was seen (fast machine: the caller runs it again)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--home", str(home), "reindex", "--json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _rebuild_file(home):
+            os.kill(proc.pid, signal.SIGSTOP)
+            if proc.poll() is None and _rebuild_file(home):
+                return proc
+            os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.002)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return None
+
+
 def test_search_keeps_answering_during_reindex(tmp_path: Path) -> None:
+    """Searches answer while a reindex is mid-build (held there, so the overlap is certain
+    however fast or slow the machine) and across its swap (a searcher thread throughout)."""
     log = _bulk_log(tmp_path / "log", 6000)
     path = tmp_path / "history.db"
     catch_up(path, log)
     errors: list[BaseException] = []
     answered = [0]
+    more = threading.Condition()
     stop = threading.Event()
 
     def searcher() -> None:
@@ -299,23 +326,43 @@ def test_search_keeps_answering_during_reindex(tmp_path: Path) -> None:
             try:
                 res = query.search(path, "common gamma", limit=5)
                 assert len(res["hits"]) == 5
-                answered[0] += 1
+                with more:
+                    answered[0] += 1
+                    more.notify_all()
             except BaseException as exc:
                 errors.append(exc)
+                with more:
+                    more.notify_all()
                 return
         query.close_connections()
 
+    def answers_after(n: int) -> None:
+        """Wait (a deadline, not a sleep) until the searcher answered past `n`, or failed."""
+        with more:
+            assert more.wait_for(lambda: answered[0] > n or errors, timeout=60), answered
+
     t = threading.Thread(target=searcher)
     t.start()
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "--home", str(tmp_path), "reindex", "--json"],
-        cwd=ROOT, capture_output=True, timeout=120)
-    time.sleep(0.2)
-    stop.set()
-    t.join()
-    assert proc.returncode == 0, proc.stderr
+    try:
+        for _attempt in range(5):
+            proc = _reindex_held_mid_build(tmp_path)
+            if proc is not None:
+                break
+        assert proc is not None, "reindex never seen mid-build in 5 runs"
+        try:
+            for _ in range(3):  # the searcher answers while the rebuild is half written
+                answers_after(answered[0])
+            held = query.search(path, "token5999", limit=1)["hits"]
+            assert held and held[0]["id"] == "message:b5999"
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        answers_after(answered[0])  # and after the swap
+    finally:
+        stop.set()
+        t.join()
     assert not errors, errors
-    assert answered[0] > 3
     assert query.search(path, "token5999")["hits"][0]["id"] == "message:b5999"
 
 

@@ -86,10 +86,10 @@ def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_pas
     Idempotent. Prints each new role's connection string once: hand it to that machine
     (as team.postgres in its config.json) or searcher; it is not stored anywhere.
     """
-    import psycopg
-
-    from projections.pg.conn import connect, describe, redact
+    from projections.pg.conn import connect, describe, driver, redact
     from projections.pg.roles import init_team
+
+    psycopg = driver()
 
     try:
         con = connect(url)

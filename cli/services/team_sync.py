@@ -74,7 +74,11 @@ def team_url(home: Home) -> str | None:
 
 
 def resolve_url(home: Home, value: str | None) -> str:
-    """A --to/--postgres value: a connection string, or `config` for team.postgres."""
+    """A --to/--postgres value: a connection string, or `config` for team.postgres
+    (`DriverMissing` first when psycopg, the `team` extra, is not installed)."""
+    from projections.pg.conn import driver
+
+    driver()
     if value is None or value in ("", "config"):
         url = team_url(home)
         if url is None:

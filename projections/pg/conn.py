@@ -3,7 +3,9 @@
 Promises: a connection attempt gives up after `CONNECT_TIMEOUT` seconds (a server that is
 down never stalls a caller for long); `redact` removes the password from a URL or keyword
 conninfo, and every message this package raises about a server goes through it, so
-passwords never reach logs, `audit` output or error text.
+passwords never reach logs, `audit` output or error text. psycopg is an optional extra
+(`agentlog[team]`): `driver()` is the one way this package loads it, and its absence is a
+`DriverMissing` that says how to install it, never a bare ImportError.
 """
 
 from __future__ import annotations
@@ -24,6 +26,23 @@ class ServerUnavailable(TeamError):
     """The server could not be reached (down, refused, timed out, wrong credentials)."""
 
 
+class DriverMissing(TeamError):
+    """psycopg, the `team` extra, is not installed (or cannot load its libpq)."""
+
+
+INSTALL = "install it with pip install 'agentlog[team]'"
+
+
+def driver() -> Any:
+    """The psycopg module; `DriverMissing` when the `team` extra is not installed."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        why = "" if exc.name == "psycopg" else f" ({exc})"  # installed, but libpq is missing
+        raise DriverMissing(f"the team server needs psycopg{why} — {INSTALL}") from None
+    return psycopg
+
+
 def redact(text: str) -> str:
     """`text` with every password of a connection string replaced by `***`."""
     return _KW_PW.sub(r"\1***", _URL_PW.sub(r"\1***@", str(text)))
@@ -31,7 +50,7 @@ def redact(text: str) -> str:
 
 def connect(url: str, *, autocommit: bool = False, timeout: int = CONNECT_TIMEOUT) -> Any:
     """A psycopg connection; `ServerUnavailable` (redacted) when it cannot be opened."""
-    import psycopg
+    psycopg = driver()
 
     try:
         return psycopg.connect(url, autocommit=autocommit, connect_timeout=timeout,

@@ -47,9 +47,9 @@ def _con(url: str) -> Any:
 
 def _run(url: str, fn: Any, *args: Any) -> Any:
     """Run `fn(con, *args)`; reconnect once when the connection was lost."""
-    import psycopg
+    from projections.pg.conn import ServerUnavailable, TeamError, driver, redact
 
-    from projections.pg.conn import ServerUnavailable, TeamError, redact
+    psycopg = driver()
 
     for attempt in (0, 1):
         con = _con(url)

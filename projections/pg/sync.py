@@ -30,7 +30,7 @@ from typing import Any
 from eventlog import EventLog, chain, codec
 from eventlog.records import RawRecord
 from projections.pg import schema
-from projections.pg.conn import ServerUnavailable, TeamError, connect, redact
+from projections.pg.conn import ServerUnavailable, TeamError, connect, driver, redact
 
 BATCH = 1000
 BATCH_BYTES = 8 << 20
@@ -157,7 +157,7 @@ def sync(
     on_batch: Callable[[int, int], None] | None = None,
 ) -> SyncResult:
     """Ship everything the server lacks of `log` for `host`, batch by batch."""
-    import psycopg
+    psycopg = driver()
 
     started = time.monotonic()
     con = connect(url)
