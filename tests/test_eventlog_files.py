@@ -58,3 +58,17 @@ def test_the_file_and_its_folder_are_fsynced(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "b").write_bytes(b"b")
     files.replace_durably(tmp_path / "b", tmp_path / "c")
     assert synced == ["dir"] and (tmp_path / "c").read_bytes() == b"b"
+
+
+def test_a_file_opened_atomically_replaces_only_when_its_block_ends(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "log.jsonl"
+    with files.open_atomic(target, mode=0o640) as f:
+        f.write(b"one\n")
+        assert not target.exists()
+    assert target.read_bytes() == b"one\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    with pytest.raises(ValueError, match="bad record"), files.open_atomic(target) as f:
+        f.write(b"half")
+        raise ValueError("bad record")
+    assert target.read_bytes() == b"one\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["log.jsonl"]
