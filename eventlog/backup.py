@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlog.errors import EventLogError
+from eventlog.files import fsync_file
 from eventlog.store import EventLog
 from eventlog.verify import verify_isolated
 
@@ -39,9 +40,7 @@ def backup(log: EventLog, backups_dir: Path) -> dict[str, Any]:
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         for f in tmp.iterdir():
-            fd = os.open(f, os.O_RDONLY)
-            os.fsync(fd)
-            os.close(fd)
+            fsync_file(f)
         os.replace(tmp, final)
         manifest["path"] = str(final)
         return manifest

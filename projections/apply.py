@@ -36,6 +36,7 @@ from projections.rows import (
     MESSAGE_KINDS,
     ORD_SPAN,
     Applier,
+    Row,
     agent_family,
     need_index,
     put_document,
@@ -85,14 +86,13 @@ def _message(con: sqlite3.Connection, st: StoredEvent) -> None:
     agent = _sender_agent(con, ev.sender, ev.extra)
     if found is not None:
         secrets.note(con, f"message:{ev.id}", found, agent, ev.session, ev.at)
-    # id, kind, agent, at, project, session, job, run, message, cursor, conversation, role,
-    # tool, subagent, subagent_name, title, archived, seq, ord, source, sender, extra, text
-    rowid = put_row(con, [
-        f"message:{ev.id}", kind, agent, ev.at, ev.project,
-        ev.session, ev.job, run_basename(run) if isinstance(run, str) and run else None,
-        ev.id, None, conv, kind, None, None, None, None, 0, st.seq, st.seq * ORD_SPAN, None,
-        ev.sender, _extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, body,
-    ], policy="keep")
+    rowid = put_row(con, Row(
+        id=f"message:{ev.id}", kind=kind, agent=agent, at=ev.at, project=ev.project,
+        session=ev.session, job=ev.job,
+        run=run_basename(run) if isinstance(run, str) and run else None, message=ev.id,
+        conversation=conv, role=kind, seq=st.seq, ord=st.seq * ORD_SPAN, sender=ev.sender,
+        extra=_extra({"to": ev.to, **ev.extra}) if ev.to or ev.extra else None, text=body,
+    ), policy="keep")
     if rowid and ev.to:  # the addressees, so a peer's session filter finds what it was sent
         to = [(alias, rowid) for alias in dict.fromkeys(ev.to) if isinstance(alias, str) and alias]
         if len(to) == 1:  # the common case: one statement, no iterator

@@ -19,11 +19,9 @@ keep their events, and `include_archived` brings them back into searches.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sqlite3
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from typing import Any
 import msgspec
 
 from eventlog.events import Event, SessionArchived
+from eventlog.files import write_atomic
 from eventlog.store import EventLog
 from projections.archive import session_digest
 from projections.envelope import format_ts
@@ -119,40 +118,20 @@ def _envelope_sha(con: sqlite3.Connection, project: str, session: str, stamp: st
     return h.hexdigest()
 
 
-def write_atomic(
-    dest: Path, pieces: Callable[[], Any], *, fsync: bool = True
+def write_hashed(
+    dest: Path, pieces: Callable[[], Iterable[bytes]], *, fsync: bool = True
 ) -> tuple[str, int]:
-    """Write `pieces()` (an iterable of bytes) to `dest` atomically; (sha256, size)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=dest.parent)
-    h, size = hashlib.sha256(), 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for piece in pieces():
-                f.write(piece)
-                h.update(piece)
-                size += len(piece)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        with_suppressed_unlink(tmp)
-        raise
-    if fsync:
-        dfd = os.open(dest.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    """Write `pieces()` to `dest` atomically (`eventlog.files.write_atomic`); (sha256,
+    size)."""
+    h = hashlib.sha256()
+
+    def hashed() -> Iterator[bytes]:
+        for piece in pieces():
+            h.update(piece)
+            yield piece
+
+    size = write_atomic(dest, hashed(), fsync=fsync)
     return h.hexdigest(), size
-
-
-def with_suppressed_unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def archive_tick(
@@ -190,7 +169,7 @@ def archive_tick(
             def pieces(p: str = project, s: str = session) -> Any:
                 return export_chunks(con, p, session=s, include_archived=True,
                                      exported_at=stamp_now)
-            sha, _ = write_atomic(dest, pieces)
+            sha, _ = write_hashed(dest, pieces)
             result.files_written += 1
         if after_dump is not None:
             after_dump(dest)

@@ -27,8 +27,6 @@ import msgspec
 from projections import redact
 from readers.records import MAX_LINE, ParseResult, SourceInfo
 
-_zstd: Any = None
-
 
 class Cursor(NamedTuple):
     """The assembly state of one source (the `sources` columns of the same names)."""
@@ -160,24 +158,6 @@ def _parse_lines(
 
 
 _ONLY_RESULTS = {ParseResult}
-
-
-def decompress(data: bytes, codec: str, size: int | None) -> bytes:
-    """A captured payload's bytes (`codec` "" or "zstd"; `size` bounds the output)."""
-    global _zstd
-    if not codec:
-        return data
-    if codec != "zstd":
-        raise ValueError(f"unknown codec {codec!r}")
-    if _zstd is None:
-        import zstandard
-
-        _zstd = zstandard.ZstdDecompressor()
-    if size is None:
-        out: bytes = _zstd.decompressobj().decompress(data)
-        return out
-    out = _zstd.decompress(data, max_output_size=max(size, 1))
-    return out
 
 
 def state_text(state: dict[str, Any]) -> str:

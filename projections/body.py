@@ -8,8 +8,9 @@ the full-text indexes through the same function.
 
 Promises: `unpack(pack(t)) == t` for every str SQLite can store; `pack` is deterministic for
 a given text, and `pack_many(ts) == [pack(t) for t in ts]` (the same frames, made on the
-thread's one compression context); zstandard is imported only when a BLOB is met or written
-(the search path of a history without long texts never loads it).
+thread's one compression context); frames are decoded by `eventlog.zstd` (the thread's one
+decompression context); zstandard is imported only when a BLOB is met or written (the
+search path of a history without long texts never loads it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from eventlog.zstd import decompress
 
 # Bytes of UTF-8 below which a text stays as it is: compressing shorter texts saves ~1 % of the
 # file on the shared corpora, but costs a decompression per row in every scan (bench/size.py).
@@ -33,15 +36,6 @@ def _compressor() -> Any:
 
         comp = _local.comp = zstandard.ZstdCompressor(level=LEVEL)
     return comp
-
-
-def _decompressor() -> Any:
-    dec = getattr(_local, "dec", None)
-    if dec is None:
-        import zstandard
-
-        dec = _local.dec = zstandard.ZstdDecompressor()
-    return dec
 
 
 def pack(text: str) -> str | bytes:
@@ -85,6 +79,5 @@ def unpack(body: object) -> str:
     if isinstance(body, str):
         return body
     if isinstance(body, bytes):
-        data: bytes = _decompressor().decompress(body)
-        return data.decode("utf-8")
+        return decompress(body).decode("utf-8")
     return "" if body is None else str(body)

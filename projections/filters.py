@@ -32,32 +32,43 @@ class Filters(NamedTuple):  # not a dataclass: `dataclasses` costs the search pa
     include_archived: bool = True  # search reaches archived sessions; hits say `archived`
 
     def where(self, alias: str = "d") -> tuple[str, list[Any]]:
-        """SQL conditions (joined with AND, never empty) and their parameters."""
-        conds: list[str] = []
-        params: list[Any] = []
-        if not self.include_archived:
-            conds.append(f"{alias}.archived = 0")
-        for col in ("project", "job", "agent", "kind"):
-            value = getattr(self, col)
-            if value is not None:
-                conds.append(f"{alias}.{col} = ?")
-                params.append(value)
-        if self.session is not None:
-            # a session id, or a peer identity: its bound sessions, what it sent itself and
-            # what was addressed to it
-            conds.append(
-                f"({alias}.session = ? OR {alias}.session IN "
-                f"(SELECT session FROM aliases WHERE alias = ?) OR {alias}.sender = ?"
-                f" OR {alias}.rowid IN (SELECT doc FROM recipients WHERE alias = ?))"
-            )
-            params += [self.session, self.session, self.session, self.session]
-        if self.since is not None:
-            conds.append(f"{alias}.at >= ?")
-            params.append(self.since)
-        if self.until is not None:
-            conds.append(f"{alias}.at <= ?")
-            params.append(self.until)
+        """history.db's SQL conditions (joined with AND, never empty) and their parameters."""
+        conds, params = conditions(self, alias)
         return (" AND ".join(conds) or "1"), params
+
+
+# history.db's condition of the `session` filter: a session id, or a peer identity: its bound
+# sessions, what it sent itself and what was addressed to it (`recipients`). An engine's own
+# takes the session as its parameter 4 times, `{a}` the documents' alias.
+SESSION_SQLITE = ("({a}.session = ? OR {a}.session IN"
+                  " (SELECT session FROM aliases WHERE alias = ?) OR {a}.sender = ?"
+                  " OR {a}.rowid IN (SELECT doc FROM recipients WHERE alias = ?))")
+
+
+def conditions(f: Filters, alias: str = "d", ph: str = "?",
+               session: str = SESSION_SQLITE) -> tuple[list[str], list[Any]]:
+    """The SQL conditions of the search filters `f` on documents `alias`, and their
+    parameters, for every engine: `ph` its placeholder ("?" SQLite, "%s" PostgreSQL),
+    `session` its condition of the session filter (see `SESSION_SQLITE`)."""
+    conds: list[str] = []
+    params: list[Any] = []
+    if not f.include_archived:
+        conds.append(f"{alias}.archived = 0")
+    for col in ("project", "job", "agent", "kind"):
+        value = getattr(f, col)
+        if value is not None:
+            conds.append(f"{alias}.{col} = {ph}")
+            params.append(value)
+    if f.session is not None:
+        conds.append(session.format(a=alias))
+        params += [f.session, f.session, f.session, f.session]
+    if f.since is not None:
+        conds.append(f"{alias}.at >= {ph}")
+        params.append(f.since)
+    if f.until is not None:
+        conds.append(f"{alias}.at <= {ph}")
+        params.append(f.until)
+    return conds, params
 
 
 MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: SQLite and datetime agree

@@ -58,7 +58,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog import EventLog
+from eventlog import EventLog, zstd
 from eventlog.errors import CorruptRecord
 from eventlog.events import (
     ChunkCaptured,
@@ -428,7 +428,7 @@ class Parser:
             if is_run_log(info):
                 return plain
             try:
-                data = assemble.decompress(ev.data, ev.codec, ev.size)
+                data = zstd.payload(ev.codec, ev.data, ev.size)
             except Exception:
                 return plain  # counted by the applier, which fails the same way
             self.part += len(data)
@@ -445,7 +445,7 @@ class Parser:
             info = self._source(ev.source)[0]
             size = ev.size if isinstance(ev, FileSnapshotted) else None
             try:
-                data = assemble.decompress(ev.data, ev.codec, size)
+                data = zstd.payload(ev.codec, ev.data, size)
             except Exception:
                 return plain
             self.part += len(data)

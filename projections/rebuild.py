@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from eventlog import EventLog
+from eventlog.files import fsync_file, replace_durably
 from eventlog.records import ChainCheck
 from projections import db, pages, stale
 from projections.cpus import usable as _cpus
@@ -188,11 +189,7 @@ def build(
     finally:
         db.abandon_bulk(con)  # a load that failed: its full-text thread and scratch file
         con.close()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_file(path)
     return BuildResult(path, last_seq, events, docs, time.monotonic() - started, chosen)
 
 
@@ -298,12 +295,7 @@ def swap(new: Path, live: Path, timeout: float = 30.0) -> None:
                 old.close()
             old = None  # not a usable database: nothing can be reading it consistently
     try:
-        os.replace(new, live)
-        dfd = os.open(live.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        replace_durably(new, live)
     finally:
         if old is not None:
             with contextlib.suppress(sqlite3.Error):

@@ -1,12 +1,14 @@
-"""The rows of `documents`: the column order, the one insert/update path, shared helpers.
+"""The rows of `documents`: the named row type, the one insert/update path, shared helpers.
 
 Below every applier (`projections.apply` for broker events, `projections.transcripts`,
 `projections.runlogs`, `projections.archive`): they all import from here and nothing here
 imports them, so every import arrow runs one way. The query side imports only the
 constants (`RUN_CHUNK_ORD`), so the search path never loads the apply machinery.
-Promises: `put_document`/`put_row` write one row by `id` with the policies documented
-below (into `document_rows`; readers use the `documents` view); `text` is bounded to
-`MAX_DOC_CHARS` and stored as `body` by `projections.body.pack`, in this one place.
+Promises: a row is a `Row` (a named tuple whose fields are the columns, in the table's
+order; a column not given is NULL); `put_row` (a `Row`) and `put_document` (a mapping of
+column names) write one row by `id` with the policies documented below (into
+`document_rows`; readers use the `documents` view); `text` is bounded to `MAX_DOC_CHARS`
+and stored as `body` by `projections.body.pack`, in this one place.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Callable, Mapping
-from itertools import chain
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from projections.body import pack, pack_many, unpack
 from readers import registry
@@ -33,17 +34,57 @@ RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log c
 # SQLite stores a NaN bound to a statement as NULL (sqlite3VdbeMemSetDouble); a None goes
 # through sqlite3's adapter registry (~1,200 instructions a value, ~10 a transcript row: 9 %
 # of a rebuild's load, docs/performance.md). tests/test_rows_null.py holds SQLite to it.
+# It is `Row`'s default for every column that may be NULL; None binds the same.
 NULL = math.nan
 MESSAGE_KINDS = ("message", "approval", "progress", "report")
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 
-_COLUMNS = (
-    "id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
-    "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
-    "seq", "ord", "source", "sender", "extra", "text",
-)
-# `source` is stored as `source_id` (doc_sources), `text` as `body` (projections/body.py)
-_STORED = tuple({"source": "source_id", "text": "body"}.get(c, c) for c in _COLUMNS)
+Nullable = str | float | None  # a text column's value: a str, or NULL (`NULL` or None)
+NullableInt = int | float | None  # an integer column's value: an int, or NULL
+
+
+class Row(NamedTuple):
+    """One row of `documents`, its fields the columns in the table's order (`COLUMNS`).
+
+    A column not given is NULL: its default is `NULL` (the NaN above, which binds as SQL
+    NULL without sqlite3's adapter call; None stores the same row); `archived` defaults to
+    0 and `text` to "". `source` is the source's id string (stored as its `doc_sources` id),
+    `text` the document's text (stored as `body`, `projections.body`). A tuple, so sqlite3
+    and psycopg bind it (or a slice of it) as it is: the rebuild's load makes one per
+    transcript record and binds millions (`put_rows`)."""
+
+    id: str
+    kind: str
+    agent: str
+    at: int
+    project: Nullable = NULL
+    session: Nullable = NULL
+    job: Nullable = NULL
+    run: Nullable = NULL
+    message: Nullable = NULL
+    cursor: Nullable = NULL
+    conversation: Nullable = NULL
+    role: Nullable = NULL
+    tool: Nullable = NULL
+    subagent: Nullable = NULL
+    subagent_name: Nullable = NULL
+    title: Nullable = NULL
+    archived: int = 0
+    seq: NullableInt = NULL
+    ord: NullableInt = NULL
+    source: Nullable = NULL
+    sender: Nullable = NULL
+    extra: Nullable = NULL
+    text: str = ""
+
+
+# `Row(v0, ..., v22)` without the named tuple's Python `__new__` (a call of 23 arguments:
+# ~2,500 instructions of the ~97 k a rebuild spends on a transcript row): the values in
+# `COLUMNS` order, for the one hot maker (`transcript_rows.make_row`, held to the keyword
+# form by tests/test_rows_type.py)
+new_row = tuple.__new__
+COLUMNS: tuple[str, ...] = Row._fields
+_STORED = tuple({"source": "source_id", "text": "body"}.get(c, c) for c in COLUMNS)
 _INSERT = (
     "INSERT OR IGNORE INTO "
     f"document_rows({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))})"
@@ -60,10 +101,10 @@ _MULTI = {k: _INSERT + "".join(f", ({', '.join('?' * len(_STORED))})" for _ in r
 # parameters ?1..?15, each used in every row), then each row's own 8 (`_SHARED_SQL`). A bound
 # value costs CPython and SQLite ~400 instructions (a text is copied, the connection's mutex
 # taken); 15 of 23 a row are saved (docs/performance.md, session 24).
-_SHARED = tuple(i for i, c in enumerate(_COLUMNS) if c in (
+_SHARED = tuple(i for i, c in enumerate(COLUMNS) if c in (
     "kind", "agent", "session", "job", "run", "message", "conversation", "subagent",
     "subagent_name", "title", "archived", "seq", "source", "sender", "extra"))
-_OWN = tuple(i for i in range(len(_COLUMNS)) if i not in _SHARED)
+_OWN = tuple(i for i in range(len(COLUMNS)) if i not in _SHARED)
 assert _OWN == (0, 3, 4, 9, 11, 12, 18, 22)  # `_insert_all` spells them out (no call a row)
 _shared_of = itemgetter(*_SHARED)
 
@@ -73,18 +114,18 @@ def _shared_values(k: int) -> str:
     own = len(_SHARED) + 1  # each row's own values follow, in `_OWN` order
     return ", ".join("(" + ", ".join(
         f"?{_SHARED.index(i) + 1}" if i in _SHARED else f"?{own + r * len(_OWN) + _OWN.index(i)}"
-        for i in range(len(_COLUMNS))) + ")" for r in range(k))
+        for i in range(len(COLUMNS))) + ")" for r in range(k))
 
 
 _SHARED_SQL = {k: _INSERT.split(" VALUES ")[0] + " VALUES " + _shared_values(k) for k in _MULTI}
 _KEEP_ON_UPDATE = ("id", "ord", "archived")
-_UPDATE_IDX = [i for i, c in enumerate(_COLUMNS) if c not in _KEEP_ON_UPDATE]
+_UPDATE_IDX = [i for i, c in enumerate(COLUMNS) if c not in _KEEP_ON_UPDATE]
 _UPDATE = (
     "UPDATE document_rows SET "
     f"{', '.join(_STORED[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
 )
-_SOURCE = _COLUMNS.index("source")
-_ARCHIVED = _COLUMNS.index("archived")
+_SOURCE = COLUMNS.index("source")
+_ARCHIVED = COLUMNS.index("archived")
 
 
 def agent_family(name: object) -> str:
@@ -106,21 +147,19 @@ _FAMILIES: dict[str, str] = {}
 def put_document(
     con: sqlite3.Connection, doc: Mapping[str, Any], *, policy: str = "replace"
 ) -> bool:
-    """Insert or update one document by `id`; returns True when a row was written.
-
-    `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
-    place in its conversation is stable, and so is its `archived` flag unless `doc` gives
-    one); "keep" leaves an existing row alone; "same_source" replaces only a row that came
-    from the same source. `text` is bounded to MAX_DOC_CHARS; its secrets (and the title's)
-    are redacted first (`projections.secrets.redact_document`). Other modules (archive,
-    import) use this to write documents.
+    """Insert or update one document from a mapping of column names (a key that is no
+    column is left out, a column left out is NULL); returns True when a row was written.
+    `policy` as `put_row`'s; `archived` is set only when `doc` gives it. Its text's and its
+    title's secrets are redacted first (`projections.secrets.redact_document`): the door of
+    every writer but the two that redact before (transcripts, messages: `put_row`).
+    Other modules (archive, import) use this to write documents.
     """
     from projections.secrets import redact_document  # secrets out (docs/secrets.md)
 
     doc = redact_document(con, doc)
-    row = [doc.get(c) for c in _COLUMNS]
-    row[_ARCHIVED] = int(row[_ARCHIVED] or 0)
-    return put_row(con, row, policy=policy, set_archived="archived" in doc) > 0
+    values: dict[str, Any] = {c: doc.get(c) for c in COLUMNS}
+    values["archived"] = int(values["archived"] or 0)
+    return put_row(con, Row(**values), policy=policy, set_archived="archived" in doc) > 0
 
 
 def bounded(text: object) -> str:
@@ -141,53 +180,66 @@ def stored_bodies(texts: list[str]) -> list[str | bytes]:
     return pack_many([bounded(t) for t in texts])
 
 
+# A row's stored form, the values `_INSERT` binds: the row with its source's `doc_sources` id
+# for `source` and its body for `text` (one slice and one small tuple: `_stored_of`)
+Stored = tuple[Any, ...]
+assert COLUMNS[_SOURCE:] == ("source", "sender", "extra", "text")
+
+
+def _stored_of(row: Row, sid: int | None, body: str | bytes) -> Stored:
+    return row[:_SOURCE] + (sid, row[-3], row[-2], body)  # noqa: RUF005 (fewer instructions)
+
+
 def put_row(
-    con: sqlite3.Connection, row: list[Any], *, policy: str = "replace",
+    con: sqlite3.Connection, row: Row, *, policy: str = "replace",
     set_archived: bool = False, body: str | bytes | None = None,
 ) -> int:
-    """`put_document` for a row already in `_COLUMNS` order (the appliers' fast path);
-    returns the rowid written, 0 when nothing was (the caller's side rows need no lookup).
+    """Insert or update one row by `id`; returns the rowid written, 0 when nothing was (the
+    caller's side rows need no lookup).
 
-    `body`: `stored(row's text)[1]`, when the caller has it already (the parallel rebuild's
-    parse process packs the bodies)."""
+    `policy`: "replace" overwrites an existing row (its rowid and `ord` are kept, so its
+    place in its conversation is stable, and so is its `archived` flag unless
+    `set_archived`); "keep" leaves an existing row alone; "same_source" replaces only a row
+    that came from the same source. `text` is bounded to MAX_DOC_CHARS. `body`:
+    `stored(row.text)[1]`, when the caller has it already (the parallel rebuild's parse
+    process packs the bodies)."""
     if body is None:
         text, body = stored(row[-1])
     else:
         text = bounded(row[-1])
-    row[-1] = body
     memo = getattr(con, "text_memo", None)
     if memo is not None and isinstance(body, bytes):
         memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression
-    row[_SOURCE] = source_id(con, row[_SOURCE])
+    values = _stored_of(row, source_id(con, row[_SOURCE]), body)
     feed = getattr(con, "bulk_fts", None)  # a rebuild's load: projections/fts_bulk.py
-    cur = con.execute(_INSERT, row)
+    cur = con.execute(_INSERT, values)
     if cur.rowcount == 1:  # a new id (the common case: one statement)
         rowid: int = cur.lastrowid or 0
         if feed is not None:
             feed.put(rowid, text)
         return rowid
-    return _over(con, row, text, policy, set_archived, feed)
+    return _over(con, values, text, policy, set_archived, feed)
 
 
 _EXISTING = "SELECT rowid, source_id, body FROM document_rows WHERE id = ?"
 
 
-def _over(con: sqlite3.Connection, row: list[Any], text: str, policy: str,
+def _over(con: sqlite3.Connection, values: Stored, text: str, policy: str,
           set_archived: bool, feed: Any) -> int:
     """`put_row` of a row (stored form) whose id is already written: by `policy`."""
-    existing = con.execute(_EXISTING, (row[0],)).fetchone()
-    if policy == "keep" or (policy == "same_source" and existing[1] != row[_SOURCE]):
+    existing = con.execute(_EXISTING, (values[0],)).fetchone()
+    if policy == "keep" or (policy == "same_source" and existing[1] != values[_SOURCE]):
         return 0
-    con.execute(_UPDATE, [*(row[i] for i in _UPDATE_IDX), existing[0]])
+    con.execute(_UPDATE, [*(values[i] for i in _UPDATE_IDX), existing[0]])
     if feed is not None:
         feed.put(int(existing[0]), text, unpack(existing[2]))
     if set_archived:
         con.execute("UPDATE document_rows SET archived = ? WHERE rowid = ?",
-                    (row[_ARCHIVED], existing[0]))
+                    (values[_ARCHIVED], existing[0]))
     return int(existing[0])
 
 
-def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
+def put_rows(con: sqlite3.Connection, rows: list[Row],
              bodies: list[str | bytes | None], *, policy: str,
              runs: list[object] | None = None) -> None:
     """`put_row(con, row, policy=policy, body=body)` for each row in order: the same rows,
@@ -204,21 +256,23 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
             put_row(con, row, policy=policy, body=body)
         return
     texts: list[str] = []
-    source, sid = None, None
+    packed: list[str | bytes] = []
+    sids: list[int | None] = []
+    source: object = None
+    sid: int | None = None
     for row, body in zip(rows, bodies, strict=True):
         text = row[-1]
         if body is None:
-            text, row[-1] = stored(text)
-        else:
-            if type(text) is not str or len(text) > MAX_DOC_CHARS:
-                text = bounded(text)
-            row[-1] = body
+            text, body = stored(text)
+        elif type(text) is not str or len(text) > MAX_DOC_CHARS:
+            text = bounded(text)
         texts.append(text)
+        packed.append(body)
         if row[_SOURCE] != source:
             source = row[_SOURCE]
             sid = source_id(con, source)
-        row[_SOURCE] = sid
-    n = _insert_all(con, rows, runs)
+        sids.append(sid)
+    n = _insert_all(con, rows, packed, sids, runs)
     # the n new rows took consecutive rowids (each max + 1), the last one last_insert_rowid
     first = int(con.execute("SELECT last_insert_rowid()").fetchone()[0]) - n + 1
     if n == len(rows):  # every id new (the common case)
@@ -227,35 +281,46 @@ def put_rows(con: sqlite3.Connection, rows: list[list[Any]],
     if n == 0:
         first = 1 << 63  # none is new: every row is put over the one written before
     new: set[str] = set()
-    for row, text in zip(rows, texts, strict=True):
+    for row, text, body, sid in zip(rows, texts, packed, sids, strict=True):
         found = con.execute(_EXISTING, (row[0],)).fetchone()
         if found[0] >= first and row[0] not in new:
             new.add(row[0])  # written by this call (a later row of the id is put over it)
             feed.put(int(found[0]), text)
         else:
-            _over(con, row, text, policy, False, feed)
+            _over(con, _stored_of(row, sid, body), text, policy, False, feed)
 
 
-def _insert_all(con: sqlite3.Connection, rows: list[list[Any]],
-                runs: list[object] | None = None) -> int:
-    """`executemany(_INSERT, rows)` (stored form, in order; the same rows and rowids): by
+_SHARED_SOURCE = _SHARED.index(_SOURCE)
+
+
+def _insert_all(con: sqlite3.Connection, rows: list[Row], bodies: list[str | bytes],
+                sids: list[int | None], runs: list[object] | None = None) -> int:
+    """`executemany(_INSERT, stored forms of rows)` (in order; the same rows and rowids): by
     `_MULTI` statements of k rows, then the rest one by one; returns how many rows were new.
-    `runs` (see `put_rows`): k rows from one run go in by `_SHARED_SQL[k]`."""
+    `runs` (see `put_rows`): k rows from one run go in by `_SHARED_SQL[k]`, binding the
+    rows' own values only (no stored form made)."""
     n = i = 0
     total = len(rows)
     for k, sql in _MULTI.items():
         while total - i >= k:
-            group = rows[i:i + k]
             if runs is not None and runs[i] is runs[i + k - 1]:  # one run: the same _SHARED
-                params = list(_shared_of(group[0]))
-                for r in group:
-                    params += (r[0], r[3], r[4], r[9], r[11], r[12], r[18], r[22])
+                params = list(_shared_of(rows[i]))
+                params[_SHARED_SOURCE] = sids[i]
+                for j in range(i, i + k):
+                    r = rows[j]
+                    params += (r[0], r[3], r[4], r[9], r[11], r[12], r[18], bodies[j])
                 n += con.execute(_SHARED_SQL[k], params).rowcount
             else:
-                n += con.execute(sql, list(chain.from_iterable(group))).rowcount
+                params = []
+                for j in range(i, i + k):
+                    r = rows[j]
+                    params += r[:_SOURCE]
+                    params += (sids[j], r[-3], r[-2], bodies[j])
+                n += con.execute(sql, params).rowcount
             i += k
     if i < total:
-        n += con.executemany(_INSERT, rows[i:]).rowcount
+        n += con.executemany(_INSERT, [_stored_of(rows[j], sids[j], bodies[j])
+                                       for j in range(i, total)]).rowcount
     return n
 
 
@@ -271,12 +336,12 @@ def need_index(con: sqlite3.Connection, name: str) -> None:
 
 
 def source_id(con: sqlite3.Connection, source: object) -> int | None:
-    """The `doc_sources` id of a source id string (added on first use; None for None).
+    """The `doc_sources` id of a source id string (added on first use; None for NULL).
 
     Memoised on a `projections.db.Connection`: an id is only ever added inside a write
     transaction, and every writer closes its connection when a transaction rolls back.
     """
-    if source is None:
+    if source is None or source != source:  # NULL: None or `NULL` (a NaN)
         return None
     name = str(source)
     memo: dict[str, int] | None = getattr(con, "source_ids", None)

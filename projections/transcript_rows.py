@@ -1,7 +1,7 @@
 """The rows of transcript records: the SQL half's part per record (`projections.transcripts`).
 
 Promises:
-- `make_row` makes one record's row in `rows._COLUMNS` order: its own job, subagent name and
+- `make_row` makes one record's `rows.Row`: its own job, subagent name and
   title, else the ones its session and subagent have (`runs`, `subagents`, `sessions`),
   looked up once per batch (`context`, memoized on the connection until `forget_lookups`:
   whoever writes those tables calls it) -- the same row whether or not it was memoized;
@@ -18,14 +18,14 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from projections.rows import NULL, ORD_SPAN, agent_family, put_rows, stored_bodies
+from projections.rows import NULL, ORD_SPAN, Row, agent_family, new_row, put_rows, stored_bodies
 from readers.records import ParseResult, Record
 
 # Transcript rows waiting to be written together (`rows.put_rows`): their rows, their bodies,
 # their runs (`rows.put_rows`' `runs`: one new object for each run of an event's records with
 # the same agent, session, subagent and own job, subagent name and title, whose rows are the
 # same in every `rows._SHARED` column: `transcripts._apply_results`)
-Batch = tuple[list[list[Any]], list[str | bytes | None], list[object]]
+Batch = tuple[list[Row], list[str | bytes | None], list[object]]
 
 
 def batch_for(con: sqlite3.Connection) -> Batch | None:
@@ -52,13 +52,11 @@ def conversation_of(agent: str, session: str | None, subagent: str | None, sourc
 
 
 def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
-             source: str) -> list[Any]:
+             source: str) -> Row:
     """The row of transcript record `rec` of event `seq` (dated `at` unless the record is),
-    its `index`-th record, with its `context`: in rows._COLUMNS order (id, kind, agent, at,
-    project, session, job, run, message, cursor, conversation, role, tool, subagent,
-    subagent_name, title, archived, seq, ord, source, sender, extra, text), each NULL as
-    `rows.NULL`. `message` names broker messages only (an agent's own message ids, e.g.
-    opencode's msg_…, are not navigable as /?message=)."""
+    its `index`-th record, with its `context`, each NULL as `rows.NULL`. `message` names
+    broker messages only (an agent's own message ids, e.g. opencode's msg_…, are not
+    navigable as /?message=)."""
     agent, job, subagent_name, title, conversation = ctx
     if rec.job is not None:
         job = rec.job
@@ -67,7 +65,10 @@ def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
     if rec.title is not None:
         title = rec.title
     project, session, tool, subagent = rec.project, rec.session, rec.tool, rec.subagent
-    return [
+    # Row(id=, kind=, agent=, at=, project=, session=, job=, run=, message=, cursor=,
+    # conversation=, role=, tool=, subagent=, subagent_name=, title=, archived=, seq=, ord=,
+    # source=, sender=, extra=, text=), made by `rows.new_row` (see there)
+    return new_row(Row, (
         f"transcript:{rec.uid}", "transcript", agent, at if rec.at is None else rec.at,
         NULL if project is None else project, NULL if session is None else session,
         NULL if job is None else job, NULL, NULL, rec.cursor, conversation, rec.role,
@@ -75,7 +76,7 @@ def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
         NULL if subagent_name is None else subagent_name, NULL if title is None else title,
         0, seq, seq * ORD_SPAN + (index if index < ORD_SPAN else ORD_SPAN - 1), source,
         NULL, NULL, record_text(rec),
-    ]
+    ))
 
 
 def context(con: sqlite3.Connection, rec: Record, source: str) -> tuple[Any, ...]:

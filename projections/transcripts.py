@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from eventlog import zstd
 from eventlog.events import (
     ChunkCaptured,
     FileSnapshotted,
@@ -100,7 +101,7 @@ def _chunk(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, ChunkCaptured)
     info, row = chunk_head(con, st)
     try:
-        data = assemble.decompress(ev.data, ev.codec, ev.size)
+        data = zstd.payload(ev.codec, ev.data, ev.size)
     except Exception as exc:  # a bad chunk is counted, never fatal
         _count_unknown(con, ev.source, {f"chunk-undecodable:{type(exc).__name__}": 1})
         return
@@ -361,7 +362,7 @@ def _snapshot(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, FileSnapshotted)
     _apply_whole(
         con, st, ev.source, ev.at or st.at, ev.size, "snapshots", "snapshot",
-        lambda: assemble.decompress(ev.data, ev.codec, ev.size),
+        lambda: zstd.payload(ev.codec, ev.data, ev.size),
         lambda parser, info, state, data: assemble.call(parser.parse_snapshot, info, state, data),
     )
 
@@ -371,7 +372,7 @@ def _row(con: sqlite3.Connection, st: StoredEvent) -> None:
     assert isinstance(ev, RowSnapshotted)
     _apply_whole(
         con, st, ev.source, ev.at or st.at, len(ev.data), "rows", "row",
-        lambda: assemble.decompress(ev.data, ev.codec, None),
+        lambda: zstd.payload(ev.codec, ev.data, None),
         lambda parser, info, state, data: assemble.call(
             parser.parse_row, info, state, ev.table, ev.row_id, data),
     )

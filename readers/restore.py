@@ -20,7 +20,7 @@ Promises:
   belonged to (when known, or when a chunk is missing) are left out (`incomplete`), and the
   rest is written; a damaged LMDB page ends the reading (`unreadable_from`, its first seq):
   files come back as far as the records before it;
-- `payload(codec, data)` is the one decoder of captured bytes (zstd or raw).
+- `payload(codec, data)`: the captured bytes (zstd or raw), decoded by `eventlog.zstd`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eventlog import CorruptRecord, EventLog
+from eventlog import CorruptRecord, EventLog, zstd
 from eventlog.events import (
     ChunkCaptured,
     FileSnapshotted,
@@ -46,8 +46,6 @@ from readers import registry
 from readers.discovery import kind_of
 from readers.errors import ReaderError
 
-_decompressor: Any = None
-
 
 class RestoreError(ReaderError):
     """A restore could not be written."""
@@ -57,18 +55,12 @@ MAX_OFFSET = 1 << 40  # 1 TiB: no captured file is larger; a crafted log's offse
 
 
 def payload(codec: str, data: bytes) -> bytes:
-    """The exact captured bytes of a chunk, snapshot or row."""
-    global _decompressor
-    if not codec:
-        return data
-    if codec != "zstd":
-        raise RestoreError(f"unknown codec {codec!r}")
-    if _decompressor is None:
-        import zstandard
-
-        _decompressor = zstandard.ZstdDecompressor()
-    out: bytes = _decompressor.decompress(data)
-    return out
+    """The exact captured bytes of a chunk, snapshot or row (`eventlog.zstd.payload`; an
+    unknown codec is a `RestoreError`)."""
+    try:
+        return zstd.payload(codec, data)
+    except zstd.UnknownCodec as exc:
+        raise RestoreError(str(exc)) from None
 
 
 @dataclass(slots=True)

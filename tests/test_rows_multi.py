@@ -12,22 +12,22 @@ from pathlib import Path
 import pytest
 
 from projections import db, fts_bulk
-from projections.rows import NULL, put_row, put_rows
+from projections.rows import NULL, Row, put_row, put_rows
 
 COLUMNS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message",
            "cursor", "conversation", "role", "tool", "subagent", "subagent_name", "title",
            "archived", "seq", "ord", "source", "sender", "extra", "text")
 
 
-def _row(key: int, n: int, source: str = "claude:/a.jsonl") -> list[object]:
+def _row(key: int, n: int, source: str = "claude:/a.jsonl") -> Row:
     values = {"id": f"transcript:x-{key}", "kind": "transcript", "agent": "claude",
               "at": 1000 + n, "session": "s", "cursor": f"0:{n}", "conversation": "claude:s",
               "role": "user", "archived": 0, "seq": n, "ord": n << 16, "source": source,
               "text": f"text {key} of write {n} " + "word " * (n % 90)}
-    return [values.get(c, NULL) for c in COLUMNS]
+    return Row(*(values.get(c, NULL) for c in COLUMNS))
 
 
-def load_rows(path: Path, calls: list[tuple[list[list[object]], list[object] | None]],
+def load_rows(path: Path, calls: list[tuple[list[Row], list[object] | None]],
               how: str) -> tuple[list[tuple[object, ...]], dict[int, str]]:
     """Each call's rows into a bulk-loaded file: `put_row` each ("one"), `put_rows` ("every")
     or `put_rows` with the call's run tokens ("shared"); every stored row and the texts
@@ -56,7 +56,7 @@ def test_put_rows_equals_one_put_row_each(tmp_path: Path, monkeypatch: pytest.Mo
                                           size: int) -> None:
     monkeypatch.setattr(fts_bulk, "FLUSH_CHARS", 1 << 30)  # every text stays in `pending`
 
-    def batches() -> list[list[list[object]]]:  # fresh rows each time (puts rewrite them)
+    def batches() -> list[list[Row]]:
         write = iter(range(1, 10_000))
         return [
             [_row(k, next(write)) for k in range(size)],  # all new

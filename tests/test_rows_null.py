@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from projections import db, fts_bulk
-from projections.rows import NULL, put_document, put_row, put_rows
+from projections.rows import NULL, Row, put_document, put_row, put_rows
 
 COLUMNS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message",
            "cursor", "conversation", "role", "tool", "subagent", "subagent_name", "title",
@@ -22,13 +22,13 @@ STORED = ("id, kind, agent, at, project, session, job, run, message, cursor, con
           " sender, extra, body")
 
 
-def _row(n: int, null: object) -> list[object]:
+def _row(n: int, null: object) -> Row:
     """A transcript-like row: every optional column NULL (as `null`)."""
     values = {"id": f"transcript:x-{n}", "kind": "transcript", "agent": "claude",
               "at": 1000 + n, "cursor": f"0:{n}", "conversation": "claude:s",
               "role": "user", "archived": 0, "seq": n, "ord": n << 16,
               "source": "claude:/a.jsonl", "text": f"text number {n} " + "word " * (n * 40)}
-    return [values.get(c, null) for c in COLUMNS]
+    return Row(*(values.get(c, null) for c in COLUMNS))
 
 
 def _stored(con: sqlite3.Connection) -> list[tuple[object, ...]]:

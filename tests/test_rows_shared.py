@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from eventlog.events import FileSnapshotted
 from eventlog.records import StoredEvent
 from projections import db, fts_bulk, transcripts
-from projections.rows import _MULTI, _SHARED, _SHARED_SQL, NULL
+from projections.rows import _MULTI, _SHARED, _SHARED_SQL, NULL, Row
 from readers.records import ParseResult, Record, SourceInfo
 from tests.conftest import examples
 from tests.test_rows_multi import load_rows
@@ -40,9 +40,9 @@ _runs = st.lists(st.tuples(
 
 
 def _rows(runs: list[tuple[dict[str, int], list[tuple[int, int]]]]
-          ) -> tuple[list[list[object]], list[object]]:
-    """Fresh rows (puts rewrite them) and their run tokens, one object per run."""
-    rows: list[list[object]] = []
+          ) -> tuple[list[Row], list[object]]:
+    """Rows and their run tokens, one object per run."""
+    rows: list[Row] = []
     tokens: list[object] = []
     for shared, members in runs:
         token = object()
@@ -53,7 +53,7 @@ def _rows(runs: list[tuple[dict[str, int], list[tuple[int, int]]]]
                            "cursor": f"0:{n}", "role": "user", "archived": 0,
                            "ord": (n << 16) + words, "project": NULL if n % 3 else "p",
                            "text": f"text {key} row {n} " + "word " * words})
-            rows.append([values.get(c, NULL) for c in COLUMNS])
+            rows.append(Row(*(values.get(c, NULL) for c in COLUMNS)))
             tokens.append(token)
     return rows, tokens
 

@@ -34,16 +34,16 @@ from typing import Any
 from projections import db
 from projections.pg import rank, schema
 from projections.pg.conn import TeamError, connect
+from projections.rows import COLUMNS, Row
 from projections.text import fold
 
 BATCH = 500
 BATCH_BYTES = 16 << 20
 LOCK_KEY = "agentlog.projector"
 
-DOC_COLS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message", "cursor",
-            "conversation", "role", "tool", "subagent", "subagent_name", "title", "archived",
-            "seq", "ord", "source", "sender", "extra", "text")
-_PG_TYPES = ["text"] * 3 + ["int8"] + ["text"] * 12 + ["int4", "int8", "int8"] + ["text"] * 4
+DOC_COLS = COLUMNS  # the columns of `documents` (`rows.Row`'s fields), in its order
+_PG_TYPES = [{"at": "int8", "archived": "int4", "seq": "int8", "ord": "int8"}.get(c, "text")
+             for c in DOC_COLS]
 _TOKEN = re.compile(r"[^\W_]+")
 
 _DIRTY = """
@@ -280,17 +280,17 @@ class _HostProjector:
         return len(docs) + len(gone)
 
 
-def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[tuple[Any, ...]]:
-    out: list[tuple[Any, ...]] = []
+def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[Row]:
+    out: list[Row] = []
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        out += scon.execute(
+        out += map(Row._make, scon.execute(
             f"SELECT {', '.join(DOC_COLS)} FROM documents WHERE id IN"
-            f" ({','.join('?' * len(chunk))})", chunk).fetchall()
+            f" ({','.join('?' * len(chunk))})", chunk))
     return out
 
 
-def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> list[int]:
+def _upsert_docs(c: Any, host: str, docs: list[Row]) -> list[int]:
     cols = ", ".join(DOC_COLS)
     typed = ", ".join(f"{n} {t}" for n, t in zip(DOC_COLS, _PG_TYPES, strict=True))
     c.execute(f"CREATE TEMP TABLE IF NOT EXISTS docs_in(host text, {typed}, words text)"
@@ -299,8 +299,7 @@ def _upsert_docs(c: Any, host: str, docs: list[tuple[Any, ...]]) -> list[int]:
         with cur.copy(f"COPY docs_in (host, {cols}, words) FROM STDIN (FORMAT BINARY)") as cp:
             cp.set_types(["text", *_PG_TYPES, "text"])
             for d in docs:
-                vals = [_clean(v) for v in d]
-                cp.write_row((host, *vals, words(vals[-1] or "")))
+                cp.write_row((host, *map(_clean, d), words(_clean(d.text) or "")))
         update = ", ".join(f"{n} = EXCLUDED.{n}" for n in DOC_COLS if n != "id")
         cur.execute(
             f"INSERT INTO agentlog.documents(host, {cols}, tsv)"

@@ -21,7 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from projections.errors import NotFound, QueryError
-from projections.filters import Filters, conversation_page, parse_filters, parse_limit
+from projections.filters import (
+    Filters,
+    conditions,
+    conversation_page,
+    parse_filters,
+    parse_limit,
+)
 from projections.pg import rank
 from projections.pg.schema import CJK_PREDICATE
 from projections.query import _link, check_id, conversation_items, empty_coverage, source_link
@@ -83,31 +89,20 @@ def _split_host(filters: Mapping[str, Any] | None) -> tuple[dict[str, Any] | Non
     return rest, host
 
 
+# history.db's session condition (`filters.SESSION_SQLITE`) on the server: the peer's bound
+# sessions of the same host, and the broker messages addressed to it (`to` of message.sent,
+# kept in `extra`; the server has no `recipients` table)
+_SESSION = ("({a}.session = %s OR {a}.sender = %s OR {a}.session IN (SELECT a.session FROM"
+            " agentlog.aliases a WHERE a.alias = %s AND a.host = {a}.host)"
+            " OR ({a}.id LIKE 'message:%%' AND {a}.extra IS NOT NULL"
+            " AND jsonb_typeof({a}.extra::jsonb -> 'to') = 'array'"
+            " AND ({a}.extra::jsonb -> 'to') ? %s))")
+
+
 def _where(f: Filters, host: str | None) -> tuple[list[str], list[Any]]:
-    conds: list[str] = []
-    params: list[Any] = []
-    if not f.include_archived:
-        conds.append("d.archived = 0")
-    for col in ("project", "job", "agent", "kind"):
-        value = getattr(f, col)
-        if value is not None:
-            conds.append(f"d.{col} = %s")
-            params.append(value)
-    if f.session is not None:
-        # as history.db's filter: its sessions, what it sent, and the broker messages
-        # addressed to it (`to` of message.sent, kept in `extra`)
-        conds.append("(d.session = %s OR d.sender = %s OR d.session IN (SELECT a.session FROM"
-                     " agentlog.aliases a WHERE a.alias = %s AND a.host = d.host)"
-                     " OR (d.id LIKE 'message:%%' AND d.extra IS NOT NULL"
-                     " AND jsonb_typeof(d.extra::jsonb -> 'to') = 'array'"
-                     " AND (d.extra::jsonb -> 'to') ? %s))")
-        params += [f.session, f.session, f.session, f.session]
-    if f.since is not None:
-        conds.append("d.at >= %s")
-        params.append(f.since)
-    if f.until is not None:
-        conds.append("d.at <= %s")
-        params.append(f.until)
+    """The search filters' conditions (`filters.conditions`, shared with history.db), and
+    the host's."""
+    conds, params = conditions(f, "d", "%s", _SESSION)
     if host is not None:
         conds.append("d.host = %s")
         params.append(host)
