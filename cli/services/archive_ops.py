@@ -236,34 +236,21 @@ def export_to(
 
 def export_file(home: Home, project: str, dest: Path, **kwargs: Any) -> dict[str, Any]:
     """Export to `dest` atomically (temporary file in the same directory, then rename)."""
+    from eventlog.files import open_atomic
+
     dest = dest.absolute()
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            summary = export_to(home, project, f, **kwargs)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with open_atomic(dest) as f:
+        summary = export_to(home, project, f, **kwargs)
     summary["path"] = str(dest)
     return summary
 
 
 def write_file_atomically(dest: Path, data: bytes) -> Path:
-    """`data` to `dest` atomically (a temporary file beside it, fsync, rename)."""
+    """`data` to `dest` atomically (`eventlog.files.write_atomic`)."""
+    from eventlog.files import write_atomic
+
     dest = dest.absolute()
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(dest, data)
     return dest
 
 

@@ -9,8 +9,6 @@ rebuilds history.db from it. Both are noted in the operations journal, never in 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +22,11 @@ def export_log(home: Home, dest: Path) -> dict[str, Any]:
     from eventlog.transfer import write_jsonl
 
     log = log_of(home)
+    from eventlog.files import open_atomic
+
     dest = dest.absolute()
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-log-", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            res = write_jsonl(log, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with open_atomic(dest) as f:
+        res = write_jsonl(log, f)
     summary = {"path": str(dest), "records": res.records, "stateEntries": res.state_entries,
                "head": {"seq": res.head.seq, "hash": res.head.hex},
                "bytes": dest.stat().st_size}

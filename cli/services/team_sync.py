@@ -165,9 +165,10 @@ def read_state(home: Home) -> dict[str, Any]:
 def _write_state(home: Home, update: dict[str, Any]) -> None:
     state = read_state(home)
     state.update(update)
-    tmp = home.root / f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}"
-    tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, home.root / STATE_FILE)
+    from eventlog.files import write_atomic
+
+    write_atomic(home.root / STATE_FILE, (json.dumps(state, indent=1) + "\n").encode(),
+                 fsync=False)
 
 
 def run_sync(home: Home, log: EventLog, url: str, *, max_batches: int | None = None,

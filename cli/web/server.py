@@ -65,12 +65,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def write_server_json(path: Path, info: dict[str, Any]) -> None:
-    tmp = path.with_name(f".server.json.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(info, fh)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    from eventlog.files import write_atomic
+
+    write_atomic(path, json.dumps(info).encode(), mode=0o600, fsync=False)
 
 
 def remove_server_json(path: Path, pid: int) -> None:

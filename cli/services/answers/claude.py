@@ -17,8 +17,6 @@ so there is no switch to a larger model. `--no-session-persistence` keeps the ru
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -88,10 +86,9 @@ def write_limits(ws: Workspace, info: dict[str, Any]) -> None:
     record = {k: info.get(k) for k in ("status", "resetsAt", "rateLimitType", "isUsingOverage")}
     record["seenAt"] = time.time()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, path)
+        from eventlog.files import write_atomic
+
+        write_atomic(path, json.dumps(record).encode(), fsync=False)
     except OSError:
         pass
 

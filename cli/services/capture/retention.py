@@ -78,9 +78,10 @@ def warn_once(home: Home, *, now_ns: int | None = None) -> bool:
             return False
         _say(message(report(home, now)))
         if home.root.is_dir():
-            tmp = state.with_name(state.name + ".tmp")
-            tmp.write_text(json.dumps({"lastWarningAt": int(now / 1e6)}) + "\n")
-            os.replace(tmp, state)
+            from eventlog.files import write_atomic
+
+            write_atomic(state, (json.dumps({"lastWarningAt": int(now / 1e6)}) + "\n").encode(),
+                         fsync=False)
         return True
     except Exception as exc:  # a warning never breaks the command it rides on
         _say(f"agentlog: retention check failed: {exc}")

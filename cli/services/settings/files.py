@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -64,14 +63,10 @@ def write_text(path: Path, old: str | None, new: str) -> bool:
 
 
 def _atomic(path: Path, text: str, mode: int | None) -> None:
-    tmp = path.with_name(path.name + ".agentlog-tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    """`text` to `path` atomically and durably (`eventlog.files`), keeping the old mode."""
+    from eventlog.files import write_atomic
+
+    write_atomic(path, text.encode("utf-8"), mode=0o644 if mode is None else mode)
 
 
 # --- JSON ---------------------------------------------------------------------------------

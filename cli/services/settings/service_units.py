@@ -129,10 +129,9 @@ def write_unit(unit: Unit, text: str) -> bool:
             return False
     except FileNotFoundError:
         pass
-    unit.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = unit.path.with_name(unit.path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, unit.path)
+    from eventlog.files import write_atomic
+
+    write_atomic(unit.path, text.encode(), mode=0o644)
     return True
 
 
