@@ -394,7 +394,7 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     def from_lists(q: str) -> bool:
         """Whether agentlog answers `q` from champion lists (certified)."""
         def accept(scored: list[tuple[float, int]], bound: float) -> Any:
-            return rank.certify(10, search.take(con, Filters(), 10))(scored, bound)
+            return rank.certify(10, search.take(con, 10, "1", []))(scored, bound)
 
         if len(q.split()) > 1:
             return multi.search(con, toks(q), accept) is not None

@@ -77,17 +77,17 @@ def fts_search(
     # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe may
     # need more than one page).
     page = max(limit * 4, 40)
-    pick = take(con, filters, limit)
+    pick = take(con, limit, where, params)
     hits = rank.top(con, match, limit, page, pick)
     if hits is None:
         hits = pick(ranking.pages(con, table, expr, match.conds, cparams, page), True)
     return hits
 
 
-def take(con: sqlite3.Connection, filters: Filters, limit: int) -> rank.Take:
+def take(con: sqlite3.Connection, limit: int, where: str, params: list[Any]) -> rank.Take:
     """The hits (at most `limit`) of rowid pages in ranking order: rows fetched, duplicates
-    dropped, and `filters` applied unless the pages are `filtered` already (in SQL)."""
-    where, params = filters.where("d")
+    dropped, and the filters (`where` over the row `d`, `Filters.where`) applied unless the
+    pages are `filtered` already (in SQL)."""
 
     def pick(pages: Iterable[list[int]], filtered: bool) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []

@@ -91,7 +91,8 @@ def certified(con: sqlite3.Connection, scored: list[tuple[float, int]], bound: f
               flt: Filters, k: int) -> list[tuple[Any, ...]] | None:
     """The hits the query layer takes from champion-list candidates (`rank.certify` over
     `search.take`), None when the certificate does not hold."""
-    hits: list[tuple[Any, ...]] | None = rank.certify(k, search.take(con, flt, k))(scored, bound)
+    hits: list[tuple[Any, ...]] | None = rank.certify(k, search.take(con, k, *flt.where("d")))(
+        scored, bound)
     return hits
 
 

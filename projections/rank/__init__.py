@@ -20,21 +20,19 @@ queries with the same hits, in the same order:
 The door: `top` for the query layer (None: no accelerator answers, run the reference);
 `build`, `fold` and `step` for rebuild, catch-up and the idle capture loop; `build_apart`
 and `copy_lists` for a rebuild that makes its lists beside the query-index sort
-(projections.bulk_tail). projections.db creates the tables from `schema` itself: it cannot
-import this door, which imports it back (`split` opens its readers with projections.db).
-The submodules are loaded at first use, so a writer that never ranks does not load them.
-Real annotations here (no `from __future__ import annotations`): `Match` is a named tuple,
-and a catch-up that loads this door to fold compiles no string annotation
-(docs/performance.md, "Annotations").
-"""
+(projections.bulk_tail). projections.db creates the tables from `schema` itself (this
+package imports no projections.db: `split`'s threads open their readers through the
+caller's `projections.db.Connection`). Real annotations here (no `from __future__ import
+annotations`): `Match` is a named tuple, and a catch-up that loads this door to fold
+compiles no string annotation (docs/performance.md, "Annotations")."""
 
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from projections.rank.multi import Accept
+from projections.rank import champions, deep, multi, schema, split, tokens
+from projections.rank.multi import Accept
 
 Take = Callable[[Iterable[list[int]], bool], list[Any]]
 
@@ -63,8 +61,6 @@ def top(con: sqlite3.Connection, match: Match, limit: int, page: int,
         hits = certified(con, match.words, limit, take)
         if hits is not None:
             return hits
-    from projections.rank import split
-
     ranked = split.pages(con, match.table, match.expr, match.conds, match.params, page)
     if ranked is None:
         return None
@@ -78,8 +74,6 @@ def certified(con: sqlite3.Connection, words: list[str], limit: int,
               take: Take) -> list[Any] | None:
     """The best `limit` hits of the AND of `words` from the champion lists (one word:
     `champions`, several: `multi`), or None when the lists cannot certify them."""
-    from projections.rank import champions, multi
-
     accept = certify(limit, take)
     if len(words) == 1:
         got = champions.candidates(con, words[0])
@@ -87,7 +81,7 @@ def certified(con: sqlite3.Connection, words: list[str], limit: int,
     return multi.search(con, words, accept)
 
 
-def certify(limit: int, take: Take) -> "Accept":
+def certify(limit: int, take: Take) -> Accept:
     """The certificate: of candidates (v, rowid) best first, only those beating the bound of
     every other match count, and they must make `limit` hits (after the caller's filters and
     de-duplication), else None (rank every match)."""
@@ -103,8 +97,6 @@ def certify(limit: int, take: Take) -> "Accept":
 
 def hot_df() -> int:
     """Documents a word must be in more than to get a champion list."""
-    from projections.rank import champions
-
     return champions.HOT_DF
 
 
@@ -115,8 +107,6 @@ def build(con: sqlite3.Connection, *, workers: int = 1,
     ranked (the rest are made by `step`), ranked on `workers` threads (outside a
     transaction). `vocab`: every word in more than `hot_df()` documents with that count,
     when the caller read it. Returns the lists made."""
-    from projections.rank import champions, tokens
-
     return champions.build(con, budget=champions.BUILD_BUDGET * max(1, tokens.totals(con)[0]),
                            workers=workers, vocab=vocab)
 
@@ -124,8 +114,6 @@ def build(con: sqlite3.Connection, *, workers: int = 1,
 def fold(con: sqlite3.Connection) -> bool:
     """Fold the documents new or changed since the lists were made into them (catch-up,
     inside its write transaction; no list is made here). True when anything changed."""
-    from projections.rank import champions
-
     return champions.refresh(con, force=True, step=0)
 
 
@@ -136,8 +124,6 @@ def step(con: sqlite3.Connection) -> int | None:
     texts outside any transaction, one short write); then the stale marks of documents a
     deep list does not hold, dropped. Returns the lists, cross columns and compactions
     made, or None when there is nothing (more) to do now."""
-    from projections.rank import champions, deep
-
     if not champions.has_lists(con):
         return None
     if not con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
@@ -166,8 +152,6 @@ def build_apart(files: list[tuple[str, Path]], workers: int,
     """The champion lists made in the rank tables of an in-memory database (returned open)
     from files attached under their names (a rebuild's side file of the rows' weights and
     its scratch full-text index: projections.bulk_tail); `build`'s lists, bit for bit."""
-    from projections.rank import schema
-
     lcon = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     try:
         for name, path in files:
@@ -187,8 +171,6 @@ def copy_lists(lcon: sqlite3.Connection, con: sqlite3.Connection, path: Path) ->
     """The rank tables of `lcon` (`build_apart`'s) into the new file at `path`, `con`'s (its
     deep-list tables made first when the lists made any, as `deep.store` does on the file
     itself)."""
-    from projections.rank import deep
-
     if deep.has_deep(lcon):
         deep.ensure(con)
     tables = [str(r[0]) for r in lcon.execute(
