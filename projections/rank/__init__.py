@@ -24,7 +24,7 @@ and `copy_lists` for a rebuild that makes its lists beside the query-index sort
 package imports no projections.db: `split`'s threads open their readers through the
 caller's `projections.db.Connection`). Real annotations here (no `from __future__ import
 annotations`): `Match` is a named tuple, and a catch-up that loads this door to fold
-compiles no string annotation (docs/performance.md, "Annotations")."""
+compiles no string annotation (docs/history/performance-journal.md, "Annotations")."""
 
 import sqlite3
 from collections.abc import Callable, Iterable
