@@ -1,8 +1,8 @@
-"""The full ranking (projections/rank_full.py) on one thread and split across threads, in CPU
+"""The full ranking (projections/rank/split.py) on one thread and split across threads, in CPU
 time: what a busy shared machine can still measure when its second core is never idle.
 
 For each query, `search.fts_search(..., lists=False)` (every match ranked) alternately with
-`rank_full.THREADS` = 1 and = 2; per call the process CPU, the calling thread's CPU and the
+`split.THREADS` = 1 and = 2; per call the process CPU, the calling thread's CPU and the
 other thread's (process minus caller). The critical path, the larger of the two, is the
 wall the split takes on two idle cores. Medians of `--reps`; the hits are compared.
 `--sweep`: words of the file near 1,000 ... 80,000 documents, split forced
@@ -23,8 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from projections import db, rank_full, search  # noqa: E402
+from projections import db, search  # noqa: E402
 from projections.filters import Filters  # noqa: E402
+from projections.rank import split  # noqa: E402
 
 
 def measure(con: sqlite3.Connection, tokens: list[str], reps: int) -> dict[int, list[float]]:
@@ -33,12 +34,12 @@ def measure(con: sqlite3.Connection, tokens: list[str], reps: int) -> dict[int, 
     hits: dict[int, list[tuple[object, ...]]] = {}
     for _ in range(reps):
         for n in (1, 2):
-            rank_full.THREADS = n
+            split.THREADS = n
             p0, t0 = time.process_time(), time.thread_time()
             hits[n] = search.fts_search(con, tokens, Filters(), 10, lists=False)
             total, caller = time.process_time() - p0, time.thread_time() - t0
             got[n].append((total, caller, max(caller, total - caller)))
-    rank_full.THREADS = None
+    split.THREADS = None
     if hits[1] != hits[2]:
         raise SystemExit(f"{tokens}: the split's hits differ")
     return {n: [statistics.median(x[i] for x in v) for i in range(3)] for n, v in got.items()}
@@ -56,7 +57,7 @@ def main() -> None:
         print(f"load average {f.read().split()[0]}; medians of {args.reps}")
     queries = args.queries
     if args.sweep:
-        rank_full.PARALLEL_AT = 0
+        split.PARALLEL_AT = 0
         vocab = con.execute("SELECT term, doc FROM documents_fts_terms"
                             " WHERE doc BETWEEN 500 AND 200000").fetchall()
         queries = [min(vocab, key=lambda v: abs(v[1] - n))[0]

@@ -14,7 +14,7 @@ Prints:
   the 10 most common; 2 common: two of rank 3..300; 3 common: three of the 50 most common)
   queries, p50/p99 of the former bounded ranking (newest 5,000 matches), FTS5's own full
   bm25, the full bm25 x role weight without champion lists (on a thread per CPU when the
-  matches are many, projections.rank_full, and on one), and agentlog's ranking (lists +
+  matches are many, projections.rank.split, and on one), and agentlog's ranking (lists +
   certificate, else the full one); how many answers differ from the full ranking (must be
   0); the time to make the lists. The file with every list made is kept under `--cache`
   (default $TMPDIR/agentlog-bench-cache, keyed by documents, schema and list settings): a
@@ -100,11 +100,11 @@ def cache_path(n: int, cache: Path) -> Path:
     made, keyed by what shapes it (documents, text seed, schema, rank format and settings),
     so later runs skip the build (~25 min at 1M). Delete it to force a fresh build."""
     from projections import db as dbm
-    from projections import rank, rank_deep
+    from projections.rank import champions, deep
 
-    return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{rank.HOT_DF}"
-                    f"-ch{rank.CHAMPIONS}-deep{rank_deep.DEEP_MAX}s{rank_deep.DEEP_SHARE}"
-                    f"x{rank_deep.CROSS}"
+    return cache / (f"search-n{n}-seed7-schema{dbm.SCHEMA_VERSION}-rankwas-hot{champions.HOT_DF}"
+                    f"-ch{champions.CHAMPIONS}-deep{deep.DEEP_MAX}s{deep.DEEP_SHARE}"
+                    f"x{deep.CROSS}"
                     ) / "history.db"
 
 
@@ -344,21 +344,22 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     and the full bm25 x weight, on the same file; answers compared with the full ranking.
     `cached`: the file has every list already (only the "all lists" figures)."""
     from projections import db as dbm
-    from projections import rank, rank_deep, rank_full, rank_multi, search
+    from projections import rank, ranking, search
     from projections.filters import Filters
+    from projections.rank import champions, deep, multi, split
 
     con = dbm.connect(db_path, readonly=True)
     rng = random.Random(13)
     lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
     made = "made (cached file)" if cached else (
-        f"made by the rebuild (budget {rank.BUILD_BUDGET} x documents matches)")
+        f"made by the rebuild (budget {champions.BUILD_BUDGET} x documents matches)")
     deep = con.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
                        "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
-        if rank_deep.has_deep(con) else (0, 0, 0)
+        if deep.has_deep(con) else (0, 0, 0)
     cross = con.execute("SELECT count(DISTINCT term), coalesce(sum(length(data)), 0)"
                         " FROM rank_deep_cross").fetchone() if con.execute(
         "SELECT 1 FROM sqlite_master WHERE name = 'rank_deep_cross'").fetchone() else (0, 0)
-    print(f"ranking: {lists[0]} words in > {rank.HOT_DF:,} documents, {lists[1]} lists {made};"
+    print(f"ranking: {lists[0]} words in > {champions.HOT_DF:,} documents, {lists[1]} lists {made};"
           f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB), {cross[0]}"
           f" with cross columns ({cross[1] / 1e6:.1f} MB)")
     sets = {
@@ -371,12 +372,12 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     def distinct(lo: int, hi: int, m: int) -> str:
         return " ".join(vocab[r] for r in rng.sample(range(lo, hi), m))
 
-    # several common words (rank_multi): two of the 10 most common (each in 38-99 % of the
+    # several common words (rank.multi): two of the 10 most common (each in 38-99 % of the
     # documents), two of rank 3..300, three of the 50 most common
     sets["2 hot"] = [distinct(0, 10, 2) for _ in range(nq)]
     sets["2 common"] = [distinct(3, 300, 2) for _ in range(nq)]
     sets["3 common"] = [distinct(0, 50, 3) for _ in range(nq)]
-    w = rank.WEIGHT_SQL
+    w = ranking.WEIGHT_SQL
     bounded = (f"SELECT r FROM (SELECT d.rowid AS r, bm25(documents_fts) * {w} AS s"
                " FROM documents_fts JOIN documents d ON d.rowid = documents_fts.rowid"
                " WHERE documents_fts MATCH ? ORDER BY documents_fts.rowid DESC LIMIT 5000)"
@@ -393,11 +394,11 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     def from_lists(q: str) -> bool:
         """Whether agentlog answers `q` from champion lists (certified)."""
         def accept(scored: list[tuple[float, int]], bound: float) -> Any:
-            return search._certified(con, scored, bound, Filters(), 10)
+            return rank.certify(10, search.take(con, 10, "1", []))(scored, bound)
 
         if len(q.split()) > 1:
-            return rank_multi.search(con, toks(q), accept) is not None
-        got = rank.candidates(con, q)
+            return multi.search(con, toks(q), accept) is not None
+        got = champions.candidates(con, q)
         return got is not None and accept(got[0], got[1]) is not None
 
     def measure(label: str, only: tuple[str, ...] = ()) -> None:
@@ -409,12 +410,12 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
             fts = _timed(lambda q: con.execute(full, (expr(q),)).fetchall(), qs_slow)
             every = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
                                                         lists=False), qs_slow)
-            rank_full.THREADS = 1  # the same ranking as one statement on one thread
+            split.THREADS = 1  # the same ranking as one statement on one thread
             try:
                 single = _timed(lambda q: search.fts_search(con, toks(q), Filters(), 10,
                                                              lists=False), qs_slow)
             finally:
-                rank_full.THREADS = None
+                split.THREADS = None
             ours = _timed(lambda q: query.search(db_path, q, limit=10), qs)
             listed = sum(1 for q in qs if from_lists(q))
             differ = sum(
@@ -439,22 +440,22 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     wcon = dbm.connect(db_path)
     t0 = time.perf_counter()
     wcon.execute("BEGIN")
-    made = rank.build(wcon, budget=rank.BUILD_BUDGET * n)
+    made = champions.build(wcon, budget=champions.BUILD_BUDGET * n)
     wcon.execute("ROLLBACK")
     wcon.close()
-    print(f"ranking: the rebuild's share (rank.build with its budget, {made} lists) took"
+    print(f"ranking: the rebuild's share (champions.build with its budget, {made} lists) took"
           f" {time.perf_counter() - t0:.1f} s")
     con = dbm.connect(db_path, readonly=True)
     con.close()
     wcon = dbm.connect(db_path)
     t0 = time.perf_counter()
     wcon.execute("BEGIN")
-    made = rank.make_wanted(wcon, None)
+    made = champions.make_wanted(wcon, None)
     wcon.execute("COMMIT")
     size = wcon.execute("SELECT count(*) FROM rank_champions").fetchone()[0]
     deep = wcon.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
                         "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
-        if rank_deep.has_deep(wcon) else (0, 0, 0)
+        if deep.has_deep(wcon) else (0, 0, 0)
     wcon.close()
     print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
           f" ({size:,} champion rows; {deep[0]} deep lists, {deep[1]:,} documents,"
@@ -462,8 +463,8 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     wcon = dbm.connect(db_path)
     t0, c0 = time.perf_counter(), time.process_time()
     crossed = 0
-    while (wanted := rank_deep.cross_wanted(wcon, rank.CHAMPIONS)) and rank_deep.make_cross(
-            wcon, wanted[0], rank.CHAMPIONS):
+    while (wanted := deep.cross_wanted(wcon, champions.CHAMPIONS)) and deep.make_cross(
+            wcon, wanted[0], champions.CHAMPIONS):
         crossed += 1
     cross = wcon.execute("SELECT count(*), coalesce(sum(length(data)), 0)"
                          " FROM rank_deep_cross").fetchone() if crossed else (0, 0)

@@ -11,9 +11,10 @@ sort instead of after it:
   copies the full-text index in (`BulkFeed.copy`) once the merge is done;
 - this thread ends the indexer (its last rows, 'optimize', the wanted words), then makes
   the lists on an in-memory connection with the side file and the scratch index attached
-  (`projections.rank_scan`'s worker threads attach the same two files); the rank tables
-  are then copied into the new file. Same index, same weights: the same lists, bit for
-  bit, as `rank.build` on the finished file (tests/test_bulk_tail.py).
+  (`rank.build_apart`; `projections.rank.scan`'s worker threads attach the same two files);
+  the rank tables are then copied into the new file (`rank.copy_lists`). Same index, same
+  weights: the same lists, bit for bit, as `rank.build` on the finished file
+  (tests/test_bulk_tail.py).
 
 No file is written while another connection reads it: the side file is complete before
 its first reader; the scratch file is only read once merged; the new file is written by
@@ -30,7 +31,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from projections import rank, rank_deep
+from projections import rank
 from projections.fts_bulk import BulkFeed, beside
 
 _WEIGHTS = """
@@ -65,7 +66,7 @@ def finish(con: sqlite3.Connection, feed: BulkFeed, sort_sql: str, workers: int)
 
     def rank_lists() -> None:
         try:
-            feed.end(rank.HOT_DF)
+            feed.end(rank.hot_df())
         except BaseException:
             failed.append(True)
             raise
@@ -73,11 +74,12 @@ def finish(con: sqlite3.Connection, feed: BulkFeed, sort_sql: str, workers: int)
             merged.set()
         weighed.wait()
         if not failed:
-            lists.append(_lists(side, feed, workers))
+            lists.append(rank.build_apart([("weights", side), ("fts", feed.scratch)],
+                                          workers, feed.terms))
 
     try:
         beside(sort, rank_lists, "query-indexes")
-        _copy(lists[0], con, feed.path)
+        rank.copy_lists(lists[0], con, feed.path)
     finally:
         for lcon in lists:
             lcon.close()
@@ -97,46 +99,6 @@ def _weights(con: sqlite3.Connection, side: Path) -> None:
         if con.in_transaction:
             con.execute("ROLLBACK")
         con.execute("DETACH DATABASE weights")
-
-
-def _lists(side: Path, feed: BulkFeed, workers: int) -> sqlite3.Connection:
-    """The champion lists, in the rank tables of an in-memory database (returned open)."""
-    lcon = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    try:
-        lcon.execute("ATTACH DATABASE ? AS weights", (str(side),))
-        lcon.execute("ATTACH DATABASE ? AS fts", (str(feed.scratch),))
-        lcon.executescript(rank.SCHEMA)
-        # no `rank_was`: it only ever holds changed documents' old texts (none in a build),
-        # and reading it would need agentlog's own SQL functions
-        lcon.execute("DROP TABLE rank_was")
-        rank.build(lcon, budget=rank.BUILD_BUDGET * max(1, rank.totals(lcon)[0]),
-                   workers=workers, vocab=feed.terms)
-    except BaseException:
-        lcon.close()
-        raise
-    return lcon
-
-
-def _copy(lcon: sqlite3.Connection, con: sqlite3.Connection, path: Path) -> None:
-    """The rank tables of `lcon` into the new file, `con`'s (its deep-list tables made
-    first when the lists made any, as `rank_deep.store` does on the file itself)."""
-    if rank_deep.has_deep(lcon):
-        rank_deep.ensure(con)
-    tables = [str(r[0]) for r in lcon.execute(
-        "SELECT name FROM main.sqlite_master WHERE type = 'table' ORDER BY rowid")]
-    lcon.execute("ATTACH DATABASE ? AS new", (str(path),))
-    try:
-        lcon.execute("PRAGMA new.journal_mode = OFF")  # private until the swap
-        lcon.execute("PRAGMA new.synchronous = OFF")
-        lcon.execute("BEGIN")
-        for table in tables:
-            lcon.execute(f"DELETE FROM new.{table}")
-            lcon.execute(f"INSERT INTO new.{table} SELECT * FROM main.{table}")
-        lcon.execute("COMMIT")
-    finally:
-        if lcon.in_transaction:
-            lcon.execute("ROLLBACK")
-        lcon.execute("DETACH DATABASE new")
 
 
 def _remove(path: Path) -> None:

@@ -147,7 +147,7 @@ def _fold(con: sqlite3.Connection) -> Exception | None:
 
     con.execute("SAVEPOINT rank_fold")
     try:
-        rank.refresh(con, force=True, step=0)
+        rank.fold(con)
     except Exception as exc:
         con.execute("ROLLBACK TO rank_fold")
         con.execute("RELEASE rank_fold")
@@ -159,45 +159,22 @@ def _fold(con: sqlite3.Connection) -> Exception | None:
 def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     """Make the champion lists still wanted (a rebuild makes only the most common words'
     lists; catch-up adopts words that became common), one short write transaction per
-    step of `rank.STEP` matches ranked so capture keeps going, then the cross columns of
-    the hottest words' deep lists (`rank_deep.make_cross`, a word a step), then drops the
-    deep lists' useless stale marks (`rank_deep.compact`, a word a step): all of them
-    (`agentlog reindex` after its swap), or at most `steps` steps (the capture loop, while
-    idle). Returns the number of lists, cross columns and compactions made."""
-    from projections import rank, rank_deep
+    step (`rank.step`: the wanted lists, then the cross columns of the hottest words' deep
+    lists, then the deep lists' useless stale marks dropped, so capture keeps going): all of
+    them (`agentlog reindex` after its swap), or at most `steps` steps (the capture loop,
+    while idle). Returns the number of lists, cross columns and compactions made."""
+    from projections import rank
 
     made = 0
     con = db.connect(db_path)
     try:
-        if not rank.has_lists(con):
-            return 0
         while steps is None or steps > 0:
-            if not con.execute("SELECT 1 FROM rank_terms WHERE tau IS NULL LIMIT 1").fetchone():
-                # then the hottest deep lists' cross columns, one word a step (~0.5 s of
-                # reading and counting texts outside any transaction, one short write)
-                # and stale marks of documents a deep list does not hold are dropped
-                crossing = rank_deep.cross_wanted(con, rank.CHAMPIONS)
-                untidy = [] if crossing else rank_deep.untidy(con)
-                if not crossing and not untidy:
-                    break
-                if steps is not None:
-                    steps -= 1
-                if crossing and not rank_deep.make_cross(con, crossing[0], rank.CHAMPIONS):
-                    break  # (remade meanwhile: a later step tries again)
-                if untidy and not any(rank_deep.compact(con, t) for t in untidy[:16]):
-                    break  # (the marks left are the lists' own)
-                made += 1
-                continue
+            got = rank.step(con)
+            if got is None:
+                break
+            made += got
             if steps is not None:
                 steps -= 1
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                made += rank.make_wanted(con, rank.STEP)
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
     finally:
         con.close()
     return made

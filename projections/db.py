@@ -28,13 +28,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from projections import fileid, heap, rank
+from projections import fileid, heap
 from projections.body import unpack
 from projections.errors import ProjectionDamaged
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
 from projections.indexes import INDEX_SQL as _INDEX_SQL
 from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
 from projections.indexes import SCRIPT as _QUERY_INDEXES
+from projections.rank import schema as rank_tables
 from projections.results import Checkpoint
 from projections.text import fold
 
@@ -295,6 +296,11 @@ class Connection(sqlite3.Connection):
         self.deferred_indexes = {}
         self.ident = None
 
+    def open_reader(self, path: Path) -> sqlite3.Connection:
+        """Another read-only connection, to `path`, that fails at once rather than wait for
+        a lock (a ranking thread's own: projections.rank.split)."""
+        return connect(path, readonly=True, timeout=0.0)
+
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), rollback journal.
@@ -403,10 +409,10 @@ def create_schema(
         con.executescript(_QUERY_INDEXES)
     if engine == "fts5":
         con.executescript(_FTS_TABLES)
-        con.executescript(rank.SCHEMA)
+        con.executescript(rank_tables.SCHEMA)
         if not bulk:
             con.executescript(_FTS_TRIGGERS)
-            con.executescript(rank.TRIGGERS)
+            con.executescript(rank_tables.TRIGGERS)
             con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, 0, 1.0)")
         else:
             if not isinstance(con, Connection):
@@ -477,7 +483,7 @@ def finish_bulk(con: sqlite3.Connection, engine: str, lists: int = 0) -> bool:
     heap.trim()  # the sorter's buffers, the term hash
     if engine == "fts5":
         con.executescript(_FTS_TRIGGERS)
-        con.executescript(rank.TRIGGERS)
+        con.executescript(rank_tables.TRIGGERS)
     return made
 
 

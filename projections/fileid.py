@@ -2,7 +2,7 @@
 
 A read-only connection remembers the file it opened (`projections.db.connect`: the same
 identity before and after the open), so a thread that opens the path again
-(`projections.rank_full`) can tell whether it reads that very file: a rebuild swaps a new
+(`projections.rank.split`) can tell whether it reads that very file: a rebuild swaps a new
 file in with `os.replace` while earlier connections keep reading the old one.
 """
 

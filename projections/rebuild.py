@@ -47,7 +47,7 @@ LOAD_CACHE_KIB = 16 * 1024  # SQLite page cache while loading rows (32 MiB: same
 INDEX_CACHE_KIB = 16 * 1024  # ... while indexing after the load; also the sorter's buffers
 TEMP_STORE = "FILE"  # the index sorter spills to temporary files beyond its buffers
 THREADS = 2  # CREATE INDEX after the load sorts on 2 cores
-LIST_THREADS = 2  # ... and the champion lists are ranked on 2 threads (rank_scan)
+LIST_THREADS = 2  # ... and the champion lists are ranked on 2 threads (rank.scan)
 PAGE_SIZE = 16384
 SMALL_PAGE_SIZE = 4096  # below LARGE_PAGES_BYTES of log: every table and index is at least a
 LARGE_PAGES_BYTES = 32 << 20  # page, ~36 of them: 16 KiB pages add ~0.5 MB to a small file
@@ -181,9 +181,8 @@ def build(
             if not made:
                 from projections import rank
 
-                # champion lists of the most common words (the rest: catch-up, `refresh`)
-                rank.build(con, budget=rank.BUILD_BUDGET * max(1, rank.totals(con)[0]),
-                           workers=lists)
+                # champion lists of the most common words (the rest: `rank.step`)
+                rank.build(con, workers=lists)
         con.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
         docs = int(con.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:

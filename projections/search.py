@@ -4,11 +4,11 @@ fts5: every query token is a quoted FTS5 phrase (never syntax) ANDed in the main
 CJK runs of >= 2 characters match through the bigram side index; single CJK characters
 and the non-CJK part of mixed tokens are literal substring conditions. EVERY match is
 ranked: s = bm25 x role weight (user prompts above assistant text above tool output), best
-first, ties newest first. A query of words that all have champion lists is answered from
-them when the lists' certificate holds (`projections.rank` for one word, `rank_multi` for
-several: the same hits the full ranking gives), else — and for every other query — all
-matches are ranked in SQLite (a query with many matches on one thread per CPU, each ranking
-a rowid range: `projections.rank_full`, the same hits).
+first, ties newest first: SQLite's own ranking, one statement (`projections.ranking`, the
+reference). The accelerators of `projections.rank` answer some queries with the same hits
+sooner (champion lists for words that all have one, when their certificate holds; a query
+with many matches ranked on one thread per CPU): one call, `rank.top`; when it returns
+None the reference statement ranks every match.
 
 plain: case/diacritic-folded literal substring AND over every token, newest first. Used when
 SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
@@ -20,14 +20,14 @@ sessions copy records).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
-from projections import cjk, rank, rank_full, rank_multi
+from projections import cjk, rank, ranking
 from projections.filters import Filters
-from projections.rank import ROLE_WEIGHT
 from projections.text import fold, fts_phrase
 
-__all__ = ["ROLE_WEIGHT", "fts_search", "plain_search"]
+__all__ = ["fts_search", "plain_search", "take"]
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
@@ -68,45 +68,40 @@ def fts_search(
     for lit in lits:
         conds.append("instr(fold(d.text), ?) > 0")
         cparams.append(fold(lit))
-    if lists and main and not grams and not lits:
-        if len(main) == 1:
-            got = rank.candidates(con, main[0])
-            hits = None if got is None else _certified(con, got[0], got[1], filters, limit)
-        else:
-            hits = rank_multi.search(
-                con, main, lambda scored, bound: _certified(con, scored, bound, filters, limit))
-        if hits is not None:
-            return hits
     if main:
         table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
-    # Every match is ranked inside SQLite (on several threads when there are many:
-    # projections.rank_full); Python sees a page of rowids at a time (dedupe may need more
-    # than one page).
-    out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, str]] = set()
-    ranked = rank_full.pages(con, table, expr, " AND ".join(conds), cparams, max(limit * 4, 40))
-    try:
-        for rowids in ranked:
-            out += _fetch_dedup(con, rowids, limit - len(out), seen)
+    words = main if lists and main and not grams and not lits else []
+    match = rank.Match(table, expr, " AND ".join(conds), cparams, words)
+    # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe may
+    # need more than one page).
+    page = max(limit * 4, 40)
+    pick = take(con, limit, where, params)
+    hits = rank.top(con, match, limit, page, pick)
+    if hits is None:
+        hits = pick(ranking.pages(con, table, expr, match.conds, cparams, page), True)
+    return hits
+
+
+def take(con: sqlite3.Connection, limit: int, where: str, params: list[Any]) -> rank.Take:
+    """The hits (at most `limit`) of rowid pages in ranking order: rows fetched, duplicates
+    dropped, and the filters (`where` over the row `d`, `Filters.where`) applied unless the
+    pages are `filtered` already (in SQL)."""
+
+    def pick(pages: Iterable[list[int]], filtered: bool) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        seen: set[tuple[str, str, str]] = set()
+        for rowids in pages:
+            if filtered:
+                out += _fetch_dedup(con, rowids, limit - len(out), seen)
+            else:
+                out += _fetch_dedup(con, rowids, limit - len(out), seen, where, params)
             if len(out) >= limit:
                 break
-    finally:
-        ranked.close()
-    return out
+        return out
 
-
-def _certified(
-    con: sqlite3.Connection, scored: list[tuple[float, int]], bound: float, filters: Filters,
-    limit: int,
-) -> list[tuple[Any, ...]] | None:
-    """The top `limit` hits from champion-list candidates (best first), or None when fewer
-    than `limit` of them (after filters and dedupe) beat the bound of every other match."""
-    where, params = filters.where("d")
-    ok = [rid for v, rid in scored if v > bound]
-    out = _fetch_dedup(con, ok, limit, set(), where, params)
-    return out if len(out) >= limit else None
+    return pick
 
 
 def _cjk_expr(grams: list[str]) -> str:

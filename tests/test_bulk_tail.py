@@ -15,7 +15,8 @@ import pytest
 
 from eventlog.events import MessageSent, QuestionAsked
 from eventlog.store import EventLog
-from projections import bulk_tail, db, fts_bulk, rank
+from projections import bulk_tail, db, fts_bulk, rank, ranking
+from projections.rank import champions
 from projections.rebuild import rebuild
 from tests.test_rank import WORDS
 from tests.test_rank_scan import _tables, small_lists  # noqa: F401 (an autouse fixture)
@@ -65,13 +66,13 @@ def test_lists_made_beside_the_sort_equal_those_of_the_finished_file(
     con = db.connect(home / "history.db")
     made = _tables(con)
     assert len(made["rank_terms"]) >= 3 and made["rank_deep"]
-    assert {w for w, in con.execute(f"SELECT {rank.WEIGHT_SQL} FROM document_rows d")} == {
+    assert {w for w, in con.execute(f"SELECT {ranking.WEIGHT_SQL} FROM document_rows d")} == {
         3.0, 2.0, 1.5}
     assert [t for t, *_ in made["rank_terms"]] == sorted(str(t) for t, in con.execute(
-        "SELECT term FROM documents_fts_terms WHERE doc > ?", (rank.HOT_DF,)))
+        "SELECT term FROM documents_fts_terms WHERE doc > ?", (champions.HOT_DF,)))
     schema = con.execute("SELECT type, name, tbl_name FROM sqlite_master ORDER BY name"
                          ).fetchall()
-    rank.build(con, budget=rank.BUILD_BUDGET * rank.totals(con)[0])
+    rank.build(con)
     assert _tables(con) == made
     assert con.execute("SELECT type, name, tbl_name FROM sqlite_master ORDER BY name"
                        ).fetchall() == schema
@@ -95,7 +96,7 @@ def test_a_build_indexing_in_a_process_makes_the_same_lists_after_the_sort(
     log.close()
 
 
-@pytest.mark.parametrize("where", ["_weights", "_lists", "_copy", "copy"])
+@pytest.mark.parametrize("where", ["_weights", "build_apart", "copy_lists", "copy"])
 def test_a_failure_in_the_tail_stops_the_build_and_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """An error on either side (the weights or the index copy on the sort's thread, the
@@ -108,7 +109,8 @@ def test_a_failure_in_the_tail_stops_the_build_and_leaves_nothing(
     def boom(*_: Any, **__: Any) -> None:
         raise sqlite3.OperationalError(f"boom in {where}")
 
-    monkeypatch.setattr(fts_bulk.BulkFeed if where == "copy" else bulk_tail, where, boom)
+    owner = {"copy": fts_bulk.BulkFeed, "build_apart": rank, "copy_lists": rank}
+    monkeypatch.setattr(owner.get(where, bulk_tail), where, boom)
     with pytest.raises(sqlite3.OperationalError, match=f"boom in {where}"):
         rebuild(home / "history.db", log)
     assert sorted(p.name for p in home.iterdir()) == ["history.db.lock", "log"]

@@ -12,16 +12,17 @@ from typing import Any
 import pytest
 
 from eventlog.events import MessageSent
-from projections import db, rank
+from projections import db
 from projections.catchup import catch_up
+from projections.rank import champions
 from projections.rebuild import rebuild
 from tests.test_projections_support import append, make_log
 
 
 @pytest.fixture(autouse=True)
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rank, "CHAMPIONS", 3)
-    monkeypatch.setattr(rank, "HOT_DF", 4)
+    monkeypatch.setattr(champions, "CHAMPIONS", 3)
+    monkeypatch.setattr(champions, "HOT_DF", 4)
 
 
 def _messages(start: int, n: int) -> list[MessageSent]:
@@ -55,7 +56,7 @@ def test_a_catch_up_applies_and_folds_in_one_commit(tmp_path: Path) -> None:
     log = make_log(tmp_path / "log", _messages(0, 30))
     rebuild(path, log)
     con = db.connect(path, readonly=True)
-    assert rank.has_lists(con)
+    assert champions.has_lists(con)
     con.close()
     before = _commits(path)
     append(log, _messages(30, 3), prefix="more")
@@ -82,7 +83,7 @@ def test_a_failed_fold_is_rolled_back_alone_and_raised_after_the_batches_commit(
         con.execute("UPDATE rank_meta SET wm = -7 WHERE id = 1")  # half-done, then fails
         raise sqlite3.OperationalError("the fold broke")
 
-    monkeypatch.setattr(rank, "refresh", broken)
+    monkeypatch.setattr(champions, "refresh", broken)
     append(log, _messages(30, 5), prefix="more")
     with pytest.raises(sqlite3.OperationalError, match="the fold broke"):
         catch_up(path, log, batch=2)  # three batches
@@ -91,8 +92,8 @@ def test_a_failed_fold_is_rolled_back_alone_and_raised_after_the_batches_commit(
     assert wm == wm0 < last  # the fold's own write rolled back: the lists are behind only
     assert calls == [1]  # no fold tried again in the later batches of this catch-up
     monkeypatch.undo()
-    monkeypatch.setattr(rank, "CHAMPIONS", 3)
-    monkeypatch.setattr(rank, "HOT_DF", 4)
+    monkeypatch.setattr(champions, "CHAMPIONS", 3)
+    monkeypatch.setattr(champions, "HOT_DF", 4)
     append(log, _messages(35, 1), prefix="later")
     catch_up(path, log)
     wm, last, _ = _wm_and_last(path)

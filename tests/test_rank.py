@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from projections import db, rank, search
 from projections.filters import Filters
+from projections.rank import bm25, champions
+from projections.rank import tokens as rank_tokens
 from projections.rows import put_document
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
@@ -23,10 +25,10 @@ ROLES = [None, "user", "assistant", "tool_result", "thinking"]
 
 @pytest.fixture(autouse=True)
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rank, "CHAMPIONS", 4)
-    monkeypatch.setattr(rank, "HOT_DF", 6)
-    monkeypatch.setattr(rank, "REFRESH_AT", 1)
-    monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
+    monkeypatch.setattr(champions, "CHAMPIONS", 4)
+    monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr(champions, "REFRESH_AT", 1)
+    monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
 
 
 def _home(path: Path) -> sqlite3.Connection:
@@ -64,7 +66,7 @@ def brute(
         f = text.split().count(word)
         g = (f * 2.2) / (f + 1.2 * (1 - 0.75 + 0.75 * lens[rowid] / avgdl))
         key = (kind, str(role), text)
-        scored.append((-(idf * g) * rank.weight(role, kind), -rowid, rowid, key, sess))
+        scored.append((-(idf * g) * bm25.weight(role, kind), -rowid, rowid, key, sess))
     scored.sort()
     out, seen = [], set()
     for s, _, rowid, key, sess in scored:
@@ -83,6 +85,15 @@ def same_ranking(got: list[int], ref: list[tuple[float, int]], k: int) -> None:
     for rid, (s, ref_id) in zip(got, top, strict=True):
         assert rid in score, rid
         assert rid == ref_id or math.isclose(score[rid], s, rel_tol=1e-12), (got, top)
+
+
+def certified(con: sqlite3.Connection, scored: list[tuple[float, int]], bound: float,
+              flt: Filters, k: int) -> list[tuple[Any, ...]] | None:
+    """The hits the query layer takes from champion-list candidates (`rank.certify` over
+    `search.take`), None when the certificate does not hold."""
+    hits: list[tuple[Any, ...]] | None = rank.certify(k, search.take(con, k, *flt.where("d")))(
+        scored, bound)
+    return hits
 
 
 def ids(rows: list[tuple[Any, ...]]) -> list[int]:
@@ -106,16 +117,16 @@ def test_top_k_equals_brute_force(tmp_path: Path, docs: list[Any], later: list[A
     try:
         con.execute("BEGIN")
         _put_all(con, docs)
-        rank.build(con)
+        champions.build(con)
         con.execute("COMMIT")
         flt = Filters(session=session)
 
         def check() -> None:
             ref = brute(con, word, session)
             same_ranking(ids(search.fts_search(con, [word], flt, k)), ref, k)
-            got = rank.candidates(con, word)
+            got = champions.candidates(con, word)
             if got is not None:  # the list's answer, when certified, is the same
-                hits = search._certified(con, got[0], got[1], flt, k)
+                hits = certified(con, got[0], got[1], flt, k)
                 if hits is not None:
                     same_ranking(ids(hits), ref, k)
 
@@ -127,7 +138,7 @@ def test_top_k_equals_brute_force(tmp_path: Path, docs: list[Any], later: list[A
         con.execute("COMMIT")
         check()
         con.execute("BEGIN")
-        rank.refresh(con, force=True)
+        champions.refresh(con, force=True)
         con.execute("COMMIT")
         check()
     finally:
@@ -152,9 +163,9 @@ def test_an_older_better_match_ranks_first(tmp_path: Path, lists: bool) -> None:
     _many(con, 5100)
     if lists:
         con.execute("BEGIN")
-        assert rank.build(con) == 6  # deploy notes and more words here
+        assert champions.build(con) == 6  # deploy notes and more words here
         con.execute("COMMIT")
-        got = rank.candidates(con, "deploy")
+        got = champions.candidates(con, "deploy")
         assert got is not None and got[0][0][1] == 1  # the list holds the best match
     rows = search.fts_search(con, ["deploy"], Filters(), 3)
     assert ids(rows)[0] == 1
@@ -167,25 +178,25 @@ def test_an_older_better_match_ranks_first(tmp_path: Path, lists: bool) -> None:
 def test_dedupe_and_a_certificate_that_fails_fall_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rank, "CHAMPIONS", 10)
+    monkeypatch.setattr(champions, "CHAMPIONS", 10)
     con = _home(tmp_path / "h.db")
     _many(con, 60)
     con.execute("BEGIN")
     for i in range(3):  # copies (resumed sessions): one hit
         _put(con, 100 + i, "deploy deploy", "user", "s9")
-    rank.build(con)
+    champions.build(con)
     con.execute("COMMIT")
-    got = rank.candidates(con, "deploy")
+    got = champions.candidates(con, "deploy")
     assert got is not None
     # unfiltered: the list answers (certified), copies dropped
-    hits = search._certified(con, got[0], got[1], Filters(), 2)
+    hits = certified(con, got[0], got[1], Filters(), 2)
     assert hits is not None
     assert ids(hits) == [r for _, r in brute(con, "deploy")[:2]]
     assert [r[15] for r in hits] == ["deploy deploy", "deploy"]
     # one more would be a tie with the bound: not certified
-    assert search._certified(con, got[0], got[1], Filters(), 3) is None
+    assert certified(con, got[0], got[1], Filters(), 3) is None
     # a filter that leaves the champions out: no certificate, the full ranking answers
-    assert search._certified(con, got[0], got[1], Filters(session="s2"), 3) is None
+    assert certified(con, got[0], got[1], Filters(session="s2"), 3) is None
     same_ranking(ids(search.fts_search(con, ["deploy"], Filters(session="s2"), 3)),
                  brute(con, "deploy", "s2"), 3)
     con.close()
@@ -194,14 +205,14 @@ def test_dedupe_and_a_certificate_that_fails_fall_back(
 def test_words_that_become_common_get_a_list(tmp_path: Path) -> None:
     con = _home(tmp_path / "h.db")
     con.execute("BEGIN")
-    rank.build(con)
+    champions.build(con)
     con.execute("COMMIT")
     con.execute("BEGIN")
     for i in range(20):
         _put(con, i, f"rollout step {i % 3}" + " rollout" * (i % 4), "assistant", "s1")
-    assert rank.refresh(con)
+    assert champions.refresh(con)
     con.execute("COMMIT")
-    assert rank.candidates(con, "rollout") is not None
+    assert champions.candidates(con, "rollout") is not None
     same_ranking(ids(search.fts_search(con, ["rollout"], Filters(), 4)),
                  brute(con, "rollout"), 4)
     con.close()
@@ -210,13 +221,13 @@ def test_words_that_become_common_get_a_list(tmp_path: Path) -> None:
 def test_mirror_of_fts5_bm25_is_bit_identical(tmp_path: Path) -> None:
     con = _home(tmp_path / "h.db")
     _many(con, 50)
-    nrow, ntok = rank.totals(con)
+    nrow, ntok = rank_tokens.totals(con)
     assert (nrow, ntok) == (51, 1 + 50 * 7)
     rows = con.execute("SELECT rowid, bm25(documents_fts) FROM documents_fts"
                        " WHERE documents_fts MATCH 'notes'").fetchall()
-    i = rank.idf(nrow, len(rows))
+    i = bm25.idf(nrow, len(rows))
     for rowid, b in rows:
-        assert -1.0 * (0.0 + i * rank.tf(1.0, 7.0, ntok / nrow)) == b, rowid
+        assert -1.0 * (0.0 + i * bm25.tf(1.0, 7.0, ntok / nrow)) == b, rowid
     con.close()
 
 
@@ -224,16 +235,16 @@ def test_a_list_that_grows_is_cut_back_and_stays_exact(tmp_path: Path) -> None:
     con = _home(tmp_path / "h.db")
     _many(con, 40)
     con.execute("BEGIN")
-    rank.build(con)
+    champions.build(con)
     for i in range(12):  # better than every champion: they join, the list passes 2 x 4
         _put(con, 500 + i, "deploy " * (2 + i % 5), "user" if i % 2 else "assistant", "s1")
-    assert rank.refresh(con)
+    assert champions.refresh(con)
     con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM rank_champions WHERE term = 'deploy'"
-                       ).fetchone()[0] == rank.CHAMPIONS
-    got = rank.candidates(con, "deploy")
+                       ).fetchone()[0] == champions.CHAMPIONS
+    got = champions.candidates(con, "deploy")
     assert got is not None
-    hits = search._certified(con, got[0], got[1], Filters(), 3)
+    hits = certified(con, got[0], got[1], Filters(), 3)
     assert hits is not None
     same_ranking(ids(hits), brute(con, "deploy"), 3)
     con.close()
@@ -244,13 +255,13 @@ def test_a_word_with_diacritics_uses_the_list_of_its_folded_term(tmp_path: Path)
     con.execute("BEGIN")
     for i in range(30):
         _put(con, i, "déploy " * (1 + i % 4) + f"étape{i}", ROLES[i % 5], "s1")
-    rank.build(con)
+    champions.build(con)
     con.execute("COMMIT")
-    assert rank.index_term("DÉPLOY") == "deploy"
-    assert rank.index_term("foo-bar") is None  # two terms: no list
-    got = rank.candidates(con, "DÉPLOY")
+    assert rank_tokens.index_term("DÉPLOY") == "deploy"
+    assert rank_tokens.index_term("foo-bar") is None  # two terms: no list
+    got = champions.candidates(con, "DÉPLOY")
     assert got is not None
-    hits = search._certified(con, got[0], got[1], Filters(), 2)
+    hits = certified(con, got[0], got[1], Filters(), 2)
     assert hits is not None
     assert ids(hits) == ids(search.fts_search(con, ["deploy"], Filters(), 2, lists=False))
     con.close()

@@ -1,4 +1,4 @@
-"""The full ranking on threads (projections/rank_full.py) gives exactly the one statement's
+"""The full ranking on threads (projections/rank/split.py) gives exactly the one statement's
 hits: the same rows in the same order, every score bit-identical, with filters, duplicates
 dropped across pages, CJK and literal conditions, tiny and large limits (real SQLite FTS5;
 `PARALLEL_AT` = 0 and `THREADS` force the split on small files)."""
@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections import db, rank_full, search
+from projections import db, ranking, search
 from projections.errors import ProjectionDamaged
 from projections.filters import Filters
+from projections.rank import split
 from projections.rows import put_document
 
 WORDS = ["alpha", "beta", "gamma", "delta"]  # few words, short texts: many exact score ties
@@ -39,27 +40,27 @@ def _home(path: Path, docs: list[Any]) -> sqlite3.Connection:
 
 def _search(con: sqlite3.Connection, tokens: list[str], flt: Filters, limit: int,
             threads: int) -> list[tuple[Any, ...]]:
-    rank_full.THREADS = threads
+    split.THREADS = threads
     try:
         return search.fts_search(con, tokens, flt, limit, lists=False)
     finally:
-        rank_full.THREADS = None
+        split.THREADS = None
 
 
 @pytest.fixture
 def forced(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every query splits; returns the statements each thread's own connection ran."""
-    monkeypatch.setattr(rank_full, "PARALLEL_AT", 0)
+    monkeypatch.setattr(split, "PARALLEL_AT", 0)
     ran: list[list[str]] = []
-    opened = rank_full._reader
+    opened = split._reader
 
-    def reader(path: Path) -> sqlite3.Connection:
-        con = opened(path)
+    def reader(caller: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+        con = opened(caller, path)
         ran.append([])
         con.set_trace_callback(ran[-1].append)
         return con
 
-    monkeypatch.setattr(rank_full, "_reader", reader)
+    monkeypatch.setattr(split, "_reader", reader)
     return ran
 
 
@@ -116,21 +117,23 @@ def test_pages_and_scores_are_bit_identical(
     con = _home(path, docs) if not path.exists() else db.connect(path)
     try:
         expr = " AND ".join(f'"{w}"' for w in query)
-        every = con.execute(rank_full.statement("documents_fts", "1"),
+        every = con.execute(ranking.statement("documents_fts", "1"),
                             (expr, -1, 0)).fetchall()
         one = [[int(r) for r, _ in every[i : i + page]]
                for i in range(0, len(every) + 1, page)]
         one = one[: next(i for i, p in enumerate(one) if len(p) < page) + 1]
-        rank_full.THREADS = threads
+        split.THREADS = threads
         try:
-            got = list(rank_full.pages(con, "documents_fts", expr, "1", [], page))
+            ranked = split.pages(con, "documents_fts", expr, "1", [], page)
+            got = None if ranked is None else list(ranked)
         finally:
-            rank_full.THREADS = None
-        assert got == one
+            split.THREADS = None
+        assert got == (one if every else None)  # no match: nothing to split (the statement)
+        assert list(ranking.pages(con, "documents_fts", expr, "1", [], page)) == one
         assert _ranked_on_threads(forced) == (threads - 1 if every else 0)
         bits = {r: struct.pack("<d", s) for r, s in every}
         for lo, hi in ((-1, cut), (cut, 1 << 40)):
-            part = con.execute(rank_full.statement(
+            part = con.execute(ranking.statement(
                 "documents_fts", "1", " AND documents_fts.rowid > ? AND documents_fts.rowid <= ?"),
                 (expr, lo, hi, -1, 0)).fetchall()
             assert [r for r, _ in part] == [r for r, _ in every if lo < r <= hi]
@@ -169,10 +172,10 @@ def test_a_thread_that_cannot_read_leaves_its_range_to_the_caller(
     con = _home(tmp_path / "h.db", docs)
     one = _search(con, ["alpha"], Filters(), 10, 1)
 
-    def busy(path: Path) -> sqlite3.Connection:
+    def busy(caller: sqlite3.Connection, path: Path) -> sqlite3.Connection:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(rank_full, "_reader", busy)
+    monkeypatch.setattr(split, "_reader", busy)
     assert _search(con, ["alpha"], Filters(), 10, 3) == one
     con.close()
 
@@ -195,12 +198,12 @@ def test_writers_wait_only_while_the_split_reads(tmp_path: Path,
     docs = [([w, "alpha"], "user", "s1", "claude") for w in WORDS * 30]
     con = _home(tmp_path / "h.db", docs)
     reader = db.connect(tmp_path / "h.db", readonly=True)
-    ranked = rank_full.pages(reader, "documents_fts", '"alpha"', "1", [], 5)
-    rank_full.THREADS = 2
+    split.THREADS = 2
     try:
-        assert len(next(ranked)) == 5
+        ranked = split.pages(reader, "documents_fts", '"alpha"', "1", [], 5)
+        assert ranked is not None and len(next(ranked)) == 5
     finally:
-        rank_full.THREADS = None
+        split.THREADS = None
     assert reader.in_transaction  # the snapshot lasts while pages are asked for
     ranked.close()
     assert not reader.in_transaction
@@ -215,14 +218,14 @@ def test_few_matches_one_cpu_or_a_transaction_rank_on_one_statement(
         tmp_path: Path, forced: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
     docs = [([w], "user", "s1", "claude") for w in WORDS * 5]
     con = _home(tmp_path / "h.db", docs)
-    monkeypatch.setattr(rank_full, "PARALLEL_AT", 6)
+    monkeypatch.setattr(split, "PARALLEL_AT", 6)
     _search(con, ["alpha"], Filters(), 10, 4)  # 5 matches
     _search(con, ["alpha"], Filters(), 10, 1)
     con.execute("BEGIN")
     _search(con, ["beta", "gamma"], Filters(), 10, 4)
     con.execute("COMMIT")
     assert not forced
-    monkeypatch.setattr(rank_full, "PARALLEL_AT", 5)
+    monkeypatch.setattr(split, "PARALLEL_AT", 5)
     _search(con, ["alpha"], Filters(), 10, 4)
     assert _ranked_on_threads(forced) == 3
     con.close()
@@ -241,10 +244,10 @@ def test_an_error_on_a_thread_is_raised_by_the_caller(
     docs = [([w] * (1 + i % 3), "user", "s1", "claude") for i, w in enumerate(WORDS * 20)]
     con = _home(tmp_path / "h.db", docs)
 
-    def damaged(path: Path) -> sqlite3.Connection:
+    def damaged(caller: sqlite3.Connection, path: Path) -> sqlite3.Connection:
         raise ProjectionDamaged(f"{path} is damaged")
 
-    monkeypatch.setattr(rank_full, "_reader", damaged)
+    monkeypatch.setattr(split, "_reader", damaged)
     with pytest.raises(ProjectionDamaged):
         _search(con, ["alpha"], Filters(), 10, 2)
     assert not con.in_transaction

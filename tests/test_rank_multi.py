@@ -1,7 +1,7 @@
-"""Queries of several common words ranked from champion lists (projections.rank_multi): the
+"""Queries of several common words ranked from champion lists (projections.rank.multi): the
 certified answer is the full ranking's, every candidate's score is bit-identical to FTS5's
 bm25 x weight (so idf uses the exact document counts), before and after new, changed and
-deleted documents and refreshes, with and without deep lists (projections.rank_deep: their
+deleted documents and refreshes, with and without deep lists (projections.rank.deep: their
 adds and stale marks) (real SQLite FTS5, small lists so that they exist)."""
 
 from __future__ import annotations
@@ -14,20 +14,23 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from projections import rank, rank_deep, rank_multi, rank_tokens, search
+from projections import ranking, search
 from projections.filters import Filters
+from projections.rank import champions, multi
+from projections.rank import deep as rank_deep
+from projections.rank import tokens as rank_tokens
 from projections.text import fts_phrase
-from tests.test_rank import WORDS, _home, _put, _put_all, docs_st, ids
+from tests.test_rank import WORDS, _home, _put, _put_all, certified, docs_st, ids
 
 
 @pytest.fixture(autouse=True)
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rank, "CHAMPIONS", 4)
-    monkeypatch.setattr(rank, "HOT_DF", 6)
-    monkeypatch.setattr(rank, "REFRESH_AT", 1)
-    monkeypatch.setattr(rank, "FRESH_MAX", 10_000)
-    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
-    monkeypatch.setattr(rank_multi, "PER_MATCH", 1e-6)
+    monkeypatch.setattr(champions, "CHAMPIONS", 4)
+    monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr(champions, "REFRESH_AT", 1)
+    monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
+    monkeypatch.setattr(multi, "FULL_BELOW", 0)  # the lists answer even tiny homes
+    monkeypatch.setattr(multi, "PER_MATCH", 1e-6)
 
 
 @pytest.fixture(params=["champions", "deep", "cross"])
@@ -47,8 +50,8 @@ def deep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> boo
 def cross(con: sqlite3.Connection) -> int:
     """Give every wanted deep list its cross columns (the capture loop's later steps)."""
     made = 0
-    while (wanted := rank_deep.cross_wanted(con, rank.CHAMPIONS)) and made < 100:
-        assert rank_deep.make_cross(con, wanted[0], rank.CHAMPIONS)
+    while (wanted := rank_deep.cross_wanted(con, champions.CHAMPIONS)) and made < 100:
+        assert rank_deep.make_cross(con, wanted[0], champions.CHAMPIONS)
         made += 1
     return made
 
@@ -57,7 +60,7 @@ def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
     """bm25(documents_fts) x weight of every match, by FTS5 itself."""
     expr = " AND ".join(fts_phrase(w) for w in words)
     return {int(r): float(s) for r, s in con.execute(
-        f"SELECT f.rowid, bm25(documents_fts) * {rank.WEIGHT_SQL} FROM documents_fts f"
+        f"SELECT f.rowid, bm25(documents_fts) * {ranking.WEIGHT_SQL} FROM documents_fts f"
         " JOIN documents d ON d.rowid = f.rowid WHERE documents_fts MATCH ?", (expr,))}
 
 
@@ -71,9 +74,9 @@ def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bo
 
     def accept(scored: list[tuple[float, int]], threshold: float) -> list[Any] | None:
         seen.append((list(scored), threshold))
-        return search._certified(con, scored, threshold, flt, k)
+        return certified(con, scored, threshold, flt, k)
 
-    hits = rank_multi.search(con, words, accept)
+    hits = multi.search(con, words, accept)
     ref = fts5_scores(con, words)
     for scored, threshold in seen:
         for v, rid in scored:
@@ -121,7 +124,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
     try:
         con.execute("BEGIN")
         _put_all(con, docs)
-        rank.build(con)
+        champions.build(con)
         con.execute("COMMIT")
         cross(con)
         if deep and max(sum(w in ws for ws, _, _ in docs) for w in WORDS) >= 8:
@@ -139,7 +142,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         check(con, words, flt, k)
         df_is_exact(con)
         con.execute("BEGIN")
-        rank.refresh(con, force=True)
+        champions.refresh(con, force=True)
         con.execute("COMMIT")
         cross(con)
         df_is_exact(con)
@@ -152,7 +155,7 @@ def test_multi_word_top_k_equals_the_full_ranking(
         con.execute("COMMIT")
         check(con, words, flt, k)
         con.execute("BEGIN")
-        rank.refresh(con, force=True)
+        champions.refresh(con, force=True)
         con.execute("COMMIT")
         check(con, words, flt, k)
         df_is_exact(con)
@@ -180,7 +183,7 @@ def _listed(path: Path, n: int) -> sqlite3.Connection:
         _put(con, n + i, f"fix error now {'fix ' * i}", "user", "s0")
     con.execute("COMMIT")
     con.execute("BEGIN")
-    rank.build(con)
+    champions.build(con)
     con.execute("COMMIT")
     return con
 
@@ -194,8 +197,8 @@ def test_lists_answer_several_common_words_and_fall_back_when_unsure(tmp_path: P
     # a filter that leaves out the champions: not certified, same answer
     assert not check(con, ["fix", "error"], Filters(session="s1"), 3)
     # a word without a list, or one that is not a single term: no candidates
-    assert rank_multi._prepare(con, ["fix", "step7"], rank.texts_of) is None
-    assert rank_multi._prepare(con, ["fix", "error-now"], rank.texts_of) is None
+    assert multi._prepare(con, ["fix", "step7"], rank_tokens.texts_of) is None
+    assert multi._prepare(con, ["fix", "error-now"], rank_tokens.texts_of) is None
     # new better documents are seen before catch-up folds them in
     _put(con, 500, "fix error fix error", "user", "s1")
     assert check(con, ["fix", "error"], Filters(), 3)
@@ -216,13 +219,13 @@ def test_deep_lists_certify_what_champion_lists_cannot(
     _put(con, 7, "fix fix error", "user", "s1")
     _put(con, 501, "fix error error", "user", "s2")
     con.execute("BEGIN")
-    rank.refresh(con, force=True)
+    champions.refresh(con, force=True)
     con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM rank_deep_stale").fetchone()[0] >= 2
     assert con.execute("SELECT count(*) FROM rank_deep_add").fetchone()[0] >= 2
     assert check(con, ["fix", "error"], Filters(), 20)
     con.execute("BEGIN")
-    rank.build(con)  # a rebuild forgets them
+    champions.build(con)  # a rebuild forgets them
     con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM rank_deep_stale").fetchone()[0] == 0
     assert check(con, ["fix", "error"], Filters(), 20)
@@ -232,51 +235,51 @@ def test_deep_lists_certify_what_champion_lists_cannot(
 def test_cross_columns_score_deep_members_without_their_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
 ) -> None:
-    monkeypatch.setattr(rank_multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
+    monkeypatch.setattr(multi, "FULL_BELOW", 10**9)  # crossed lists answer anyway
     con = _listed(tmp_path / "h.db", 60)
     words = ["fix", "error", "more"]
-    assert rank_multi._prepare(con, words, rank.texts_of) is None  # no cross columns yet
+    assert multi._prepare(con, words, rank_tokens.texts_of) is None  # no cross columns yet
     assert cross(con) >= 3
     # each cross column is the other word's f in each entry's document, as FTS5 indexed it
-    deep = rank_deep.load(con, words)
-    assert set(deep) == set(words)
-    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, columns) in deep.items():
+    loaded = rank_deep.load(con, words)
+    assert set(loaded) == set(words)
+    for t, (*_, docs, _fs, _dls, _ws, _stale, _adds, columns) in loaded.items():
         assert set(columns) == set(words) - {t}
-        freq, _, _ = rank.frequencies(
-            [(r, text) for r, text, _, _ in rank.texts_of(con, list(docs))], words)
+        freq, _, _ = rank_tokens.frequencies(
+            [(r, text) for r, text, _, _ in rank_tokens.texts_of(con, list(docs))], words)
         for u, column in columns.items():
             assert list(column) == [freq.get((u, d), 0) for d in docs]
     read: list[int] = []
 
     def text_of(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
         read.extend(rowids)
-        return rank.texts_of(c, rowids)
+        return rank_tokens.texts_of(c, rowids)
 
-    assert rank_multi._prepare(con, words, text_of) is not None
+    assert multi._prepare(con, words, text_of) is not None
     for k, flt in ((3, Filters()), (20, Filters()), (2, Filters(session="s1"))):
         assert check(con, words, flt, k)
-        accept = lambda sc, b, f=flt, n=k: search._certified(con, sc, b, f, n)  # noqa: E731
-        assert rank_multi.search(con, words, accept, text_of) is not None
+        accept = lambda sc, b, f=flt, n=k: certified(con, sc, b, f, n)  # noqa: E731
+        assert multi.search(con, words, accept, text_of) is not None
     assert read == []  # every candidate scored from the lists: no text tokenized
 
     # a list remade while its texts were read (outside any transaction): nothing written
     def remade(c: sqlite3.Connection, rowids: list[int]) -> list[tuple[int, str, Any, Any]]:
-        texts = rank.texts_of(c, rowids)
+        texts = rank_tokens.texts_of(c, rowids)
         _put(c, 700, "fix fix fix error more more", "user", "s2")
         c.execute("BEGIN")
-        rank.build(c)
+        champions.build(c)
         c.execute("COMMIT")
         return texts
 
-    assert not rank_deep.make_cross(con, "fix", rank.CHAMPIONS, remade)
+    assert not rank_deep.make_cross(con, "fix", champions.CHAMPIONS, remade)
     assert con.execute("SELECT count(*) FROM rank_deep_cross").fetchone()[0] == 0
-    assert "fix" in rank_deep.cross_wanted(con, rank.CHAMPIONS)
+    assert "fix" in rank_deep.cross_wanted(con, champions.CHAMPIONS)
     # without the cross columns the same lists need the texts (or cannot answer)
-    assert rank_multi._prepare(con, words, text_of) is None  # FULL_BELOW applies again
-    monkeypatch.setattr(rank_multi, "FULL_BELOW", 0)
+    assert multi._prepare(con, words, text_of) is None  # FULL_BELOW applies again
+    monkeypatch.setattr(multi, "FULL_BELOW", 0)
     assert check(con, words, Filters(), 20)
-    accept20 = lambda sc, b: search._certified(con, sc, b, Filters(), 20)  # noqa: E731
-    rank_multi.search(con, words, accept20, text_of)
+    accept20 = lambda sc, b: certified(con, sc, b, Filters(), 20)  # noqa: E731
+    multi.search(con, words, accept20, text_of)
     assert read
     con.close()
 
@@ -292,7 +295,7 @@ def test_stale_marks_of_documents_a_list_does_not_hold_are_dropped(
     _put(con, 62, "error", "user", "s0")  # the best 'fix error' prompt: in both lists
     _put(con, 5, "zzz", "assistant", "s2")
     con.execute("BEGIN")
-    rank.refresh(con, force=True)
+    champions.refresh(con, force=True)
     con.execute("COMMIT")
     held = {t: set(docs) for t, (*_, docs, _f, _d, _w, _s, _a, _c)
             in rank_deep.load(con, [str(r[0]) for r in con.execute(
@@ -315,9 +318,9 @@ def test_stale_marks_of_documents_a_list_does_not_hold_are_dropped(
 
 def test_a_file_without_rank_was_ranks_fully(tmp_path: Path) -> None:
     con = _listed(tmp_path / "h.db", 40)
-    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
+    assert multi._prepare(con, ["fix", "error"], rank_tokens.texts_of) is not None
     con.execute("DROP TABLE rank_was")  # a file made before it: df not kept as of wm
-    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
+    assert multi._prepare(con, ["fix", "error"], rank_tokens.texts_of) is None
     check(con, ["fix", "error"], Filters(), 3)
     con.close()
 
@@ -326,10 +329,10 @@ def test_few_expected_matches_are_ranked_fully(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     con = _listed(tmp_path / "h.db", 60)
-    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63)  # 63 docs, both words in all of them
-    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is not None
-    monkeypatch.setattr(rank_multi, "FULL_BELOW", 63.5)
-    assert rank_multi._prepare(con, ["fix", "error"], rank.texts_of) is None
+    monkeypatch.setattr(multi, "FULL_BELOW", 63)  # 63 docs, both words in all of them
+    assert multi._prepare(con, ["fix", "error"], rank_tokens.texts_of) is not None
+    monkeypatch.setattr(multi, "FULL_BELOW", 63.5)
+    assert multi._prepare(con, ["fix", "error"], rank_tokens.texts_of) is None
     check(con, ["fix", "error"], Filters(), 3)
     con.close()
 
@@ -341,7 +344,7 @@ def test_few_expected_matches_are_ranked_fully(
 def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) -> None:
     # ASCII texts are split in Python, the others by FTS5: both must give FTS5's (f, D)
     words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
-                   | {rank.index_term(e) or e for e in extra})
+                   | {rank_tokens.index_term(e) or e for e in extra})
     rows = list(enumerate(texts, 1))
     freq, sizes, _ = rank_tokens.by_fts5(rows, words)
     got_freq, got_sizes = rank_tokens.counts(rows, words)
@@ -359,14 +362,14 @@ def test_counts_split_texts_exactly_as_fts5(texts: list[str], extra: list[str]) 
        top=st.integers(0, 6))
 def test_frequencies_are_fts5s_with_the_common_words(texts: list[str], extra: list[str],
                                                      top: int) -> None:
-    # the champion-list fold's tokenizer (rank.refresh): ASCII texts split in Python, the
+    # the champion-list fold's tokenizer (champions.refresh): ASCII texts split in Python, the
     # others by FTS5; the same (f, D), in the same order, and the same `top` common words
     # (ties by word) as FTS5 alone
     words = sorted({w for t in texts for w in rank_tokens._ASCII_TOKEN.findall(t.lower())}
-                   | {rank.index_term(e) or e for e in extra})
+                   | {rank_tokens.index_term(e) or e for e in extra})
     rows = list(enumerate(texts, 1))
     want = rank_tokens.by_fts5(rows, words, top)
-    got = rank.frequencies(rows, words, top)
+    got = rank_tokens.frequencies(rows, words, top)
     assert list(got[0].items()) == list(want[0].items())
     assert {r: n for r, n in got[1].items() if n} == {r: n for r, n in want[1].items() if n}
     assert got[2] == want[2]
@@ -376,5 +379,5 @@ def test_a_token_fts5_cuts_is_counted_as_fts5_counts_it() -> None:
     # FTS5 keeps the first 32768 bytes of a longer token: such a text goes to FTS5
     rows = [(1, "a" * 40000 + " bb a"), (2, "bb " + "c" * 100)]
     terms = ["a" * rank_tokens.MAX_TOKEN, "bb"]
-    assert rank.frequencies(rows, terms, 3) == rank_tokens.by_fts5(rows, terms, 3)
+    assert rank_tokens.frequencies(rows, terms, 3) == rank_tokens.by_fts5(rows, terms, 3)
     assert rank_tokens.counts(rows, terms)[0] == rank_tokens.by_fts5(rows, terms)[0]

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from eventlog.events import MessageSent
-from projections import db, rank
+from projections import db
 from projections.catchup import catch_up, make_lists
+from projections.rank import champions
 from projections.rebuild import rebuild
 from tests.test_projections_support import append, claude_line, make_log
 
@@ -24,9 +25,9 @@ DEADLINE_S = 60.0
 
 @pytest.fixture(autouse=True)
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rank, "CHAMPIONS", 3)
-    monkeypatch.setattr(rank, "HOT_DF", 4)
-    monkeypatch.setattr(rank, "BUILD_BUDGET", 0)  # a rebuild makes one list; the rest wait
+    monkeypatch.setattr(champions, "CHAMPIONS", 3)
+    monkeypatch.setattr(champions, "HOT_DF", 4)
+    monkeypatch.setattr(champions, "BUILD_BUDGET", 0)  # a rebuild makes one list; the rest wait
 
 
 def _messages(start: int, n: int, words: str) -> list[MessageSent]:
@@ -103,24 +104,24 @@ def test_the_capture_loop_makes_the_wanted_lists_while_idle(tmp_path: Path) -> N
 def test_cross_columns_are_made_after_the_lists_never_by_a_rebuild(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from projections import rank_deep
+    from projections.rank import deep
 
-    monkeypatch.setattr(rank, "BUILD_BUDGET", 100)  # the rebuild makes every list
-    monkeypatch.setattr(rank_deep, "DEEP_SHARE", 1)
-    monkeypatch.setattr(rank_deep, "DEEP_MAX", 8)
+    monkeypatch.setattr(champions, "BUILD_BUDGET", 100)  # the rebuild makes every list
+    monkeypatch.setattr(deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(deep, "DEEP_MAX", 8)
     path = tmp_path / "history.db"
     rebuild(path, make_log(tmp_path / "log", _messages(0, 30, "walrus otter")))
     con = db.connect(path)
     try:
         assert _state(path)[3] == 0  # no list waits
-        wanted = rank_deep.cross_wanted(con, rank.CHAMPIONS)
+        wanted = deep.cross_wanted(con, champions.CHAMPIONS)
         assert {"walrus", "otter", "note"} <= set(wanted)  # the rebuild made no cross column
-        assert not rank_deep.crossed(con, ["walrus", "otter"])
+        assert not deep.crossed(con, ["walrus", "otter"])
         assert make_lists(path, steps=1) == 1  # one word's columns a step
-        assert len(rank_deep.cross_wanted(con, rank.CHAMPIONS)) == len(wanted) - 1
+        assert len(deep.cross_wanted(con, champions.CHAMPIONS)) == len(wanted) - 1
         assert make_lists(path) == len(wanted) - 1
-        assert rank_deep.cross_wanted(con, rank.CHAMPIONS) == []
-        assert rank_deep.crossed(con, ["walrus", "otter", "note"])
+        assert deep.cross_wanted(con, champions.CHAMPIONS) == []
+        assert deep.crossed(con, ["walrus", "otter", "note"])
         assert make_lists(path) == 0
     finally:
         con.close()

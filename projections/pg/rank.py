@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.bm25 import WEIGHT_SQL
+from projections.ranking import WEIGHT_SQL
 
 HOT_DF = 5000  # ~10 ms of ranking every match (bench/pg_search.py): below that, no list
 CHAMPIONS = 1000
 BUILD_BUDGET = 3  # matches ranked per document when making lists in one pass
 LOCK = "hashtext('agentlog.rank')"
-WEIGHT = WEIGHT_SQL  # history.db's role weights, the same SQL (projections.bm25)
+WEIGHT = WEIGHT_SQL  # history.db's role weights, the same SQL (projections.ranking)
 SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
 
 

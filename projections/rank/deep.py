@@ -1,10 +1,10 @@
 """Deep lists: the `depth` best documents of a very common word, packed, for multi-word
-ranking (projections.rank_multi).
+ranking (projections.rank.multi).
 
-A one-word query needs only the word's champion list (projections.rank, ~1,000 rows).
-An AND query of several common words needs far deeper lists: its best documents hold
-every word moderately often and sit thousands of places down each word's own ranking
-(bm25's g(f) saturates). So a word in more than `DEEP_SHARE` x 2 x `rank.CHAMPIONS`
+A one-word query needs only the word's champion list (projections.rank.champions, ~1,000
+rows). An AND query of several common words needs far deeper lists: its best documents
+hold every word moderately often and sit thousands of places down each word's own ranking
+(bm25's g(f) saturates). So a word in more than `DEEP_SHARE` x 2 x `champions.CHAMPIONS`
 documents also keeps a deep list of its best min(`DEEP_MAX`, df / `DEEP_SHARE`) documents
 (by v = weight x g(f, D), the champions' order), packed into one zlib blob per word
 (`rank_deep_blob`: ~2-3 bytes a document at 1M documents; rows would cost ~30 bytes and
@@ -17,11 +17,11 @@ Promises (the same certificate as a champion list, one level deeper):
 - entries give exact (f, D, weight) as FTS5 indexed them (recovered from FTS5's bm25 like
   the champions, or tokenized by the fold); the blob is in v order at its own avgdl
   (`bavgdl`), best first, which bounds every later entry at another avgdl by the ratio;
-- upkeep is catch-up's fold (`projections.rank.refresh`): a new or changed document that
-  beats the carried bound becomes a row of `rank_deep_add`; a changed or deleted one is
-  marked stale for every deep word (its blob entry no longer counts); remaking a word's
-  list (rank._build_one) clears both for that word. The blob itself is only written when
-  the list is made. A cache of documents_fts like the other rank tables;
+- upkeep is catch-up's fold (`projections.rank.champions.refresh`): a new or changed
+  document that beats the carried bound becomes a row of `rank_deep_add`; a changed or
+  deleted one is marked stale for every deep word (its blob entry no longer counts);
+  remaking a word's list (champions._build_one) clears both for that word. The blob itself
+  is only written when the list is made. A cache of documents_fts like the other rank tables;
 - cross columns (`rank_deep_cross`): the deep lists of the `CROSS` commonest deep words
   carry each other's f, one byte per entry in the blob's order (0: the document lacks the
   word; `UNKNOWN`: f that large is not kept), exact for every entry whose document did not
@@ -42,7 +42,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from projections.rank_tokens import TextOf, counts_many, texts_of
+from projections.rank.tokens import TextOf, counts_many, texts_of
 
 DEEP_MAX = 20_000  # documents a deep list keeps at most
 DEEP_SHARE = 8  # ... and at most this share of the word's documents (1 / DEEP_SHARE)

@@ -1,4 +1,4 @@
-"""FTS5's own view of a few texts, for the champion lists (projections.rank, rank_multi).
+"""FTS5's own view of a few texts, for the champion lists (projections.rank.champions, multi).
 
 Promises: `frequencies` and `index_term` tokenize with documents_fts's tokenizer, so f
 and D are exactly what documents_fts holds: an ASCII text is split in Python exactly as
@@ -6,7 +6,7 @@ unicode61 splits ASCII (`frequencies`, `counts`; tests compare them with FTS5 it
 any other text by FTS5 (an in-memory FTS5 table per thread, `by_fts5`); `totals` reads
 FTS5's own averages record (bm25's nRow and token total);
 `fresh_docs`, `was_hits` and `df_since` tell what changed since the lists' watermark `wm`
-(new rowids, `rank_dirty`, `rank_was`: see projections.rank). Read-only.
+(new rowids, `rank_dirty`, `rank_was`: see projections.rank.champions). Read-only.
 """
 
 from __future__ import annotations

@@ -1,21 +1,22 @@
 """Exact ranking of an AND query of several common words from their champion lists.
 
 FTS5's bm25 of a query of phrases t_1..t_m (each one word) in a document d of D tokens is
--sum_i idf_i * g(f_i, D) (`projections.rank`); the ranking orders by s = bm25 x w(d), best
-(most negative) first, ties newest first. With v_i = w * g(f_i, D), -s = sum_i idf_i * v_i,
-and a document absent from word i's champion list has v_i <= T_i = tau_i * max(1, avgdl_now
-/ avgdl_list) (the one-word certificate's bound). So (Fagin's threshold algorithm):
+-sum_i idf_i * g(f_i, D) (`projections.rank.champions`); the ranking orders by s = bm25 x
+w(d), best (most negative) first, ties newest first. With v_i = w * g(f_i, D),
+-s = sum_i idf_i * v_i, and a document absent from word i's champion list has
+v_i <= T_i = tau_i * max(1, avgdl_now / avgdl_list) (the one-word certificate's bound). So
+(Fagin's threshold algorithm):
 
 - every match that is in no list of the query's words (and neither new nor changed since
   the lists' watermark `wm`) has -s <= U = sum_i idf_i * T_i;
 - the candidates are the union of the words' lists (minus changed documents) plus the new
   and changed documents; each is scored exactly — from the lists when it is in all of them,
-  else from its text tokenized by FTS5 itself (`rank.frequencies`) — after an upper bound
+  else from its text tokenized by FTS5 itself (`fts_tokens.frequencies`) — after an upper bound
   (T_i for the words whose list lacks it) shows it can beat U at all;
-- hits are taken from the candidates only while they beat U strictly (search._certified),
-  so the answer is the full ranking's, or None and the caller ranks every match.
+- hits are taken from the candidates only while they beat U strictly (`rank.certify`), so
+  the answer is the full ranking's, or None and the caller ranks every match.
 
-With deep lists (projections.rank_deep) the lists are walked best first (Fagin's TA bound);
+With deep lists (projections.rank.deep) the lists are walked best first (Fagin's TA bound);
 with their cross columns a member's other f are read, not tokenized, and entries lacking a
 query word are never visited.
 
@@ -24,7 +25,7 @@ needs each word's exact document count now: `rank_terms.df` is the count as of `
 (build/refresh keep it so) plus the new and changed documents' hits minus the hits of their
 texts as of `wm` (`rank_was`, filled by the rank_dirty triggers). Files without `rank_was`
 (made before it), words without a list, tokens that are not one indexed term, more than
-`rank.FRESH_MAX` new/changed documents: None (full ranking). Read-only on the query side.
+`champions.FRESH_MAX` new/changed documents: None (full ranking). Read-only on the query side.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from projections import rank, rank_deep, rank_tokens
+from projections.rank import bm25, champions, deep
+from projections.rank import tokens as fts_tokens
 
 MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
 MAX_VISITS = 20_000  # list members a query bounds one by one at most; beyond: the same
@@ -54,13 +56,13 @@ def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) ->
     """-s: FTS5's bm25 sum in its phrase order, times the weight as SQL does."""
     score = 0.0
     for f, i in zip(fs, idfs, strict=True):
-        score += i * rank.tf(float(f), float(dl), avgdl)
+        score += i * bm25.tf(float(f), float(dl), avgdl)
     return -((-1.0 * score) * w)
 
 
 def search(
     con: sqlite3.Connection, tokens: list[str], accept: Accept,
-    text_of: rank.TextOf = rank.texts_of,
+    text_of: fts_tokens.TextOf = fts_tokens.texts_of,
 ) -> list[tuple[Any, ...]] | None:
     """The hits `accept(scored, threshold)` makes of the certified candidates, or None when
     the lists cannot answer (the caller ranks every match). `scored` is best first as
@@ -97,11 +99,11 @@ def search(
         st.tokenized = done
         batch *= 2
         docs = text_of(con, chunk)
-        freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), st.words)
+        freq, sizes = fts_tokens.counts(((r, t) for r, t, _, _ in docs), st.words)
         for r, _, role, kind in docs:
             fs = [freq.get((t, r), 0) for t in st.phrases]
             if all(fs):
-                st.add(_score(fs, sizes[r], rank.weight(role, kind), st.idfs, st.a_now), r)
+                st.add(_score(fs, sizes[r], bm25.weight(role, kind), st.idfs, st.a_now), r)
 
 
 _ADDED = (0, 0, 0.0, -1)  # (f, D, w, entry) of no entry of the list
@@ -113,7 +115,7 @@ class _List:
 
     def __init__(self, top: float, a_ref: float, a_now: float) -> None:
         self.top = top
-        self.ratio = max(1.0, a_now / a_ref) * (1 + rank.MARGIN)
+        self.ratio = max(1.0, a_now / a_ref) * (1 + champions.MARGIN)
         self.a_ref = a_ref
         # (f, D, w, entry): entry is the deep list's index (its cross columns' too), 0 for
         # a champion, -1 for an add (rank_deep_add: not in the walk order's bound)
@@ -133,7 +135,7 @@ class _List:
         if self.at >= len(self.order):
             return 0.0
         f, dl, w, _ = self.members[self.order[self.at]]
-        return w * rank.tf(float(f), float(dl), self.a_ref) * self.ratio
+        return w * bm25.tf(float(f), float(dl), self.a_ref) * self.ratio
 
 
 class _State:
@@ -179,7 +181,7 @@ class _State:
                     f = column[i]
                     if f == 0:
                         return  # it lacks word u: not a match
-                    if f < rank_deep.UNKNOWN:
+                    if f < deep.UNKNOWN:
                         known[u] = f
         _, dl, w, _ = got
         if len(known) == len(self.lists):
@@ -191,8 +193,8 @@ class _State:
             if have is None:
                 upper += self.weight_of[t] * li.top
             else:
-                upper += self.weight_of[t] * w * rank.tf(float(have), float(dl), self.a_now)
-        upper = upper * (1 + rank.MARGIN) + self.bound * rank.MARGIN
+                upper += self.weight_of[t] * w * bm25.tf(float(have), float(dl), self.a_now)
+        upper = upper * (1 + champions.MARGIN) + self.bound * champions.MARGIN
         if upper > self.bound:  # it might beat U: its exact score decides
             heapq.heappush(self.unsure, (-upper, -d))
 
@@ -202,7 +204,7 @@ class _State:
             self.walk_bound = float("-inf")  # every member visited
             return
         w = sum(self.weight_of[t] * max(li.top, li.head()) for t, li in self.lists.items())
-        self.walk_bound = w * (1 + rank.MARGIN) + self.bound * rank.MARGIN
+        self.walk_bound = w * (1 + champions.MARGIN) + self.bound * champions.MARGIN
 
     def walk(self, step: int = 256) -> None:
         """Visit the next `step` members of the list whose head keeps the bound highest."""
@@ -229,10 +231,11 @@ class _State:
         return out
 
 
-def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -> _State | None:
+def _prepare(con: sqlite3.Connection, tokens: list[str],
+             text_of: fts_tokens.TextOf) -> _State | None:
     """The query's lists, candidates and bounds, or None when the lists cannot answer."""
-    terms = [rank.index_term(t) for t in tokens]
-    if len(terms) < 2 or not rank.has_lists(con) or not rank.has_was(con):
+    terms = [fts_tokens.index_term(t) for t in tokens]
+    if len(terms) < 2 or not champions.has_lists(con) or not fts_tokens.has_was(con):
         return None
     words = sorted({t for t in terms if t is not None})
     if len(words) < len(set(terms)):  # a token that is not one indexed term
@@ -248,38 +251,39 @@ def _prepare(con: sqlite3.Connection, tokens: list[str], text_of: rank.TextOf) -
     wm = int(meta[0])
     pending = int(con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM documents WHERE rowid > ? LIMIT ?)",
-        (wm, rank.FRESH_MAX + 1)).fetchone()[0])
+        (wm, champions.FRESH_MAX + 1)).fetchone()[0])
     dirty = {int(r[0]) for r in con.execute("SELECT doc FROM rank_dirty")}
-    if pending + len(dirty) > rank.FRESH_MAX:
+    if pending + len(dirty) > champions.FRESH_MAX:
         return None
-    nrow, ntok = rank.totals(con)
+    nrow, ntok = fts_tokens.totals(con)
     if not nrow:
         return None
     a_now = ntok / nrow
     expect = float(nrow)
     for _, _, df in rows.values():
         expect *= df / nrow
-    crossed = rank_deep.crossed(con, words)
+    crossed = deep.crossed(con, words)
     if expect < FULL_BELOW and not crossed:  # (df as of wm: close enough to decide)
         return None
-    fresh = rank_tokens.fresh_docs(con, wm)
+    fresh = fts_tokens.fresh_docs(con, wm)
     docs = text_of(con, fresh) if fresh else []
-    freq, sizes = rank_tokens.counts(((r, t) for r, t, _, _ in docs), words)
+    freq, sizes = fts_tokens.counts(((r, t) for r, t, _, _ in docs), words)
     now = Counter(t for t, _ in freq)
-    gone = rank_tokens.was_hits(con, wm, words)
+    gone = fts_tokens.was_hits(con, wm, words)
     hits = {t: df + now[t] - gone[t] for t, (_, _, df) in rows.items()}
-    idf = {t: rank.idf(nrow, n) for t, n in hits.items()}
+    idf = {t: bm25.idf(nrow, n) for t, n in hits.items()}
     idfs = [idf[t] for t in phrases]
     skip = dirty | set(fresh)
     lists = _lists(con, words, rows, wm, skip, a_now)
-    bound = sum(i * lists[t].top for i, t in zip(idfs, phrases, strict=True)) * (1 + rank.MARGIN)
+    bound = sum(i * lists[t].top for i, t in zip(idfs, phrases, strict=True)) * (
+        1 + champions.MARGIN)
     st = _State(lists, words, phrases, idfs, a_now, bound,
                 min(MAX_TOKENIZE, int(expect / PER_MATCH)))
     st.max_visits = MAX_VISITS_CROSSED if crossed else MAX_VISITS
     for r, _, role, kind in docs:
         fs = [freq.get((t, r), 0) for t in phrases]
         if all(fs):
-            st.add(_score(fs, sizes[r], rank.weight(role, kind), idfs, a_now), r)
+            st.add(_score(fs, sizes[r], bm25.weight(role, kind), idfs, a_now), r)
     st.seen.update(skip)
     first, *rest = sorted(lists.values(), key=lambda li: len(li.members))
     for d in set(first.members).intersection(*(li.members.keys() for li in rest)):
@@ -306,7 +310,7 @@ def _all_nonzero(columns: list[bytes], n: int) -> list[int]:
 
 def _gather(values: Sequence[Any], keep: Sequence[int]) -> list[Any]:
     """values[i] for i in keep, at C speed."""
-    if isinstance(values, rank_deep.Weights):
+    if isinstance(values, deep.Weights):
         return list(map(values.kinds.__getitem__, _gather(values.codes, keep)))
     if isinstance(keep, range) and keep.step == 1:
         return list(values[keep.start : keep.stop])
@@ -319,12 +323,12 @@ def _lists(con: sqlite3.Connection, words: list[str],
            rows: dict[str, tuple[float, float, int]], wm: int, skip: set[int],
            a_now: float) -> dict[str, _List]:
     """Each word's deep list when it has one, else its champion list."""
-    deep = rank_deep.load(con, words)
+    loaded = deep.load(con, words)
     out = {}
     for t in words:
-        if t in deep:
-            tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds, cross = deep[t]
-            li = _List(tau * max(1.0, a_now / tavgdl) * (1 + rank.MARGIN), a_blob, a_now)
+        if t in loaded:
+            tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds, cross = loaded[t]
+            li = _List(tau * max(1.0, a_now / tavgdl) * (1 + champions.MARGIN), a_blob, a_now)
             li.cross = cross
             others = [cross[u] for u in words if u != t and u in cross]
             if others and len(others) == len(words) - 1:  # only entries with every word
@@ -345,12 +349,12 @@ def _lists(con: sqlite3.Connection, words: list[str],
                     li.extra.append(d)
         else:
             tau, a_ref, _ = rows[t]
-            li = _List(tau * max(1.0, a_now / a_ref) * (1 + rank.MARGIN), a_ref, a_now)
+            li = _List(tau * max(1.0, a_now / a_ref) * (1 + champions.MARGIN), a_ref, a_now)
             members = {int(d): (int(f), int(dl), float(w), 0) for d, f, dl, w in con.execute(
                 "SELECT doc, f, dl, w FROM rank_champions WHERE term = ? AND doc <= ?",
                 (t, wm))}
             li.order = sorted(members, key=lambda d: (
-                -members[d][2] * rank.tf(float(members[d][0]), float(members[d][1]), a_ref),
+                -members[d][2] * bm25.tf(float(members[d][0]), float(members[d][1]), a_ref),
                 -d))
         for d in skip:
             members.pop(d, None)

@@ -14,7 +14,7 @@ Promises:
   that match are scored from their current text, tokenized by FTS5 itself in an in-memory
   table with the same tokenizer; every other match has v <= tau * max(1, avgdl_now /
   avgdl_ref) (g grows with avgdl at most by that ratio); each returned hit's v beats that
-  bound strictly. Otherwise `search_one` returns None and the caller ranks every match:
+  bound strictly. Otherwise `candidates` returns None and the caller ranks every match:
   never a silently different top-k. idf is one positive factor for one word, so it does
   not change the order;
 - scores are computed with FTS5's own formula and operation order (bit-identical doubles);
@@ -24,10 +24,11 @@ Promises:
   one-shot capture path (the capture loop, `reindex`); `build` (rebuild) makes them from
   scratch;
 - `rank_terms.df` is the word's document count as of `wm`, exactly (multi-word idf,
-  `projections.rank_multi`): build counts it, refresh adds the fresh documents' hits and
+  `projections.rank.multi`): build counts it, refresh adds the fresh documents' hits and
   subtracts those of `rank_was` (the text a changed document had at `wm`), a list made
-  later subtracts what changed since `wm`. The tables are a cache of
-  documents_fts: `drift` does not compare them, and a missing or stale list only costs time.
+  later subtracts what changed since `wm`. The tables (projections.rank.schema) are a
+  cache of documents_fts: `drift` does not compare them, and a missing or stale list only
+  costs time.
 """
 
 from __future__ import annotations
@@ -36,21 +37,20 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
-from projections import rank_deep, rank_scan
-from projections.bm25 import K1 as K1
-from projections.bm25 import ROLE_WEIGHT as ROLE_WEIGHT
-from projections.bm25 import WEIGHT_SQL as WEIGHT_SQL
-from projections.bm25 import B as B
-from projections.bm25 import idf as idf
-from projections.bm25 import tf as tf
-from projections.bm25 import weight as weight
-from projections.rank_tokens import TextOf as TextOf
-from projections.rank_tokens import df_since, fresh_docs, varints, was_hits
-from projections.rank_tokens import frequencies as frequencies
-from projections.rank_tokens import has_was as has_was
-from projections.rank_tokens import index_term as index_term
-from projections.rank_tokens import texts_of as texts_of
-from projections.rank_tokens import totals as totals
+from projections.rank import deep, scan
+from projections.rank.bm25 import K1, B, idf, tf, weight
+from projections.rank.tokens import (
+    TextOf,
+    df_since,
+    frequencies,
+    fresh_docs,
+    has_was,
+    index_term,
+    texts_of,
+    totals,
+    varints,
+    was_hits,
+)
 from projections.text import fts_phrase
 
 HOT_DF = 5_000  # a word in more documents gets a champion list
@@ -61,30 +61,6 @@ MARGIN = 1e-9  # relative slack for the bound's own rounding
 ADOPT_TOP = 20  # refresh checks the words in most new documents for a new list
 BUILD_BUDGET = 3  # a rebuild makes lists until it ranked this many matches per document
 STEP = 100_000  # matches a refresh ranks to make wanted lists (~0.2 s)
-
-SCHEMA = """
-CREATE TABLE rank_meta(id INTEGER PRIMARY KEY CHECK (id = 1), wm INTEGER NOT NULL,
-  avgdl REAL NOT NULL);
-CREATE TABLE rank_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, tau REAL, avgdl REAL)
-  WITHOUT ROWID;  -- tau NULL: a common word whose list is still to be made
-CREATE TABLE rank_champions(term TEXT NOT NULL, doc INTEGER NOT NULL, f INTEGER NOT NULL,
-  dl INTEGER NOT NULL, w REAL NOT NULL, PRIMARY KEY(term, doc)) WITHOUT ROWID;
-CREATE TABLE rank_dirty(doc INTEGER PRIMARY KEY);
-CREATE TABLE rank_was(doc INTEGER PRIMARY KEY, body);  -- text as of wm of changed documents
-"""
-
-TRIGGERS = """
-CREATE TRIGGER rank_dirty_au AFTER UPDATE OF body, role, kind ON document_rows BEGIN
-  INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
-  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
-    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
-END;
-CREATE TRIGGER rank_dirty_ad AFTER DELETE ON document_rows BEGIN
-  INSERT OR IGNORE INTO rank_dirty(doc) VALUES (old.rowid);
-  INSERT OR IGNORE INTO rank_was(doc, body) SELECT old.rowid, old.body
-    WHERE old.rowid <= (SELECT wm FROM rank_meta WHERE id = 1);
-END;
-"""
 
 def has_lists(con: sqlite3.Connection) -> bool:
     return con.execute(
@@ -101,14 +77,14 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
     wanted; lists are made hottest first until the matches ranked would exceed `budget`
     (None: all); the rest wait for `refresh`. Returns the lists made. `workers` > 1 (a
     rebuild, outside a transaction): the matches are ranked on that many threads
-    (projections.rank_scan, same lists). `vocab`: every word of documents_fts in more than
+    (projections.rank.scan, same lists). `vocab`: every word of documents_fts in more than
     `hot_df` documents with that count (fts5vocab's), when the caller already read it."""
     hot = HOT_DF if hot_df is None else hot_df
     for table in ("rank_champions", "rank_terms", "rank_dirty", "rank_meta"):
         con.execute(f"DELETE FROM {table}")
     if has_was(con):
         con.execute("DELETE FROM rank_was")
-    rank_deep.drop(con)
+    deep.drop(con)
     nrow, ntok = totals(con)
     wm = int(con.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()[0])
     con.execute("INSERT INTO rank_meta(id, wm, avgdl) VALUES (1, ?, ?)",
@@ -141,10 +117,10 @@ def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -
         return 0
     since = df_since(con, [str(r[0]) for r in con.execute(  # df now - df as of wm
         "SELECT term FROM rank_terms WHERE tau IS NULL")])
-    dfs = {term: rank_scan.count(con, term) for term in chosen}
-    jobs = [(term, max(CHAMPIONS, rank_deep.depth(dfs[term], CHAMPIONS)), dfs[term])
+    dfs = {term: scan.count(con, term) for term in chosen}
+    jobs = [(term, max(CHAMPIONS, deep.depth(dfs[term], CHAMPIONS)), dfs[term])
             for term in chosen]
-    for term, rows in rank_scan.ranked_all(con, jobs, workers):
+    for term, rows in scan.ranked_all(con, jobs, workers):
         if _build_one(con, term, nrow, avgdl, since.get(term, 0), dfs[term], rows):
             made += 1
         else:
@@ -153,12 +129,12 @@ def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -
 
 
 def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float, since: int,
-               df: int, rows: list[rank_scan.Row]) -> bool:
+               df: int, rows: list[scan.Row]) -> bool:
     """Keep the best `CHAMPIONS` of `term`'s ranked matches (FTS5's bm25 x weight, best
-    first: `rank_scan`) with (f, D) recovered exactly from the score (D from FTS5's
-    docsize), and for a very common word the deeper list of `projections.rank_deep` from
+    first: `scan`) with (f, D) recovered exactly from the score (D from FTS5's
+    docsize), and for a very common word the deeper list of `projections.rank.deep` from
     the same ranking. False: no list."""
-    deep = rank_deep.depth(df, CHAMPIONS)
+    depth = deep.depth(df, CHAMPIONS)
     if len(rows) < CHAMPIONS:
         return False
     i = idf(nrow, df)
@@ -172,7 +148,7 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float, sinc
         if f < 1 or -1.0 * (0.0 + i * tf(float(f), float(dl), avgdl)) != b:
             if len(out) < CHAMPIONS:
                 return False  # (f, D) not recovered exactly: no list (the full ranking)
-            deep = 0  # no deep list; the champions stand
+            depth = 0  # no deep list; the champions stand
             break
         out.append((term, int(rowid), f, dl, float(w)))
     champions = out[:CHAMPIONS]
@@ -182,12 +158,12 @@ def _build_one(con: sqlite3.Connection, term: str, nrow: int, avgdl: float, sinc
     tau = min(w * tf(float(f), float(dl), avgdl) for _, _, f, dl, w in champions)
     con.execute("UPDATE rank_terms SET df = ?, tau = ?, avgdl = ? WHERE term = ?",
                 (df - since, tau, avgdl, term))
-    if deep and len(out) > CHAMPIONS:
+    if depth and len(out) > CHAMPIONS:
         entries = [(d, f, dl, w) for _, d, f, dl, w in out]
         low = min(w * tf(float(f), float(dl), avgdl) for _, f, dl, w in entries)
-        rank_deep.store(con, term, low, avgdl, entries)
+        deep.store(con, term, low, avgdl, entries)
     else:
-        rank_deep.drop(con, term)
+        deep.drop(con, term)
     return True
 
 
@@ -245,7 +221,7 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
     con.execute("UPDATE rank_terms SET tau = tau * max(1.0, ? / avgdl), avgdl = ?"
                 " WHERE tau IS NOT NULL", (a_now, a_now))
     taus = {t: tau * max(1.0, a_now / a) for t, (tau, a) in lists.items()}
-    deep = rank_deep.fold_marks(con, a_now)  # changed documents leave the deep lists too
+    bounds = deep.fold_marks(con, a_now)  # changed documents leave the deep lists too
     joins = []
     deeper = []
     for (term, doc), f in freq.items():
@@ -253,7 +229,7 @@ def refresh(con: sqlite3.Connection, *, force: bool = False, step: int | None = 
         v = w * tf(float(f), float(dl), a_now)
         if v > taus[term]:
             joins.append((term, doc, f, dl, w))
-        if term in deep and v > deep[term]:
+        if term in bounds and v > bounds[term]:
             deeper.append((term, doc, f, dl, w))
     con.executemany("INSERT OR REPLACE INTO rank_champions(term, doc, f, dl, w)"
                     " VALUES (?, ?, ?, ?, ?)", joins)

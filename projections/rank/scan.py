@@ -1,5 +1,5 @@
-"""Ranking every match of a word for its champion list (projections.rank), on the caller's
-connection or, in a rebuild, on worker threads that share the two cores.
+"""Ranking every match of a word for its champion list (projections.rank.champions), on the
+caller's connection or, in a rebuild, on worker threads that share the two cores.
 
 A list is made by ranking every match of its word with FTS5's bm25 x role weight (~1 s for
 a word in 400,000 documents, nearly all of it inside one SQLite statement: a docsize lookup
@@ -26,7 +26,7 @@ Promises:
   them by (the product of the same two doubles, then the rowid): bit-identical, same order;
   and rows ranked above a weight floor are kept only with the certificate above (with a
   relative `MARGIN` for rounding; the weights left out are every weight a document can
-  have, `rank.ROLE_WEIGHT`'s and the default 1.0, not only those in the file);
+  have, `ROLE_WEIGHT`'s and the default 1.0, not only those in the file);
 - read-only; `ranked_all` needs the database in a file with no write transaction open on
   it (its threads read through connections of their own), else it ranks on `con` alone.
 """
@@ -41,8 +41,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from projections.bm25 import K1, ROLE_WEIGHT, WEIGHT_SQL, idf
-from projections.rank_tokens import totals
+from projections.rank.bm25 import K1, idf
+from projections.rank.tokens import totals
+from projections.ranking import ROLE_WEIGHT, WEIGHT_SQL
 from projections.text import fts_phrase
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
 Row = tuple[int, float, float]  # rowid, bm25, role weight
 Job = tuple[str, int, int]  # word, rows wanted, its document count
-AHEAD = 1  # words ranked ahead of the one being kept (rank.make_wanted)
+AHEAD = 1  # words ranked ahead of the one being kept (champions.make_wanted)
 PRUNE_AT = 50_000  # a word in this many documents or more is ranked heaviest first ...
 SPARE = 4  # ... among the weights expected to hold this many times the rows wanted
 MARGIN = 1e-9

@@ -1,8 +1,9 @@
-"""Ranking every match of a full-text query in SQLite: one statement, or rowid ranges ranked
-on threads and merged.
+"""Ranking every match of a full-text query in SQLite on threads: rowid ranges ranked apart
+and merged.
 
 A query that no champion list answers ranks every match (docs/search.md): s = bm25 x role
-weight, best (most negative) first, ties by rowid descending. The statement's time is per
+weight, best (most negative) first, ties by rowid descending (`projections.ranking`: one
+statement, the reference). The statement's time is per
 match and inside SQLite, on one core: ~1.3 µs a match at 446,000 documents, of which FTS5's
 bm25 is ~3/4 (each match's positions and its length from `_docsize`), the `documents` row
 and its weight most of the rest, the sort of the best page little. So a query whose
@@ -14,7 +15,8 @@ keeps its best page with the same ORDER BY, and the pages are merged by that ver
 
 Promises:
 - `pages(...)` yields the rowids of every match in the ranking's order, `page` at a time (a
-  shorter page is the last), the same rowids the one statement's LIMIT/OFFSET pages give:
+  shorter page is the last), the same rowids the one statement's LIMIT/OFFSET pages give
+  (`projections.ranking.pages`):
   FTS5's bm25 takes the document count, the average length and each phrase's document
   count from the whole index (its idf pass walks every match of each phrase, whatever rowid
   range the statement reads), so a range's scores are the one statement's doubles bit for
@@ -28,8 +30,9 @@ Promises:
   `projections.fileid` identities differ) ranks nothing, and its range is ranked on the
   caller's connection;
 - a query with fewer matches pays one statement for the split (is there a PARALLEL_AT-th
-  match?); one CPU, a caller already in a transaction, or whose file is not known (not a
-  `projections.db.connect` connection of one file): the one statement only.
+  match?); then, and with one CPU, a caller already in a transaction, or whose file is not
+  known (not a `projections.db.connect` connection of one file), `pages` returns None: the
+  caller runs the one statement.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from projections import cpus, db, fileid
-from projections.bm25 import WEIGHT_SQL
+from projections import cpus, fileid
+from projections.ranking import pages as one_statement
+from projections.ranking import statement
 
 PARALLEL_AT = 10_000  # matches of the expression from which threads pay (~15 ms on one)
 MAX_THREADS = 4
@@ -51,44 +55,30 @@ _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
 Scored = tuple[float, int]  # s, rowid
 
 
-def statement(table: str, conds: str, extra: str = "") -> str:
-    """The ranking statement: every match of `table MATCH ?` satisfying `conds` (over the
-    `documents` row `d`), best first, as (rowid, s); parameters: the expression, `conds`'s,
-    `extra`'s, LIMIT, OFFSET."""
-    return (f"SELECT {table}.rowid AS r, bm25({table}) * {WEIGHT_SQL} AS s FROM {table}"
-            f" JOIN documents d ON d.rowid = {table}.rowid"
-            f" WHERE {table} MATCH ? AND {conds}{extra} ORDER BY s, r DESC LIMIT ? OFFSET ?")
-
-
 def pages(con: sqlite3.Connection, table: str, expr: str, conds: str, params: list[Any],
-          page: int) -> Generator[list[int], None, None]:
-    """The rowids of every match, best first, `page` at a time (the caller closes it when
-    it needs no more: the split's read transaction ends then)."""
+          page: int) -> Generator[list[int], None, None] | None:
+    """The rowids of every match, best first, `page` at a time, ranked on threads (the
+    caller closes it when it needs no more: the split's read transaction ends then); None
+    when the split would not pay or cannot be made (the caller runs the one statement)."""
     threads = _threads()
     ident: fileid.FileId | None = getattr(con, "ident", None)
-    path = None
-    if threads > 1 and ident is not None and not con.in_transaction and _many(con, table, expr):
-        path = _file(con)
-    if path is None or ident is None:
-        yield from _one(con, statement(table, conds), [expr, *params], page)
-        return
+    if threads < 2 or ident is None or con.in_transaction or not _many(con, table, expr):
+        return None
+    path = _file(con)
+    if path is None:
+        return None
+    return _split_pages(con, (path, ident), table, expr, conds, params, page, threads)
+
+
+def _split_pages(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str,
+                 expr: str, conds: str, params: list[Any], page: int, threads: int
+                 ) -> Generator[list[int], None, None]:
     con.execute("BEGIN")
     try:
-        yield from _split(con, (path, ident), table, expr, conds, params, page, threads)
+        yield from _split(con, file, table, expr, conds, params, page, threads)
     finally:
         if con.in_transaction:
             con.execute("COMMIT")
-
-
-def _one(con: sqlite3.Connection, sql: str, args: list[Any], page: int
-         ) -> Iterator[list[int]]:
-    offset = 0
-    while True:
-        rowids = [int(r[0]) for r in con.execute(sql, [*args, page, offset])]
-        yield rowids
-        if len(rowids) < page:
-            return
-        offset += page
 
 
 def _threads() -> int:
@@ -124,17 +114,20 @@ def _cuts(con: sqlite3.Connection, table: str, expr: str, n: int) -> list[int] |
     return [_LOW, *(lo + width * i // n for i in range(1, n)), _HIGH]
 
 
-def _reader(path: Path) -> sqlite3.Connection:
+def _reader(con: sqlite3.Connection, path: Path) -> sqlite3.Connection:
     """A thread's read-only connection (the functions `conds` may call registered), failing
-    at once rather than waiting for a lock."""
-    return db.connect(path, readonly=True, timeout=0.0)
+    at once rather than waiting for a lock: opened by the caller's connection, a
+    `projections.db.Connection` (only those know their file), as projections.db opens
+    readers (this package imports no projections.db: that imports its tables)."""
+    opened: sqlite3.Connection = con.open_reader(path)  # type: ignore[attr-defined]
+    return opened
 
 
 def _split(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str, expr: str,
            conds: str, params: list[Any], page: int, n: int) -> Iterator[list[int]]:
     cuts = _cuts(con, table, expr, n)  # the first read: the caller's SHARED lock from here on
     if cuts is None:
-        yield from _one(con, statement(table, conds), [expr, *params], page)
+        yield from one_statement(con, table, expr, conds, params, page)
         return
     sql = statement(table, conds, f" AND {table}.rowid > ? AND {table}.rowid <= ?")
 
@@ -147,7 +140,7 @@ def _split(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str
 
     def work(i: int) -> None:
         try:
-            wcon = _reader(file[0])
+            wcon = _reader(con, file[0])
         except sqlite3.OperationalError:  # cannot open now: the caller ranks range i
             return
         except BaseException as exc:  # raised again by the caller
