@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import re
 import sqlite3
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -228,37 +226,15 @@ def parser_module() -> ModuleType:
     return _parser[0]
 
 
-_VERSION_LINE = re.compile(rb"^PARSER_VERSION\s*=\s*(\d+|\"[^\"]*\"|'[^']*')\s*$", re.M)
-
-
-def _parsers_version() -> str:
-    """`readers.parse.PARSER_VERSION` as a string.
-
-    Read from the module's source when it is a plain literal, so the fast search path
-    (compare with the checkpoint) does not import every parser.
-    """
-    spec = importlib.util.find_spec("readers.parse")
-    if spec is None:
-        raise ModuleNotFoundError("readers.parse is missing: the installation is broken")
-    if "readers.parse" not in sys.modules and spec.origin and spec.origin.endswith(".py"):
-        try:
-            match = _VERSION_LINE.search(Path(spec.origin).read_bytes())
-        except OSError:
-            match = None
-        if match:
-            return match.group(1).decode().strip("\"'")
-    mod = importlib.import_module("readers.parse")
-    return str(getattr(mod, "PARSER_VERSION", "0"))
-
-
 def parser_version() -> str:
-    """The version of what turns events into rows: `readers.parse.PARSER_VERSION` and the
+    """The version of what turns events into rows: `readers.version.PARSER_VERSION` and the
     redaction's (`projections.redact.version()`: its detectors and config.json's rules), so
     a change of either makes the file stale (catch-up rebuilds it, the team projector
     replays)."""
     from projections import redact
+    from readers.version import PARSER_VERSION
 
-    return f"{_parsers_version()}+redact.{redact.version()}"
+    return f"{PARSER_VERSION}+redact.{redact.version()}"
 
 
 def fts5_available() -> bool:

@@ -2,8 +2,8 @@
 
 Promises: pure functions of (source, state, bytes); they never raise, whatever the bytes (an
 unexpected exception inside a parser is caught and counted as unknown "<layout>:error", so a
-parser bug costs one line, never a rebuild). `PARSER_VERSION` changes whenever the records a
-given input yields change; projections rebuild when it does.
+parser bug costs one line, never a rebuild). `PARSER_VERSION` (readers/version.py) changes
+whenever the records a given input yields change; projections rebuild when it does.
 
 Layouts (set by capture in `SourceSeen`) are listed in readers/registry.py; the prefix of a
 layout names the agent whose reader module parses it (imported on first use). See
@@ -21,8 +21,7 @@ from readers.records import (
     ParseResult,
     SourceInfo,
 )
-
-PARSER_VERSION = 1
+from readers.version import PARSER_VERSION as PARSER_VERSION  # its home (the search path)
 
 
 def _debug(msg: str, *args: object) -> None:

@@ -3,7 +3,7 @@
 A type listed here is understood: lines of a "quiet" type are skipped and counted in
 `ParseResult.skipped`. A type listed nowhere is counted in `ParseResult.unknown`, so a format
 change shows up in `audit` instead of disappearing. Adding a type here is a parser change
-(bump `readers.parse.PARSER_VERSION` when it changes the records a file yields).
+(bump `readers.version.PARSER_VERSION` when it changes the records a file yields).
 """
 
 from __future__ import annotations
