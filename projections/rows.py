@@ -13,13 +13,14 @@ and stored as `body` by `projections.body.pack`, in this one place.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Callable, Mapping
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from projections.body import pack, pack_many, unpack
+from projections.row import NULL as NULL  # the row type and its NULL: projections/row.py
+from projections.row import Row as Row
 from readers import registry
 
 if TYPE_CHECKING:
@@ -30,53 +31,8 @@ Applier = Callable[[sqlite3.Connection, "StoredEvent"], None]
 MAX_DOC_CHARS = 100_000
 ORD_SPAN = 65_536
 RUN_CHUNK_ORD = 2  # run conversations: metadata event 0, metadata file 1, log chunks 2 + offset
-# A column value that binds as SQL NULL without a call: sqlite3 binds a float as it is, and
-# SQLite stores a NaN bound to a statement as NULL (sqlite3VdbeMemSetDouble); a None goes
-# through sqlite3's adapter registry (~1,200 instructions a value, ~10 a transcript row: 9 %
-# of a rebuild's load, docs/performance.md). tests/test_rows_null.py holds SQLite to it.
-# It is `Row`'s default for every column that may be NULL; None binds the same.
-NULL = math.nan
 MESSAGE_KINDS = ("message", "approval", "progress", "report")
 AGENTS = registry.search_agents()  # readers/registry.py, then "other"
-
-Nullable = str | float | None  # a text column's value: a str, or NULL (`NULL` or None)
-NullableInt = int | float | None  # an integer column's value: an int, or NULL
-
-
-class Row(NamedTuple):
-    """One row of `documents`, its fields the columns in the table's order (`COLUMNS`).
-
-    A column not given is NULL: its default is `NULL` (the NaN above, which binds as SQL
-    NULL without sqlite3's adapter call; None stores the same row); `archived` defaults to
-    0 and `text` to "". `source` is the source's id string (stored as its `doc_sources` id),
-    `text` the document's text (stored as `body`, `projections.body`). A tuple, so sqlite3
-    and psycopg bind it (or a slice of it) as it is: the rebuild's load makes one per
-    transcript record and binds millions (`put_rows`)."""
-
-    id: str
-    kind: str
-    agent: str
-    at: int
-    project: Nullable = NULL
-    session: Nullable = NULL
-    job: Nullable = NULL
-    run: Nullable = NULL
-    message: Nullable = NULL
-    cursor: Nullable = NULL
-    conversation: Nullable = NULL
-    role: Nullable = NULL
-    tool: Nullable = NULL
-    subagent: Nullable = NULL
-    subagent_name: Nullable = NULL
-    title: Nullable = NULL
-    archived: int = 0
-    seq: NullableInt = NULL
-    ord: NullableInt = NULL
-    source: Nullable = NULL
-    sender: Nullable = NULL
-    extra: Nullable = NULL
-    text: str = ""
-
 
 # `Row(v0, ..., v22)` without the named tuple's Python `__new__` (a call of 23 arguments:
 # ~2,500 instructions of the ~97 k a rebuild spends on a transcript row): the values in
