@@ -16,9 +16,10 @@ from typing import Any
 import click
 
 from cli import VERSION
-from cli.registry import COMMANDS, HELP, READ_ONLY
+from cli.registry import COMMANDS, HELP, QUIET_UNTIL_WORK, READ_ONLY
 from cli.services.config import resolve_home
 from cli.services.errors import AgentlogError, BadInput, Failure, from_exception
+from cli.services.startup import startup_done
 
 
 class LazyGroup(click.Group):
@@ -33,6 +34,8 @@ class LazyGroup(click.Group):
         cmd = getattr(importlib.import_module(mod_name), attr)
         assert isinstance(cmd, click.Command)
         _integer_metavars(cmd)
+        if cmd_name not in QUIET_UNTIL_WORK:
+            startup_done()  # its imports are done; its work makes garbage
         return cmd
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -1,13 +1,12 @@
-"""The `agentlog` command: the registry of commands and the entry point.
+"""The `agentlog` command: the entry point, straight to the click group (`cli.group`).
 
-Commands are imported only when invoked, so `agentlog search` or `agentlog mcp` never pay
-for the imports of the others (start-up time is part of the product). `main` first offers
-the arguments to `cli.fast` (`search ... --json`, `hooks run` and a plain `capture` without
-click, whose import costs more than the search); everything else, and anything the fast
-path does not fully understand, goes to the click group in `cli.group`. A process whose
-command a fast path answered leaves its objects to the operating system at exit
-(`cli.services.startup.skip_final_collection`), and the console's process starts without the cyclic
-collector (`cli.services.startup.quiet_startup`) until its work begins.
+Commands are imported only when invoked (`cli.registry`), so `agentlog search` or `agentlog
+mcp` never pay for the imports of the others (start-up time is part of the product). The
+console's own process (`main()` reading `sys.argv`) starts without the cyclic collector
+(`cli.services.startup.quiet_startup`) until the invoked command is loaded, or, for
+`capture`, until its engine is ready; and it ends without the interpreter's final
+collection (`cli.services.startup.skip_final_collection`): its objects are left to the
+operating system, every commit being durable already.
 """
 
 from __future__ import annotations
@@ -19,22 +18,20 @@ from cli.services import startup  # tiny: loaded with this module, so main() sta
 
 
 def main(argv: list[str] | None = None) -> Any:
-    args = argv if argv is not None else sys.argv[1:]
-    if argv is None:  # this process's own command line: no collection while it starts
-        startup.quiet_startup()
-        from cli import stdio
+    if argv is not None:  # called by a program (tests, embedding): its collector is its own
+        from cli.group import cli
 
-        stdio.whole_writes()  # PYTHONUNBUFFERED: output that survives short writes
-    from cli.fast import capture_plain, hooks_run, search_json
+        return cli.main(args=argv, prog_name="agentlog")
+    startup.quiet_startup()  # this process's own command line: no collection while it starts
+    from cli import stdio
 
-    if search_json(args) or hooks_run(args) or capture_plain(args):
-        if argv is None:  # this process's own command line: it ends right after the answer
-            startup.skip_final_collection()
-        return None
-    startup.startup_done()
+    stdio.whole_writes()  # PYTHONUNBUFFERED: output that survives short writes
     from cli.group import cli
 
-    return cli.main(args=args, prog_name="agentlog")
+    try:
+        return cli.main(args=sys.argv[1:], prog_name="agentlog")
+    finally:  # the process ends right after the answer (click exits with its code)
+        startup.skip_final_collection()
 
 
 if __name__ == "__main__":

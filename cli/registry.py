@@ -68,3 +68,9 @@ HELP: dict[str, str] = {
 # --home or AGENTLOG_HOME), never silently an empty history. The others create it.
 READ_ONLY = frozenset({"browse", "search", "show", "conversation", "history", "export",
                        "verify", "audit", "backup", "restore", "reindex", "secrets"})
+
+# Commands whose work turns the cyclic collector back on itself (`cli.services.startup`): a
+# one-shot `capture` imports the log and the capture engine quietly too, and its pass
+# (`cli.services.capture.run`) turns it on once the engine is ready. Every other command has
+# it back as soon as its module is loaded (`cli.group.LazyGroup.get_command`).
+QUIET_UNTIL_WORK = frozenset({"capture"})

@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 CLAUDE_SETTINGS = """{
@@ -253,3 +255,36 @@ def test_session_end_makes_an_unfinished_last_line_searchable(home: Path) -> Non
     assert run_cli(home, "reindex").returncode == 0
     assert _search_ids(home, "zanzibar") == ["transcript:claude:hookonly-2"]
     assert _search_ids(home, "quixotic") == ["transcript:claude:watched-2"]
+
+
+@pytest.mark.parametrize(("rest", "client", "args"), [
+    (["claude"], "claude", []), (["claude", "extra"], "claude", ["extra"]),
+    (["codex"], "codex", []), (["codex", "{}"], "codex", ["{}"]),
+    (["codex", "--", "notify-send", "-u", "low", "{}"], "codex",
+     ["notify-send", "-u", "low", "{}"]),
+    (["codex", "--", "prog", "--", "x", "{}"], "codex", ["prog", "--", "x", "{}"]),
+    (["codex", "prog", "--", "-x", "{}"], "codex", ["prog", "-x", "{}"]),
+])
+def test_hooks_run_hands_the_agents_arguments_to_the_hook(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rest: list[str], client: str,
+        args: list[str]) -> None:
+    """What `hooks run CLIENT …` passes on: the first `--` (before the user's chained notify
+    program) is dropped, the program's own options and a later `--` are kept."""
+    from click.testing import CliRunner
+
+    from cli.group import cli
+    from cli.services.capture import hook
+
+    calls: list[object] = []
+    monkeypatch.setattr(hook, "run", lambda home, c, a: calls.append((home.root, c, a)))
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "hooks", "run", *rest])
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path, client, args)]
+
+
+def test_a_hook_for_a_file_under_no_root_says_so_in_one_line(home: Path,
+                                                               tmp_path: Path) -> None:
+    payload = json.dumps({"transcript_path": str(tmp_path / "nowhere.jsonl")})
+    proc = run_cli(home, "hooks", "run", "claude", input=payload.encode())
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert proc.stderr.count(b"\n") == 1 and b"under no capture root" in proc.stderr

@@ -237,7 +237,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
 # The floors of cli/, bottom up (docs/ARCHITECTURE.md "The house"): a module imports only
 # modules on its own floor or below; the four front ends never import one another.
 FRONT_END_PACKAGES = ("cli.commands", "cli.mcp", "cli.web", "cli.tui")
-ENTRY = ("cli.main", "cli.registry", "cli.group", "cli.fast", "cli.lean", "cli.stdio")
+ENTRY = ("cli.main", "cli.registry", "cli.group", "cli.stdio")
 
 
 def floor(module: str) -> tuple[int, str]:
@@ -362,13 +362,25 @@ def loaded_by(start: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("start", ["projections.query", "cli.fast", "projections.catchup",
-                                   "eventlog.peek", "cli.services.catchup"])
+@pytest.mark.parametrize("start", ["projections.query", "cli.main", "cli.group",
+                                   "cli.commands.search", "cli.services.search",
+                                   "projections.catchup", "eventlog.peek",
+                                   "cli.services.catchup"])
 def test_search_path_is_free_of_the_apply_machinery(start: str) -> None:
+    """What `agentlog search` loads at import (the entry point, the click group, the search
+    command and its service) leaves out the apply machinery, the event types and the
+    settings editing of the other commands (history.db current: no catch-up to do)."""
     heavy = {"projections.apply", "projections.transcripts", "projections.runlogs",
              "projections.archive", "projections.rebuild", "eventlog.events", "eventlog.store",
-             "eventlog.codec", "readers.records", "cli.group"}
+             "eventlog.codec", "readers.records", "cli.services.settings"}
     assert not loaded_by(start) & heavy, sorted(loaded_by(start) & heavy)
+
+
+def test_a_hook_loads_no_settings_editing() -> None:
+    """`hooks run` (an agent waits for it) loads the hooks command module: the settings
+    editing of `hooks install|uninstall` is imported only by those commands."""
+    loaded = loaded_by("cli.commands.hooks")
+    assert not {m for m in loaded if m.startswith("cli.services.settings")}, sorted(loaded)
 
 
 def test_the_search_path_walker_follows_imports() -> None:

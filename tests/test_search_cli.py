@@ -53,8 +53,9 @@ def test_new_events_are_visible_to_the_next_search(filled: Path) -> None:
     (["--kind", "mail"], "--kind"), (["--since", "9", "--until", "1"], "--since"),
 ])
 def test_bad_input_exits_2_naming_the_parameter(filled: Path, args: list[str], name: str) -> None:
-    out = run_cli(filled, "search", "café", *args)
-    assert out.returncode == 2 and name in out.stderr.decode()
+    for mode in ((), ("--json",)):  # validation comes before any output
+        out = run_cli(filled, "search", "café", *args, *mode)
+        assert out.returncode == 2 and name in out.stderr.decode() and not out.stdout, mode
 
 
 def test_bad_query_exits_2(filled: Path) -> None:
@@ -140,7 +141,26 @@ def test_search_path_imports_stay_light(filled: Path) -> None:
              for line in out.stderr.decode().splitlines() if line.startswith("import time:")}
     imported = {n.split(".")[0] for n in names}
     assert not imported & {"pydantic", "rich", "mcp", "starlette", "uvicorn", "httpx"}
-    # a current history.db: no click, no event types, no apply machinery (cli.fast)
+    # a current history.db: no event types, no apply machinery, no msgspec
     assert "projections.query" in names and "eventlog.peek" in names
-    assert not imported & {"click", "msgspec"}, sorted(imported & {"click", "msgspec"})
+    assert "msgspec" not in imported
     assert not names & {"projections.apply", "eventlog.events", "eventlog.store"}
+
+
+def test_links_quote_like_urllib() -> None:
+    """A hit's `link` quotes its values without importing urllib (`projections.query.q`),
+    exactly as `urllib.parse.quote(value, safe="")` does."""
+    from urllib.parse import quote
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from projections.query import q
+
+    @given(st.text(st.characters(blacklist_categories=("Cs",))))
+    def same(text: str) -> None:
+        assert q(text) == quote(text, safe="")
+
+    same()
+    for value in ("", "a b/c?d#e&f=g", "café", "中文", "~._-", "%41", 42, "\x00\n"):
+        assert q(value) == quote(str(value), safe="")

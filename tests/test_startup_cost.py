@@ -13,11 +13,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from tests.conftest import ROOT, json_of_each
+from tests.conftest import ROOT
 
 # ForwardRefs made for a class's string annotations: typing.NamedTuple's field check
 # (`_type_check`) and msgspec's struct/type info (`get_class_annotations`); msgspec's own
-# probe at import (`ForwardRef("Foo")`, module level) is not one of them
+# probe at import (`ForwardRef("Foo")`, module level) is not one of them, nor are click's
+# for its own TypedDicts (click's import, the same for every command; not agentlog's)
 FORWARD_REFS = """
 import sys, typing
 made = []
@@ -26,7 +27,11 @@ def init(self, arg, *a, **k):
     f = sys._getframe(1)
     while f is not None:
         if f.f_code.co_name in ('_type_check', 'get_class_annotations'):
-            made.append(arg)
+            m = f
+            while m is not None and m.f_code.co_name != '<module>':
+                m = m.f_back
+            if m is None or m.f_globals.get('__name__', '').split('.')[0] != 'click':
+                made.append(arg)
             break
         f = f.f_back
     real_init(self, arg, *a, **k)
@@ -47,14 +52,7 @@ ENGINE = [False]
 UNNEEDED = {"projections.rebuild", "projections.envelope", "readers.capture_watch",
             "hashlib", "_hashlib"}
 
-# modules a +1 capture does without although a library it uses imports them (cli.lean): a
-# stand-in may be in sys.modules, the real module (with a file) must not be
-LEAN = {"platform", "urllib.parse", "ipaddress", "msgspec.inspect", "msgspec._json_schema",
-        "textwrap", "typing_extensions"}
-
 AFTER = {
-    "lean": "real = [n for n in LEAN if getattr(sys.modules.get(n), '__file__', None)]\n"
-            "sys.stderr.write(' loaded: %r' % sorted(real))\n",
     "forward": "sys.stderr.write(' openssl: %r' % ('_hashlib' in sys.modules))\n"
                "sys.stderr.write(' unneeded: %r' % sorted(set(sys.modules) & UNNEEDED))\n"
                "sys.stderr.write(' forwardrefs: %r' % made)\n",
@@ -82,7 +80,7 @@ def _console(prelude: str, probe: str, args: list[str], env: dict[str, str]
     engine = ("import readers.capture as _rc\n_init = _rc.Capturer.__init__\n"
               "def _made(self, *a, **k):\n    _init(self, *a, **k)\n    ENGINE[0] = True\n"
               "_rc.Capturer.__init__ = _made\n") if "ENGINE" in prelude else ""
-    code = (site + f"UNNEEDED = {UNNEEDED!r}\nLEAN = {LEAN!r}\n" + prelude + engine
+    code = (site + f"UNNEEDED = {UNNEEDED!r}\n" + prelude + engine
             + "if 'ENGINE' in globals(): ENGINE[0] = False\n"
             + "from cli.main import main\n"
             # collections from here on: main() holds the collector off from its first line
@@ -133,52 +131,6 @@ def test_a_plus_one_capture_compiles_no_annotation_and_loads_no_openssl(tmp_path
     assert made == "[]", made
     assert "openssl: False" in err, err
     assert "unneeded: []" in err, err
-
-
-def test_a_plus_one_capture_loads_no_module_only_a_library_imports(tmp_path: Path) -> None:
-    """msgspec's introspection and JSON Schema modules, `platform` (asked one question by
-    `uuid` and `zstandard`) and pathlib's `urllib.parse` are not loaded by a +1 capture
-    (`cli.lean`: ~8 % of its instructions); the new session is captured and searchable."""
-    err, args, env = _plus_one(tmp_path, "antidisestablishment", "import sys\n", "lean")
-    assert err.rsplit("loaded: ", 1)[1] == "[]", err
-    found = subprocess.run([sys.executable, "-m", "cli.main", "--home", args[1], "search",
-                            "--json", "antidisestablishment"], capture_output=True, text=True,
-                           cwd=ROOT, env=env, timeout=120)
-    assert json.loads(found.stdout)["hits"], found.stderr
-
-
-LEAN_ANSWERS = """
-import json, sys
-if sys.argv[1] == "lean":
-    from cli import lean
-    lean.pathlib()
-    lean.platform()
-    lean.msgspec()
-import pathlib, platform, msgspec
-first = [platform.system(), platform.python_implementation()]
-out = {
-    "platform": first + [platform.machine(), platform.system(), platform.python_version()],
-    "uri": pathlib.Path("/tmp/a b/ü").as_uri(),
-    "type_info": repr(msgspec.inspect.type_info(dict[str, int])),
-    "schema": msgspec.json.schema(list[int]),
-}
-from urllib.parse import urlparse
-import urllib.parse
-import msgspec.inspect
-out["urlparse"] = list(urlparse("http://[::1]:8/x?y")) + [urllib.parse.quote("a b")]
-out["real"] = sorted(n for n in ("platform", "urllib.parse", "msgspec.inspect")
-                     if getattr(sys.modules.get(n), "__file__", None))
-print(json.dumps(out, sort_keys=True))
-"""
-
-
-def test_the_stand_ins_answer_as_the_modules_do() -> None:
-    """Whatever a +1 process does without is still there when asked: the stand-ins answer
-    `platform`'s two questions as platform does, and load the real module for anything else
-    (`Path.as_uri`, msgspec's introspection and schemas, urllib.parse imported later)."""
-    out = json_of_each(LEAN_ANSWERS, ("lean", "plain"))
-    assert out["lean"] == out["plain"]
-    assert out["lean"]["real"] == ["msgspec.inspect", "platform", "urllib.parse"]
 
 
 def test_no_collection_while_a_capture_starts(tmp_path: Path) -> None:

@@ -1,9 +1,8 @@
 """`agentlog capture` and `agentlog restore`: thin front ends of readers.capture/restore.
 
 The capture roots are read from flags, `config.json` and the environment in
-`cli.services.capture.ops` (click-free: the hooks run without click); the library gets them as
-values. The capture path imports rich only when
-drawing a progress bar on a terminal.
+`cli.services.capture.ops` (shared with the hooks); the library gets them as values. The
+capture path imports rich only when drawing a progress bar on a terminal.
 """
 
 from __future__ import annotations
@@ -70,16 +69,20 @@ def capture(
     from cli.services.capture.ops import capture_roots
 
     roots = capture_roots(home, flags)
+    if not watch and not paths:
+        from cli.services.capture.run import run
+
+        # turns the collector on once its engine is ready (cli.registry.QUIET_UNTIL_WORK)
+        run(home, roots, as_json=as_json, index=index, settle=settle,
+            progress=not as_json and sys.stderr.isatty())
+        return None
+    from cli.services.startup import startup_done
+
+    startup_done()
     if paths:
         if watch:
             raise click.UsageError("--path and --watch do not go together")
         return _capture_paths(home, roots, paths, settle, index, as_json)
-    if not watch:
-        from cli.services.capture.run import run
-
-        run(home, roots, as_json=as_json, index=index, settle=settle,
-            progress=not as_json and sys.stderr.isatty())
-        return None
     from cli.services.capture.retention import warn_once
 
     warn_once(home)

@@ -1,11 +1,11 @@
 """`agentlog hooks install|uninstall|status|run`: capture from inside Claude Code and Codex.
 
-`run` is what the agents call: `cli.services.capture.hook` (which `cli.fast` also runs
-without click).
-It captures only the transcript they name (see `readers.capture`) and always exits
-0, so a failing capture never blocks a session end or a compaction (Claude Code blocks
-`PreCompact` on exit 2); a failure is one line on stderr. Transcript contents are never
-printed.
+`run` is what the agents call: `cli.services.capture.hook`. It captures only the transcript
+they name (see `readers.capture`) and always exits 0, so a failing capture never blocks a
+session end or a compaction (Claude Code blocks `PreCompact` on exit 2); a failure is one
+line on stderr. Transcript contents are never printed. An agent waits for `run` at every
+session end or turn: the settings editing of install/uninstall/status is imported only by
+those commands.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import click
 
 from cli.services.capture.hook import CLIENTS
 from cli.services.config import get_home
-from cli.services.settings.agent_hooks import install_hooks, uninstall_hooks
 
 
 def _settings_error(exc: Exception) -> click.ClickException:
@@ -33,6 +32,7 @@ def hooks() -> None:
 @click.pass_context
 def install(ctx: click.Context, client: str) -> None:
     """Install the hook (Claude Code: SessionEnd, PreCompact; Codex: notify)."""
+    from cli.services.settings.agent_hooks import install_hooks
     from cli.services.settings.files import SettingsError
 
     try:
@@ -49,6 +49,7 @@ def install(ctx: click.Context, client: str) -> None:
 @click.argument("client", type=click.Choice(CLIENTS))
 def uninstall(client: str) -> None:
     """Remove only agentlog's hook entries."""
+    from cli.services.settings.agent_hooks import uninstall_hooks
     from cli.services.settings.files import SettingsError
 
     try:

@@ -1,6 +1,6 @@
-"""The search of `agentlog search`, shared by the click command and the fast path:
-validate the query, catch history.db up (an unreadable log only warns), query, and add the
-capture loop's coverage fields. Imports stay lazy: this is on the search path.
+"""The search of `agentlog search` (`cli.commands.search`): validate the query, catch
+history.db up (an unreadable log only warns), query, and add the capture loop's coverage
+fields. Imports stay lazy: this is on the search path.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The console process's start-up and end: the cyclic collector held off while it starts,
-and no final collection after a fast path answered (docs/performance.md "Start-up").
+and no final collection after its command answered (docs/performance.md "Start-up").
 
-Click-free and import-free: `cli.main`, the fast paths and a capture pass call these.
+Click-free and import-free: `cli.main`, `cli.group` and a capture pass call these.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ def quiet_startup() -> None:
     with no argv): ~25 collections ran during the imports of a +1 `capture`, each walking
     the young objects those imports made — classes, functions, module dicts, all of them
     alive until the process ends — ~3 % of its CPU (callgrind, docs/performance.md).
-    `startup_done` turns it back on; it is called before any work that makes garbage: the
-    capture engine's first pass, the hook's capture, a search, click's commands. A no-op
-    when the collector was already off (the caller's choice, kept)."""
+    `startup_done` turns it back on; it is called before any work that makes garbage: once
+    the invoked command is loaded (`cli.group`), or, for a one-shot `capture`, once its
+    engine is ready (`cli.registry.QUIET_UNTIL_WORK`). A no-op when the collector was
+    already off (the caller's choice, kept)."""
     import gc
 
     if gc.isenabled():
@@ -38,8 +39,8 @@ def startup_done() -> None:
 
 def skip_final_collection() -> None:
     """Put every live object out of the cyclic collector's reach (`gc.freeze`): called by
-    `cli.main.main` once a fast path has answered and committed everything, right before
-    its process ends.
+    `cli.main.main` once the console's command has answered and committed everything, right
+    before its process ends.
 
     The interpreter's shutdown otherwise collects and frees every module, class and
     function one at a time: ~35 of the ~50 ms a +1 `capture` or hook process spent after

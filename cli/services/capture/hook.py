@@ -1,8 +1,7 @@
 """`agentlog hooks run claude|codex`: what the agents call, without click.
 
-`cli.fast` runs it straight from the arguments (an agent waits for it at every session end
-or turn, so start-up time is the product) and `cli.commands.hooks` runs the same function
-from click. It captures only the transcript the payload names (see
+`cli.commands.hooks` runs it (an agent waits for it at every session end or turn, so
+start-up time is the product). It captures only the transcript the payload names (see
 `readers.capture`), brings history.db up to date, prints nothing on stdout, and never
 fails its agent: every error becomes one line on stderr and the exit status stays 0
 (Claude Code blocks `PreCompact` on exit 2). Transcript contents are never printed.

@@ -1,9 +1,9 @@
 """What the capture front ends share, without click: the roots and the capture of named files.
 
-`agentlog capture`, `capture --path` and `hooks run` (which `cli.fast` answers without
-importing click) call these; `CaptureConfigError` is a failure (`cli.services.errors`: exit
-1, as for any config.json problem). This is the only place the capture roots are read from
-flags, `config.json` and the environment; the library gets them as values.
+`agentlog capture`, `capture --path` and `hooks run` call these; `CaptureConfigError` is a
+failure (`cli.services.errors`: exit 1, as for any config.json problem). This is the only
+place the capture roots are read from flags, `config.json` and the environment; the library
+gets them as values.
 """
 
 from __future__ import annotations

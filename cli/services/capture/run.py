@@ -1,13 +1,10 @@
 """One `agentlog capture` pass (walk every root, capture, catch history.db up), without click.
 
-`cli.fast` runs it straight from the arguments for the plain shapes of the command (a
-scheduled or scripted `capture --json` pays for start-up on every run, and importing click
-costs more than a no-change capture); `cli.commands.capture` runs the same `run` from
-click for everything else (`--help`, `--watch`, `--path`, a terminal's progress bar).
-Both print the same: the JSON summary (`--json`) or one line on stdout, warnings and
-skipped links on stderr (counts and paths only, never transcript text). A log error
-while capturing is raised as `CaptureFailed` (its message is the log's), anything else as
-it is: each front end words them its way (one line, `cli.services.errors`).
+`cli.commands.capture` runs it for a one-shot capture (not `--watch`, not `--path`). It
+prints the JSON summary (`--json`) or one line on stdout, warnings and skipped links on
+stderr (counts and paths only, never transcript text). A log error while capturing is
+raised as `CaptureFailed` (its message is the log's), anything else as it is: the front end
+words them its way (one line, `cli.services.errors`).
 """
 
 from __future__ import annotations
