@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -48,6 +47,8 @@ def open_atomic(path: Path, *, mode: int = 0o600, fsync: bool = True) -> Iterato
     """A binary file to write `path`'s new content into (see the module promises): `path`
     is replaced when the block ends, untouched when it raises. The folder is created when
     missing."""
+    import tempfile  # ~10 ms of imports (random, shutil…): not on the +1 capture's path
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
