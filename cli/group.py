@@ -58,8 +58,8 @@ class LazyGroup(click.Group):
         ctx.meta["agentlog.help"] = any(a in ("--help", "-h") for a in ctx.args)
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort):
-            raise
+        except (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # a closed pipe: `cli.main` ends quietly
         except click.ClickException as exc:
             raise Shown(restyle(exc, _name(ctx))) from None
         except Exception as exc:

@@ -30,8 +30,21 @@ def main(argv: list[str] | None = None) -> Any:
 
     try:
         return cli.main(args=sys.argv[1:], prog_name="agentlog")
+    except BrokenPipeError:  # `agentlog search … | head`: the reader has all it wanted
+        _quiet_closed_pipe()
     finally:  # the process ends right after the answer (click exits with its code)
         startup.skip_final_collection()
+
+
+def _quiet_closed_pipe() -> None:
+    """Exit 141 (128 + SIGPIPE, what a shell reports for a program its pipe closed on) with
+    nothing on stderr: standard output is pointed at /dev/null first, so the interpreter's
+    own flush at exit cannot fail again (the recipe of Python's `signal` docs)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(141)
 
 
 if __name__ == "__main__":
