@@ -13,7 +13,7 @@ Promises:
 
 Real annotations, not `from __future__ import annotations`: its named tuples (and msgspec
 structs) read their field types when the class is made, and a string costs a
-`typing.ForwardRef` compile each (docs/performance.md, "Annotations").
+`typing.ForwardRef` compile each (docs/history/performance-journal.md, "Annotations").
 """
 
 import json

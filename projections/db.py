@@ -51,7 +51,7 @@ BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 # sqlite3 binds int/float/str/bytearray directly; any other parameter (None, bytes: ~10 of a
 # row's 24) goes through its adapter registry, which formats and drops an AttributeError for
 # an unregistered type. Identity adapters bind the same (NULL, BLOB) for a dict lookup: 5.7 %
-# of a rebuild's building-process instructions (docs/performance.md, session 20).
+# of a rebuild's building-process instructions (docs/history/performance-journal.md, session 20).
 _NONE: dict[None, None] = {}
 sqlite3.register_adapter(type(None), _NONE.get)
 sqlite3.register_adapter(bytes, bytes)

@@ -6,7 +6,7 @@ Two ways to run the scratch index, one behaviour (tests/test_fts_bulk.py runs ea
   more: `rebuild.fts_mode`): a child process (a fresh interpreter, like the parallel
   rebuild's parse process) indexes the chunks it is sent over a pipe, on the core the
   sequential load leaves idle; no GIL is shared, so the two sides never wait for each
-  other's hand-offs. Measured on 100,000 messages: docs/performance.md;
+  other's hand-offs. Measured on 100,000 messages: docs/history/performance-journal.md;
 - "inline" (the parallel and follow builds, whose parse process already has the other
   core, and small logs): the building thread itself indexes each chunk of rows as it is
   sent, on a second connection.

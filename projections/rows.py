@@ -56,7 +56,7 @@ _MULTI = {k: _INSERT + "".join(f", ({', '.join('?' * len(_STORED))})" for _ in r
 # says share them (`put_rows`' `runs`), they are bound once for all of its rows (numbered
 # parameters ?1..?15, each used in every row), then each row's own 8 (`_SHARED_SQL`). A bound
 # value costs CPython and SQLite ~400 instructions (a text is copied, the connection's mutex
-# taken); 15 of 23 a row are saved (docs/performance.md, session 24).
+# taken); 15 of 23 a row are saved (docs/history/performance-journal.md, session 24).
 _SHARED = tuple(i for i, c in enumerate(COLUMNS) if c in (
     "kind", "agent", "session", "job", "run", "message", "conversation", "subagent",
     "subagent_name", "title", "archived", "seq", "source", "sender", "extra"))
