@@ -12,7 +12,10 @@ runs under the cross-process writer lock (`EventLog.append` holds it):
   (`eventlog.chain`), computed as the record is encoded;
 - the first record a process writes to a log is preceded by its `WriterStarted` event;
 - a full map doubles (up to `max_map_size`) and the batch is retried from scratch; a full disk
-  is `LogFull` naming the free bytes, with nothing of the batch written.
+  is `LogFull` naming the free bytes, with nothing of the batch written;
+- `rewrites` (only `agentlog forget`, `eventlog.forget`) replace earlier records by their
+  forgotten or amended form in the same transaction as the forget event that names them
+  (the batch's last record), keeping each one's chain hash.
 """
 
 from __future__ import annotations
@@ -63,13 +66,16 @@ class Appender:
         self.written = 0  # record bytes committed (the store releases the map's pages by it)
 
     def commit(
-        self, batch: list[tuple[bytes, Event]], state: Mapping[bytes, bytes | None], at: int
+        self, batch: list[tuple[bytes, Event]], state: Mapping[bytes, bytes | None], at: int,
+        rewrites: Mapping[int, tuple[int, bytes]] | None = None,
+        meta: Mapping[bytes, bytes] | None = None,
     ) -> AppendResult:
         """Append `batch` in one transaction, growing the map as needed (caller holds the
-        writer lock)."""
+        writer lock). `rewrites`: seq -> (codec.FORGOTTEN or AMENDED, body), see the module
+        docstring; `meta` entries are put in the same transaction."""
         for _ in range(64):
             try:
-                return self._txn(batch, state, at)
+                return self._txn(batch, state, at, rewrites, meta)
             except lmdb.MapFullError:
                 self.grow()
             except lmdb.MapResizedError:
@@ -110,6 +116,8 @@ class Appender:
         items: list[tuple[bytes, Event]],
         state: Mapping[bytes, bytes | None],
         at: int,
+        rewrites: Mapping[int, tuple[int, bytes]] | None = None,
+        meta: Mapping[bytes, bytes] | None = None,
     ) -> AppendResult:
         """One write transaction: index keys, encode, chain, put, commit.
 
@@ -184,10 +192,15 @@ class Appender:
                 else:
                     txn.put(skey_, sval, db=self.dbs[b"state"])
             if duplicates:
-                meta = self.dbs[b"meta"]
-                old = txn.get(b"duplicates", db=meta)
+                meta_db = self.dbs[b"meta"]
+                old = txn.get(b"duplicates", db=meta_db)
                 total = (int(old) if old else 0) + duplicates
-                txn.put(b"duplicates", str(total).encode(), db=meta)
+                txn.put(b"duplicates", str(total).encode(), db=meta_db)
+            if rewrites:
+                self._rewrite(txn, rewrites, seq)
+                txn.put(b"forget_head", str(seq).encode(), db=self.dbs[b"meta"])
+            for mk, mv in (meta or {}).items():
+                txn.put(mk, mv, db=self.dbs[b"meta"])
             txn.commit()
         except BaseException:
             txn.abort()
@@ -200,6 +213,17 @@ class Appender:
             head=seq,
             seqs=tuple(range(seq - len(rows) + writer_extra + 1, seq + 1)),
         )
+
+    def _rewrite(self, txn: Any, rewrites: Mapping[int, tuple[int, bytes]], by: int) -> None:
+        """Replace each record of `rewrites` by its forgotten/amended form naming record `by`."""
+        events_db = self.dbs[b"events"]
+        for tseq, (fmt, body) in sorted(rewrites.items()):
+            skey = _SEQ.pack(tseq)
+            old = txn.get(skey, db=events_db)
+            if old is None or not 0 < tseq < by or len(old) < codec.HEADER:
+                raise CorruptRecord(tseq, "cannot be forgotten: no such record before the event")
+            txn.put(skey, codec.pack_tomb(fmt, bytes(old[1:codec.HEADER]), by, body),
+                    db=events_db)
 
     def _index_all(self, txn: Any, items: list[tuple[bytes, Event]], first: int) -> bool:
         """Index every key at first, first+1, ... if all are new; False if any is known."""

@@ -44,7 +44,12 @@ def iter_tagged(log: EventLog, batch: int = 5000) -> Iterator[TaggedRecord]:
     """Every record with its tag, the event left undecoded (cheap scans for reports); each
     record is checked against the chain first (`CorruptRecord` at the first bad one)."""
     for raw in log.iter_raw(1, batch, check=True):
-        _, _, stored = codec.unpack_value(raw.value)
+        fmt, _, stored = codec.unpack_value(raw.value)
+        if fmt == codec.FORGOTTEN:
+            yield TaggedRecord(raw.seq, 0, "forgotten", msgspec.Raw(b""))
+            continue
+        if fmt == codec.AMENDED:
+            stored = codec.unpack_tomb(raw.value)[3]
         try:
             env = codec.decode_envelope(stored)
         except msgspec.DecodeError as exc:
@@ -65,6 +70,9 @@ def audit(log: EventLog) -> dict[str, Any]:
     for rec in iter_tagged(log):
         tag = rec.tag
         by_tag[tag] += 1
+        if tag == "forgotten":  # no time, no content: counted, nothing else
+            count += 1
+            continue
         day = dt.datetime.fromtimestamp(rec.at / 1000, tz=dt.UTC).date().isoformat()
         by_day[day] += 1
         first = rec.at if first is None else first

@@ -7,6 +7,12 @@ An LMDB value in the `events` database is
 and the stored bytes are the MessagePack encoding of `Envelope`: capture time (UTC ms),
 idempotency key, and the event's own MessagePack (whose map carries the tag in "type").
 The chain hash covers the stored bytes exactly (see `chain`).
+
+`agentlog forget` leaves two more forms in place of a record (docs/events.md, "Forgotten
+records"); both keep the chain hash the record had, and name the forget event that made them:
+
+    0xF0 || chain hash || forget event seq (8 bytes) || idempotency key     forgotten
+    0xF1 || chain hash || forget event seq (8 bytes) || new stored bytes    amended
 Real annotations, not `from __future__ import annotations`: see `eventlog.events`.
 """
 
@@ -17,7 +23,10 @@ import msgspec
 from eventlog.events import Event, UnknownEvent
 
 FORMAT = 1
+FORGOTTEN = 0xF0  # the payload is gone (far from 0x01 in bits: a flip does not make one)
+AMENDED = 0xF1  # the payload was rewritten without a forgotten string
 HEADER = 33
+TOMB_HEADER = HEADER + 8  # ... then the forget event's seq
 
 
 class Envelope(msgspec.Struct, frozen=True):
@@ -91,3 +100,15 @@ def unpack_value(value: bytes | memoryview) -> tuple[int, bytes, memoryview]:
     """(format, chain hash, stored bytes) of an LMDB value."""
     mv = memoryview(value)
     return mv[0], bytes(mv[1:HEADER]), mv[HEADER:]
+
+
+def pack_tomb(fmt: int, chain_hash: bytes, forget_seq: int, body: bytes) -> bytes:
+    """A forgotten (`body` = idempotency key) or amended (`body` = new stored) value."""
+    return bytes([fmt]) + chain_hash + forget_seq.to_bytes(8, "big") + body
+
+
+def unpack_tomb(value: bytes | memoryview) -> tuple[int, bytes, int, memoryview]:
+    """(format, chain hash, forget event seq, body) of a forgotten or amended value."""
+    mv = memoryview(value)
+    return mv[0], bytes(mv[1:HEADER]), int.from_bytes(mv[HEADER:TOMB_HEADER], "big"), \
+        mv[TOMB_HEADER:]

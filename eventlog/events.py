@@ -224,6 +224,33 @@ class OperationRecorded(_Event, tag="operation.recorded", frozen=True):
     details: dict[str, Any] = {}
 
 
+class RecordsForgotten(_Event, tag="records.forgotten", frozen=True):
+    """`agentlog forget` replaced records in place (docs/events.md, "Forgotten records").
+
+    Never the content: `kind` (session, project or text), how many records were dropped
+    (`forgotten`) or rewritten without the string (`amended`), their seqs as inclusive
+    `ranges`, `attest` (SHA-256 over each one's seq, chain hash and new form, in seq order,
+    so `verify` proves what replaced them), `sources` (how many sources capture now skips),
+    and who asked.
+    """
+
+    kind: str
+    by: str
+    forgotten: int
+    amended: int
+    ranges: list[list[int]]
+    attest: bytes
+    at: int
+    sources: int = 0
+
+
+class Forgotten(msgspec.Struct, frozen=True):
+    """What a reader gets for a forgotten record: its place in the log, nothing else. Not
+    an event (never encoded); `tag_of` names it "forgotten"."""
+
+    forget_seq: int
+
+
 Event = (
     WriterStarted
     | MessageSent
@@ -240,6 +267,7 @@ Event = (
     | TurnsImported
     | SessionArchived
     | OperationRecorded
+    | RecordsForgotten
 )
 
 
@@ -266,13 +294,16 @@ ALL_EVENT_TYPES: tuple[type[_Event], ...] = (
     TurnsImported,
     SessionArchived,
     OperationRecorded,
+    RecordsForgotten,
 )
 
 
-def tag_of(event: Event | UnknownEvent) -> str:
+def tag_of(event: Event | UnknownEvent | Forgotten) -> str:
     """The pinned tag string of an event."""
     if isinstance(event, UnknownEvent):
         return event.tag
+    if isinstance(event, Forgotten):
+        return "forgotten"
     tag = type(event).__struct_config__.tag
     assert isinstance(tag, str)
     return tag

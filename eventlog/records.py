@@ -4,6 +4,10 @@
 hash, then the MessagePack envelope (see `codec`). An unknown tag decodes as `UnknownEvent`;
 bytes that are not MessagePack raise `CorruptRecord` (never a decoder's own error).
 
+A forgotten record (`agentlog forget`) decodes as `Forgotten` (its place, no content); an
+amended one as the event of its new stored bytes. Their chain hash is taken as stored:
+`verify` proves it through the forget event's attestation (`eventlog.forget`).
+
 `ChainCheck` is how every reader that produces output (restore, catch-up and rebuild,
 audit, export) trusts a record: it recomputes the record's chain hash from the previous
 one (one SHA-256 per record) and refuses a gap, an unknown format or a mismatch with
@@ -23,7 +27,7 @@ import msgspec
 
 from eventlog import chain, codec
 from eventlog.errors import CorruptRecord
-from eventlog.events import Event, UnknownEvent
+from eventlog.events import Event, Forgotten, UnknownEvent
 
 
 # Named tuples, not dataclasses: `dataclasses` (and building its classes) costs the hook
@@ -50,7 +54,7 @@ class StoredEvent(NamedTuple):
     key: bytes
     hash: bytes
     size: int
-    event: Event | UnknownEvent
+    event: Event | UnknownEvent | Forgotten
 
 
 class RawRecord(NamedTuple):
@@ -63,7 +67,12 @@ def decode_record(raw: RawRecord) -> StoredEvent:
         raise CorruptRecord(raw.seq, f"record of {len(raw.value)} bytes is shorter than its header")
     fmt, h, stored = codec.unpack_value(raw.value)
     if fmt != codec.FORMAT:
-        raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
+        if fmt not in (codec.FORGOTTEN, codec.AMENDED) or len(raw.value) < codec.TOMB_HEADER:
+            raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
+        _, h, forget_seq, stored = codec.unpack_tomb(raw.value)
+        if fmt == codec.FORGOTTEN:
+            return StoredEvent(seq=raw.seq, at=0, key=bytes(stored), hash=h, size=0,
+                               event=Forgotten(forget_seq))
     try:
         env = codec.decode_envelope(stored)
         event = codec.decode_event(env.event)
@@ -110,10 +119,15 @@ class ChainCheck:
             h = b""
         else:
             fmt, h, stored = codec.unpack_value(raw.value)
-            if fmt != codec.FORMAT:
+            if fmt == codec.FORMAT:
+                if self._unknown_prev or chain.link(self.prev, seq, stored) != h:
+                    why = "checksum mismatch"
+            elif fmt not in (codec.FORGOTTEN, codec.AMENDED):
                 why = f"unknown record format {fmt}"
-            elif self._unknown_prev or chain.link(self.prev, seq, stored) != h:
-                why = "checksum mismatch"
+            elif len(raw.value) < codec.TOMB_HEADER or not seq < codec.unpack_tomb(
+                    raw.value)[2]:
+                why = "a forgotten record that names no later forget event"
+            # else: forgotten or amended; its hash is proven by `verify` (the forget event)
         self.next_seq = seq + 1
         self.prev = h
         self._unknown_prev = len(h) != 32

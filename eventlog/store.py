@@ -158,12 +158,15 @@ class EventLog:
         *,
         state: Mapping[bytes, bytes | None] | None = None,
         at: int | None = None,
+        rewrites: Mapping[int, tuple[int, bytes]] | None = None,
+        meta: Mapping[bytes, bytes] | None = None,
     ) -> AppendResult:
         """Append `(idempotency key, event)` pairs in one transaction.
 
         `state` entries (capture cursors) are written (or deleted, for None) in the same
         transaction. Keys already in the log, or repeated within the batch, are skipped
-        and counted as duplicates.
+        and counted as duplicates. `rewrites` and `meta`: `eventlog.forget` only (see
+        `eventlog.appender`).
         """
         if self.readonly:
             raise EventLogError("log opened read-only")
@@ -173,7 +176,7 @@ class EventLog:
         stamp = now_ms() if at is None else at
         batch = list(items)
         with self.exclusive(), damage_named():
-            result = self._appender.commit(batch, state or {}, stamp)
+            result = self._appender.commit(batch, state or {}, stamp, rewrites, meta)
         # appending reads the key index and the tree's edges through the map: a long capture
         # must not keep them resident either
         self._unreleased_writes += self._appender.written
@@ -336,6 +339,20 @@ class EventLog:
                 if not bytes(k).startswith(prefix):
                     break
                 yield bytes(k), bytes(v)
+
+    def get_meta(self, key: bytes) -> bytes | None:
+        """An entry of the `meta` database (None when absent)."""
+        if self._dbs[b"meta"] is None:
+            return None
+        with damage_named(), self._begin() as txn:
+            v = txn.get(key, db=self._dbs[b"meta"])
+            return None if v is None else bytes(v)
+
+    def forget_head(self) -> int:
+        """The seq of the newest forget event (0 when nothing was ever forgotten): a
+        projection built before it still holds what was forgotten."""
+        v = self.get_meta(b"forget_head")
+        return int(v) if v else 0
 
     def duplicates(self) -> int:
         if self._dbs[b"meta"] is None:

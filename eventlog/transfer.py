@@ -4,11 +4,15 @@ The transfer format is JSON Lines (UTF-8), bounded in memory on both sides:
 
     {"format": "agentlog-log", "version": 1, "head": {"seq": N, "hash": HEX}}   header
     {"seq": 1, "at": MS, "key": B64, "hash": HEX, "stored": B64}                one a record
+    {"seq": 2, "at": 0, "key": B64, "hash": HEX, "form": B64}                   a forgotten
+                                                                                 or amended one
     {"state": B64, "value": B64}                                                 capture state
     {"end": true, "records": N, "head": {"seq": N, "hash": HEX}}                 trailer
 
 `stored` is the record's exact stored bytes (the MessagePack envelope the chain hashes), so
 a copy made with `StoredAppender` has the same bytes, the same hashes and the same head.
+`form` is the whole LMDB value of a record `agentlog forget` replaced (`eventlog.forget`):
+copied as it is, its chain hash taken as stored (the copy's `verify` proves it).
 
 Promises of `StoredAppender` (the only way to write records that were not encoded here):
 - it re-verifies the chain as it appends: seqs must run 1, 2, … with no gap, every stored
@@ -57,6 +61,7 @@ class TransferRecord:
     key: bytes
     hash: bytes
     stored: bytes
+    form: bytes = b""  # the whole value of a forgotten or amended record
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,10 @@ def iter_records(log: EventLog, *, batch: int = 64) -> Iterator[TransferRecord]:
         if raw.seq != expected:
             raise CorruptRecord(expected, f"gap: expected seq {expected}, found {raw.seq}")
         fmt, h, stored = codec.unpack_value(raw.value)
+        if fmt in (codec.FORGOTTEN, codec.AMENDED):
+            yield _form_record(raw.seq, bytes(raw.value))
+            prev, expected = h, expected + 1
+            continue
         if fmt != codec.FORMAT:
             raise CorruptRecord(raw.seq, f"unknown record format {fmt}")
         prev = chain.link(prev, raw.seq, stored)
@@ -100,6 +109,18 @@ def iter_records(log: EventLog, *, batch: int = 64) -> Iterator[TransferRecord]:
         expected += 1
 
 
+def _form_record(seq: int, value: bytes) -> TransferRecord:
+    """A forgotten or amended record as transferred (its key for the key index)."""
+    if len(value) < codec.TOMB_HEADER or codec.unpack_tomb(value)[2] <= seq:
+        raise CorruptRecord(seq, "a forgotten record that names no later forget event")
+    fmt, h, _, body = codec.unpack_tomb(value)
+    try:
+        key = bytes(body) if fmt == codec.FORGOTTEN else codec.decode_envelope(body).key
+    except msgspec.DecodeError as exc:
+        raise CorruptRecord(seq, f"does not decode ({str(exc)[:80]})") from None
+    return TransferRecord(seq, 0, key, h, b"", value)
+
+
 def write_jsonl(log: EventLog, out: IO[bytes], *, batch: int = 64) -> TransferResult:
     """Write the whole log (records, then capture state) to `out` in the transfer format."""
     head = log.head()
@@ -109,8 +130,9 @@ def write_jsonl(log: EventLog, out: IO[bytes], *, batch: int = 64) -> TransferRe
     for rec in iter_records(log, batch=batch):
         if rec.seq > head.seq:
             break  # appended after we started: the header names the head we promise
+        body = {"form": _b64(rec.form)} if rec.form else {"stored": _b64(rec.stored)}
         _line(out, {"seq": rec.seq, "at": rec.at, "key": _b64(rec.key), "hash": rec.hash.hex(),
-                    "stored": _b64(rec.stored)})
+                    **body})
         n += 1
     states = 0
     for k, v in log.iter_state(b""):
@@ -173,12 +195,14 @@ def parse_jsonl(
                 yield header
             elif "seq" in obj:
                 records += 1
+                form = "form" in obj
                 yield TransferRecord(
                     seq=_int(obj["seq"]),
                     at=_int(obj["at"]),
                     key=base64.b64decode(obj["key"], validate=True),
                     hash=bytes.fromhex(obj["hash"]),
-                    stored=base64.b64decode(obj["stored"], validate=True),
+                    stored=b"" if form else base64.b64decode(obj["stored"], validate=True),
+                    form=base64.b64decode(obj["form"], validate=True) if form else b"",
                 )
             elif "state" in obj:
                 yield (base64.b64decode(obj["state"], validate=True),
@@ -258,6 +282,10 @@ class StoredAppender:
         seq = self._seq + 1
         if rec.seq != seq:
             raise TransferError(f"record {rec.seq}: expected seq {seq} (records must be gapless)")
+        if rec.form:
+            _check_form(rec)
+            self._take(seq, rec.hash, rec.key, rec.form)
+            return
         try:
             env = codec.decode_envelope(rec.stored)
         except Exception as exc:  # msgspec raises DecodeError/ValidationError
@@ -272,6 +300,9 @@ class StoredAppender:
         h = chain.link(self._prev, seq, rec.stored)
         if h != rec.hash:
             raise TransferError(f"record {seq}: chain hash mismatch")
+        self._take(seq, h, env.key, codec.pack_value(h, rec.stored))
+
+    def _take(self, seq: int, h: bytes, key: bytes, value: bytes) -> None:
         self._prev, self._seq = h, seq
         if seq <= self._target.seq:
             if seq == self._target.seq and h != self._target.hash:
@@ -280,8 +311,8 @@ class StoredAppender:
                 )
             self.already_present += 1
             return
-        self._rows.append((env.key, chain.seq_key(seq), codec.pack_value(h, rec.stored)))
-        self._bytes += len(rec.stored)
+        self._rows.append((key, chain.seq_key(seq), value))
+        self._bytes += len(value)
         if len(self._rows) >= self.batch or self._bytes >= self.batch_bytes:
             self._flush()
 
@@ -361,6 +392,10 @@ def check_stream(
             seq += 1
             if item.seq != seq:
                 raise TransferError(f"record {item.seq}: expected seq {seq}")
+            if item.form:
+                _check_form(item)
+                prev = item.hash
+                continue
             try:
                 env = codec.decode_envelope(item.stored)
             except Exception as exc:
@@ -381,3 +416,17 @@ def check_stream(
             f"{seq} {prev.hex()[:16]}…"
         )
     return TransferResult(seq, 0, 0, states, Head(seq, prev))
+
+
+def _check_form(rec: TransferRecord) -> None:
+    """A transferred forgotten or amended record: its form, hash and key agree."""
+    try:
+        got = _form_record(rec.seq, rec.form)
+    except CorruptRecord as exc:
+        raise TransferError(str(exc)) from None
+    if got.hash != rec.hash or got.key != rec.key or not rec.key or len(rec.key) > 480:
+        raise TransferError(f"record {rec.seq}: its forgotten form disagrees with its line")
+    if got.form[0] == codec.AMENDED:
+        why = bad_event(_event(rec.seq, codec.decode_envelope(got.form[codec.TOMB_HEADER:]).event))
+        if why is not None:
+            raise TransferError(f"record {rec.seq}: {why}")

@@ -37,6 +37,9 @@ class VerifyReport:
     first_bad_seq: int | None = None
     reason: str | None = None
     structural: str = "not run"
+    forgotten: int = 0  # records `agentlog forget` dropped, proven by their forget events
+    amended: int = 0  # ... or rewrote without a forgotten string
+    forget_events: list[dict[str, object]] = field(default_factory=list)
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -51,7 +54,9 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
     sha256(h_{n-1} || seq_key(n) || stored), a decodable envelope and event (what every reader
     decodes: invalid UTF-8 in a string, say, is refused there and named here), and its idempotency
     key must map to n in the key index; finally the key index must hold exactly as many
-    keys as there are records (so it maps keys to records one to one).
+    keys as there are records (so it maps keys to records one to one). A forgotten or
+    amended record (`eventlog.forget`) is proven by the forget event it names instead of by
+    its own bytes: the event must exist, name it, and attest its hash and form.
     Raises nothing for bad data: the first problem is named in the report.
     """
     t0 = time.perf_counter()
@@ -61,6 +66,10 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
     sha256, seq_key, decode = hashlib.sha256, chain.seq_key, codec.decode_envelope
     decode_event = codec.decode_event
     header, fmt = codec.HEADER, codec.FORMAT
+    from eventlog.events import RecordsForgotten
+    from eventlog.forget import Attestations
+
+    attest = Attestations()
     try:
         done = events_db is None
         while not done:
@@ -78,20 +87,31 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
                     seq += 1
                     if len(v) < header:
                         raise CorruptRecord(seq, f"record too short ({len(v)} bytes)")
-                    if v[0] != fmt:
+                    if v[0] == fmt:
+                        stored = memoryview(v)[header:]
+                        h = sha256(prev + k)
+                        h.update(stored)
+                        prev = h.digest()
+                        if prev != v[1:header]:
+                            raise CorruptRecord(seq, "checksum mismatch")
+                    elif v[0] in (codec.FORGOTTEN, codec.AMENDED):
+                        attest.form(seq, v)
+                        prev = bytes(v[1:header])
+                        stored = codec.unpack_tomb(v)[3]
+                    else:
                         raise CorruptRecord(seq, f"unknown record format {v[0]}")
-                    stored = memoryview(v)[header:]
-                    h = sha256(prev + k)
-                    h.update(stored)
-                    prev = h.digest()
-                    if prev != v[1:header]:
-                        raise CorruptRecord(seq, "checksum mismatch")
-                    try:  # the event too: what restore, reindex and audit would refuse
-                        env = decode(stored)
-                        decode_event(env.event)
-                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                        raise CorruptRecord(seq, f"does not decode ({str(exc)[:80]})") from exc
-                    key = env.key
+                    if v[0] == codec.FORGOTTEN:
+                        key = bytes(stored)
+                    else:
+                        try:  # the event too: what restore, reindex and audit would refuse
+                            env = decode(stored)
+                            ev = decode_event(env.event)
+                        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                            raise CorruptRecord(
+                                seq, f"does not decode ({str(exc)[:80]})") from exc
+                        key = env.key
+                        if isinstance(ev, RecordsForgotten):
+                            attest.event(seq, ev)
                     if keys_db is None or get(key, db=keys_db) != k:
                         raise CorruptRecord(seq, f"key index does not map {key[:60]!r} here")
                     nbytes += len(v)
@@ -103,6 +123,11 @@ def scan(log: EventLog, *, batch: int = 10_000) -> VerifyReport:
             if nbytes - released >= RELEASE_BYTES:  # the whole log must not stay resident
                 log.release_pages()
                 released = nbytes
+        attest.finish()
+        report.forgotten, report.amended = attest.forgotten, attest.amended
+        report.forget_events = [
+            {"seq": s, "kind": ev.kind, "at": ev.at, "by": ev.by, "forgotten": ev.forgotten,
+             "amended": ev.amended} for s, ev in attest.events]
         report.records = report.head_seq = seq
         report.head_hash = prev.hex()
         report.bytes = nbytes
@@ -130,11 +155,17 @@ def _find_stray_key(log: EventLog, head: int) -> None:
         rec = log.read_raw(seq, 1) if seq <= head else []
         if not rec or rec[0].seq != seq:
             raise CorruptRecord(seq, f"key index points to a missing record ({key[:60]!r})")
-        try:
-            env = codec.decode_envelope(codec.unpack_value(rec[0].value)[2])
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
-        if env.key != key:
+        value = rec[0].value
+        if value and value[0] == codec.FORGOTTEN:
+            rec_key = bytes(codec.unpack_tomb(value)[3])
+        else:
+            try:
+                stored = (codec.unpack_tomb(value)[3] if value and value[0] == codec.AMENDED
+                          else codec.unpack_value(value)[2])
+                rec_key = codec.decode_envelope(stored).key
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+        if rec_key != key:
             raise CorruptRecord(seq, f"key index maps {key[:60]!r} to a record of another key")
 
 

@@ -17,7 +17,8 @@ Promises:
   across many small catch-ups of one process (`EventLog.read_raw`), so memory stays
   bounded whatever the size of the log;
 - a missing file, a schema or parser version change, or a log that no longer holds the
-  checkpoint's hash (replaced or truncated) leads to a full `rebuild` instead; so does a
+  checkpoint's hash (replaced or truncated), or a forget event after the checkpoint (the
+  file holds what was forgotten: `EventLog.forget_head`) leads to a full `rebuild`; so does a
   backlog that is most of the log and at least `FAST_PATH_BYTES` (a bulk load with the
   indexes built afterwards is ~2.5x faster per document than batches through triggers);
 - when nothing is new, the cost is one SQLite read and one LMDB read (a fast no-op);
@@ -236,6 +237,8 @@ def _log_matches(log: EventLog, cp: Checkpoint | None, head_seq: int) -> bool:
         return False
     if cp.last_seq == 0:
         return True
+    if log.forget_head() > cp.last_seq:
+        return False  # built before a forget: it still holds what was forgotten
     got = log.read_raw(cp.last_seq, 1)
     if not got or got[0].seq != cp.last_seq:
         return False

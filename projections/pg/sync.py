@@ -119,7 +119,8 @@ def ship_batch(con: Any, host: str, records: Sequence[RawRecord]) -> int:
             fmt, h, stored = codec.unpack_value(r.value)
             if r.seq != expect:
                 raise Diverged(f"host {host}: record {r.seq} does not follow server head {head}")
-            if fmt != codec.FORMAT or chain.link(prev, r.seq, stored) != h:
+            forgotten = fmt in (codec.FORGOTTEN, codec.AMENDED)  # proven by its forget event
+            if not forgotten and (fmt != codec.FORMAT or chain.link(prev, r.seq, stored) != h):
                 raise Diverged(f"host {host}: record {r.seq} does not continue the chain")
             rows.append((host, r.seq, h, r.value))
             prev, expect = h, expect + 1

@@ -3,7 +3,9 @@
 The chain formula is evaluated by PostgreSQL itself (`sha256`, `int8send` for the
 big-endian seq), one pass per host in seq order: seqs are gapless from 1, each value's
 format byte is 1, its embedded hash equals the `hash` column, and
-`hash = sha256(prev ‖ seq_be8 ‖ stored)`. The host's recorded head must be its last record.
+`hash = sha256(prev ‖ seq_be8 ‖ stored)`; a record the host forgot before shipping it
+(format 0xF0/0xF1, `eventlog.forget`) keeps its hash as stored (the host's own `verify`
+proves it through the forget event). The host's recorded head must be its last record.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ WITH r AS (
 ), bad AS (
   SELECT seq, CASE
     WHEN seq <> n THEN 'gap before this record'
-    WHEN get_byte(value, 0) <> 1 THEN 'unknown record format'
+    WHEN get_byte(value, 0) NOT IN (1, 240, 241) THEN 'unknown record format'
     WHEN substring(value FROM 2 FOR 32) <> hash THEN 'hash column differs from the record'
-    WHEN hash <> sha256(coalesce(prev, decode(repeat('00', 32), 'hex'))
+    WHEN get_byte(value, 0) = 1 AND hash <> sha256(coalesce(prev, decode(repeat('00', 32), 'hex'))
                         || int8send(seq) || substring(value FROM 34))
       THEN 'checksum mismatch' END AS reason
   FROM r
