@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "sync": "cli.commands.team:sync",
     "team": "cli.commands.team:team",
     "secrets": "cli.commands.secrets:secrets",
+    "forget": "cli.commands.forget:forget",
 }
 
 HELP: dict[str, str] = {
@@ -62,6 +63,7 @@ HELP: dict[str, str] = {
     "sync": "Copy the log to the team PostgreSQL server and project it there.",
     "team": "Set up the team PostgreSQL server (schema, roles) and show this host id.",
     "secrets": "List the secrets redacted from history (kind, session, time; never a value).",
+    "forget": "Forget a session, a project or a string for real (dry run unless --apply).",
 }
 
 # Commands that only read the home: a home that does not exist is a mistake (a typo in

@@ -56,8 +56,8 @@ def pack_many(texts: Sequence[str]) -> list[str | bytes]:
     """`[pack(t) for t in texts]`, the thread's compressor looked up once. One `compress`
     per text on that reused context: `multi_compress_to_buffer` makes a new context per call
     (~10 us: its allocation, and a CPUID, which a VM traps), more than the Python call per
-    text it saves at the ~60 texts of a typical call (docs/history/performance-journal.md, "Body packing,
-    session 24")."""
+    text it saves at the ~60 texts of a typical call (docs/history/performance-journal.md,
+    "Body packing, session 24")."""
     out: list[str | bytes] = list(texts)
     compress = _compressor().compress
     for i, text in enumerate(texts):

@@ -11,7 +11,8 @@ from typing import NamedTuple
 # A column value that binds as SQL NULL without a call: sqlite3 binds a float as it is, and
 # SQLite stores a NaN bound to a statement as NULL (sqlite3VdbeMemSetDouble); a None goes
 # through sqlite3's adapter registry (~1,200 instructions a value, ~10 a transcript row: 9 %
-# of a rebuild's load, docs/history/performance-journal.md). tests/test_rows_null.py holds SQLite to it.
+# of a rebuild's load, docs/history/performance-journal.md). tests/test_rows_null.py holds
+# SQLite to it.
 # It is `Row`'s default for every column that may be NULL; None binds the same.
 NULL = math.nan
 Nullable = str | float | None  # a text column's value: a str, or NULL (`NULL` or None)

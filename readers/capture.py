@@ -84,12 +84,17 @@ class Capturer:
         self._next_discovery = 0.0
         self._loaded = False
         self._failed = False
+        self._forgot: set[bytes] = set()  # `cur.forgot_key`s: sources and sessions not taken
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
             self._loaded = True
             self._load()
+            self._load_forgotten()
             self._new_sweep()
+
+    def _load_forgotten(self) -> None:
+        self._forgot = {k for k, _ in self.log.iter_state(cur.FORGOT_PREFIX)}
 
     # --- state ------------------------------------------------------------------------
 
@@ -120,6 +125,7 @@ class Capturer:
         if self.log.get_state(cur.EPOCH_KEY) != self._epoch:
             before = set(self.sources)
             self._load()
+            self._load_forgotten()
             for source in self.sources.keys() - before:
                 self._enqueue(source)  # registered by the other process: poll it here too
             self.sweeps_clean = 0  # what the sweep saw may be stale: one more clean sweep
@@ -224,7 +230,13 @@ class Capturer:
                     self._register(root, entry.rel, entry.layout, source)
 
     def _register(self, root: Root, rel: str, layout: str, source: str) -> None:
+        if self._forgot and cur.forgot_key(b"src", source) in self._forgot:
+            self.stats.forgotten.add(source)  # `agentlog forget` took it back: never again
+            return
         self._lock()
+        if cur.forgot_key(b"src", source) in self._forgot:  # forgotten meanwhile (reloaded)
+            self.stats.forgotten.add(source)
+            return
         if source in self.sources:  # another process registered it meanwhile
             self._enqueue(source)
             return
@@ -387,14 +399,18 @@ class Capturer:
                 return False
             self.stats.errors.append(f"{c.source}: {exc}")
             return False
-        self.stats.bytes += self._batch.add_rows(c.source, table, rows, at)
-        self.stats.rows += len(rows)
+        page_full = len(rows) >= limit
+        taken = rows
+        if self._forgot and rows:
+            taken = [r for r in rows if not _of_forgotten_session(r, self._forgot)]
+        self.stats.bytes += self._batch.add_rows(c.source, table, taken, at)
+        self.stats.rows += len(taken)
         if rows:
             self.stats.changed.add(c.source)
-            last = rows[-1]
+            last = rows[-1]  # past the forgotten ones too
             self._batch.state[key] = cur.encode(cur.RowCursor(last.time_updated, last.row_id))
             self._changes += 1
-        if len(rows) >= limit:
+        if page_full:
             self._put(src, c=_replace(c, backlog=True, missing=False))
             return True
         src.table_idx += 1
@@ -508,6 +524,25 @@ class Capturer:
         s.missing = sum(1 for x in self.sources.values() if x.cursor.missing)
         s.pending = sum(1 for x in self.sources.values() if is_pending(x.cursor))
         return s
+
+
+def _of_forgotten_session(row: Any, forgot: set[bytes]) -> bool:
+    """A row of a forgotten session (its id as the row's key or as its session column)."""
+    if cur.forgot_key(b"ses", row.row_id) in forgot:
+        return True
+    import json
+
+    try:
+        obj = json.loads(row.data)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    for name in ("session_id", "sessionID", "sessionId", "session"):
+        v = obj.get(name)
+        if isinstance(v, str) and cur.forgot_key(b"ses", v) in forgot:
+            return True
+    return False
 
 
 def _replace(c: cur.Cursor, **kw: Any) -> cur.Cursor:

@@ -75,6 +75,7 @@ class Stats:
         self.skipped: list[str] = []
         self.changed: set[str] = set()
         self.locked: set[str] = set()  # databases another process held: not polled again
+        self.forgotten: set[str] = set()  # sources `agentlog forget` took back: not captured
         # files of this run whose records the parsers could not read (set by the front end
         # after it indexed them: {path, source, types})
         self.unreadable: list[dict[str, Any]] = []
@@ -105,6 +106,7 @@ class Stats:
             "skipped": self.skipped[:20],
             "oversized": self.oversized,
             "unreadable": self.unreadable[:20],
+            "forgotten": len(self.forgotten),
         }
 
 

@@ -23,6 +23,7 @@ ROWS_PREFIX = b"rows\0"
 EPOCH_KEY = b"capture\0epoch"
 STATCACHE_PREFIX = b"statcache\0"
 DIRCACHE_PREFIX = b"dircache\0"
+FORGOT_PREFIX = b"forgot\0"  # + kind + digest: what `agentlog forget` took back (no names)
 HASH_SPAN = 4096  # bytes hashed at the head and before the cursor to detect rewrites
 
 
@@ -124,6 +125,12 @@ def decode_cursor(data: bytes) -> Cursor:
 
 def decode_rows(data: bytes) -> RowCursor:
     return _rows_dec.decode(data)
+
+
+def forgot_key(kind: bytes, ident: str) -> bytes:
+    """The state key marking a forgotten source (`kind` b"src", its source id) or session
+    (b"ses", its id): a digest, so the mark holds no path or id."""
+    return FORGOT_PREFIX + kind + blake2b(ident.encode(), digest_size=16).digest()
 
 
 def span_hash(data: bytes) -> bytes:

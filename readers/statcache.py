@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from eventlog import EventLog
 from readers import capture_files as cf
@@ -140,7 +140,8 @@ def _changed(log: EventLog, roots: list[Root], limit: int) -> Few | None:
         listing = dirs[scope] = {}
         stat = os.stat
         for prefix, folder, names in _folders(root.agent, str(root.path), cache,
-                                              _dir_cache(log, scope), listing):
+                                              _dir_cache(log, scope), listing,
+                                              _forgotten(log, scope)):
             for name in names:  # (the innermost loop of every capture: kept lean)
                 rel = prefix + name
                 want = cache.get(rel)
@@ -194,10 +195,21 @@ def cached_files(agent: str, root: str, known: Mapping[str, object], dirs: cur.D
             yield prefix + name, folder + name
 
 
+def _forgotten(log: EventLog, scope: str) -> Callable[[str], bool] | None:
+    """Whether a file of `scope` is a source `agentlog forget` took back (None: there is
+    none). Such a file is left out of the folder cache (its name is not kept) and is not a
+    new file."""
+    forgot = {k for k, _ in log.iter_state(cur.FORGOT_PREFIX + b"src")}
+    if not forgot:
+        return None
+    return lambda rel: cur.forgot_key(b"src", f"{scope}:{rel}") in forgot
+
+
 def _folders(agent: str, root: str, known: Mapping[str, object], dirs: cur.DirCache,
-             listed: cur.DirCache) -> Iterator[tuple[str, str, list[str]]]:
+             listed: cur.DirCache, skip: Callable[[str], bool] | None = None,
+             ) -> Iterator[tuple[str, str, list[str]]]:
     """`cached_files` a folder at a time: (its relative prefix "a/b/" or "", its path with
-    a trailing separator, the names of its history files)."""
+    a trailing separator, the names of its history files, but those `skip` names)."""
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -209,7 +221,7 @@ def _folders(agent: str, root: str, known: Mapping[str, object], dirs: cur.DirCa
         hit = dirs.get(rel_dir)
         if hit is None or hit[0] != mtime:
             started = time.time_ns()  # before listing: a later change has a later mtime
-            hit = _list(agent, path, rel_dir, known, mtime)
+            hit = _list(agent, path, rel_dir, known, mtime, skip)
             if hit is None:
                 continue  # vanished
             if mtime < started - RACY_NS:  # else too recent to trust: listed again next time
@@ -223,7 +235,8 @@ def _folders(agent: str, root: str, known: Mapping[str, object], dirs: cur.DirCa
 
 
 def _list(agent: str, path: str, rel_dir: str, known: Mapping[str, object],
-          mtime: int) -> tuple[int, list[str], list[str]] | None:
+          mtime: int, skip: Callable[[str], bool] | None = None,
+          ) -> tuple[int, list[str], list[str]] | None:
     """A folder's history files and the folders the walk goes into (`discovery.walk`'s
     rules: links never followed, known names kept, others by the reader's rules)."""
     files: list[str] = []
@@ -247,7 +260,7 @@ def _list(agent: str, path: str, rel_dir: str, known: Mapping[str, object],
             if is_dir:
                 if descends(agent, rel):
                     subdirs.append(e.name)
-            elif classify(agent, rel) is not None:
+            elif classify(agent, rel) is not None and (skip is None or not skip(rel)):
                 files.append(e.name)
     return mtime, files, subdirs
 

@@ -93,6 +93,10 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
                 f"ok: {report.records} records, {human_bytes(report.bytes)}, head "
                 f"{report.head_seq} {report.head_hash[:16]}…, structure {report.structural}"
             )
+            for fe in report.forget_events:
+                click.echo(f"forgotten: {fe['forgotten']} records dropped, {fe['amended']} "
+                           f"amended by the forget event at record {fe['seq']} ({fe['kind']}, "
+                           f"{_iso(fe['at'])}, by {fe['by']}); each proven by it")
         else:
             where = f"record {report.first_bad_seq}: " if report.first_bad_seq else ""
             click.echo(f"BAD: {where}{report.reason}", err=True)
@@ -265,3 +269,9 @@ def backup(ctx: click.Context, as_json: bool) -> None:
             f"backup {manifest['path']}: head {manifest['head_seq']} "
             f"{manifest['head_hash'][:16]}…, {human_bytes(manifest['bytes'])}, verified"
         )
+
+
+def _iso(ms: object) -> str:
+    from eventlog.audit import iso_ms
+
+    return iso_ms(ms if isinstance(ms, int) else None) or "?"

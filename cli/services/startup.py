@@ -44,8 +44,8 @@ def skip_final_collection() -> None:
 
     The interpreter's shutdown otherwise collects and frees every module, class and
     function one at a time: ~35 of the ~50 ms a +1 `capture` or hook process spent after
-    its work was done, under load (docs/history/performance-journal.md); the operating system takes the
-    memory back at once instead. Nothing else changes: atexit handlers run, files are
+    its work was done, under load (docs/history/performance-journal.md); the operating system
+    takes the memory back at once instead. Nothing else changes: atexit handlers run, files are
     flushed and closed, objects outside reference cycles are finalized as before (the
     log's environment and the SQLite connections are closed explicitly anyway); only
     objects in reference cycles are left to the OS, as at any process exit. Every
