@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eventlog import codec
 from eventlog import forget as fg
 from eventlog.events import MessageSent
@@ -264,3 +266,44 @@ def test_a_projection_built_before_a_forget_is_rebuilt(tmp_path: Path, home: Pat
     fg.forget(log, p.targets, kind="session", by="t")  # step 1 only, as if killed after it
     log.close()
     assert _hits(home, MARK) == 0
+
+
+# --- the team store -------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_team_store_follows_a_forget(tmp_path: Path, home: Path, pg_url: str) -> None:
+    """A writer role (row-level security on) syncs, forgets, syncs again: the server's raw
+    records and documents hold nothing of the session, its chain check and
+    `verify --postgres` pass, and the other sessions are still found there."""
+    import psycopg
+
+    tag = pg_url.rsplit("/", 1)[1]
+    init = run_cli(home, "team", "init", pg_url, "--writer", f"{tag}_f", "--json")
+    assert init.returncode == 0, init.stderr.decode()
+    writer = json.loads(init.stdout)["roles"][0]["url"]
+    _sources(tmp_path)
+    _capture(tmp_path, home)
+    assert run_cli(home, "sync", "--to", writer).returncode == 0
+
+    def server_holds(needle: str) -> tuple[int, int]:
+        with psycopg.connect(pg_url) as con:
+            raw = con.execute("SELECT count(*) FROM agentlog.records WHERE position(%s IN"
+                              " value) > 0", (needle.encode(),)).fetchone()
+            docs = con.execute("SELECT count(*) FROM agentlog.documents WHERE text LIKE %s OR"
+                               " session = %s", (f"%{needle}%", needle)).fetchone()
+        assert raw is not None and docs is not None
+        return int(raw[0]), int(docs[0])
+
+    assert server_holds(MARK) != (0, 0)
+    done = run_cli(home, "forget", "--session", GONE, "--apply")
+    assert done.returncode == 0, done.stderr.decode()
+    synced = run_cli(home, "sync", "--to", writer, "--json")
+    assert synced.returncode == 0, synced.stderr.decode()
+    assert json.loads(synced.stdout)["forgotten"] >= 2
+    assert server_holds(MARK) == (0, 0) and server_holds(GONE)[0] == 0
+    assert server_holds("lemurword")[1] > 0
+    ver = run_cli(home, "verify", "--postgres", pg_url, "--json")
+    assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
+    again = run_cli(home, "sync", "--to", writer, "--json")  # nothing more to replace
+    assert json.loads(again.stdout)["forgotten"] == 0

@@ -373,7 +373,26 @@ def finish(home: Home, p: Plan | None = None) -> dict[str, Any]:
         out["archiveFilesRemoved"] = _archives(home, p)
         out["journalLinesDropped"] = _journal(home, p)
     out["backupsReplaced"] = _backups(home)
+    out["teamScratchRemoved"] = _team_scratch(home)
     return out
+
+
+def _team_scratch(home: Home) -> list[str]:
+    """The team projector's scratch copy of this host's projection (`team-projector/`) holds
+    what was forgotten: removed (the next projection replays the host; the next `sync`
+    replaces the server's copies, `projections.pg.sync.push_forgotten`)."""
+    folder = home.root / "team-projector"
+    if not folder.is_dir():
+        return []
+    from cli.services.team_sync import host_id
+
+    gone = []
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        f = folder / f"{host_id(home)}.db{suffix}"
+        if f.exists():
+            f.unlink()
+            gone.append(str(f))
+    return gone
 
 
 def pending(home: Home) -> bool:

@@ -145,6 +145,26 @@ def project(
     return out
 
 
+def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:
+    """The host's projected rows gone and its checkpoint at 0, in the caller's transaction:
+    the projector replays the host from seq 1 (a sync that replaced forgotten records
+    calls it in the same transaction)."""
+    if ranked is None:
+        ranked = rank.ready(c, write=True)
+    if ranked:
+        rank.lock_shared(c)
+        c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
+                  " agentlog.documents WHERE host = %s)", (host,))
+    c.execute("DELETE FROM agentlog.documents WHERE host = %s", (host,))
+    c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (host,))
+    c.execute(
+        "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
+        " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
+        " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
+        " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
+        (host, schema.SCHEMA_VERSION, db.parser_version()))
+
+
 class _HostProjector:
     def __init__(self, con: Any, host: str, path: Path, out: ProjectResult,
                  ranked: bool) -> None:
@@ -195,18 +215,7 @@ class _HostProjector:
                 Path(f"{self.path}{suffix}").unlink()
         scon = self._open_scratch()
         c = self.con
-        if self.ranked:
-            rank.lock_shared(c)
-            c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
-                      " agentlog.documents WHERE host = %s)", (self.host,))
-        c.execute("DELETE FROM agentlog.documents WHERE host = %s", (self.host,))
-        c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (self.host,))
-        c.execute(
-            "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
-            " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
-            " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
-            " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
-            (self.host, schema.SCHEMA_VERSION, db.parser_version()))
+        drop_host_rows(c, self.host, self.ranked)
         c.commit()
         self.out.replayed.append(self.host)
         return scon

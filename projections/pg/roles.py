@@ -34,7 +34,7 @@ _GRANTS = f"""
 GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
 GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
-GRANT INSERT ON agentlog.records TO {WRITER};
+GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
 GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection,
   agentlog.rank_terms, agentlog.rank_champions TO {WRITER};
 GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
@@ -45,6 +45,7 @@ DROP POLICY IF EXISTS hosts_register ON agentlog.hosts;
 DROP POLICY IF EXISTS hosts_advance ON agentlog.hosts;
 DROP POLICY IF EXISTS records_read ON agentlog.records;
 DROP POLICY IF EXISTS records_own ON agentlog.records;
+DROP POLICY IF EXISTS records_forget ON agentlog.records;
 CREATE POLICY hosts_read ON agentlog.hosts FOR SELECT USING (true);
 CREATE POLICY hosts_register ON agentlog.hosts FOR INSERT TO {WRITER}
   WITH CHECK (owner = current_user);
@@ -54,6 +55,13 @@ CREATE POLICY records_read ON agentlog.records FOR SELECT USING (true);
 CREATE POLICY records_own ON agentlog.records FOR INSERT TO {WRITER}
   WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
                       WHERE h.host = records.host AND h.owner = current_user));
+CREATE POLICY records_forget ON agentlog.records FOR UPDATE TO {WRITER}
+  USING (EXISTS (SELECT 1 FROM agentlog.hosts h
+                 WHERE h.host = records.host AND h.owner = current_user))
+  WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
+                      WHERE h.host = records.host AND h.owner = current_user)
+              AND get_byte(value, 0) IN (240, 241)
+              AND substring(value FROM 2 FOR 32) = hash);
 """
 
 
