@@ -122,9 +122,9 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
     except TeamError as exc:
         raise Failure(str(exc)) from None
     except Exception as exc:  # psycopg errors: permission, missing schema
-        from projections.pg.conn import redact
+        from projections.pg.conn import explain, redact
 
-        raise Failure(redact(f"{describe(url)}: {exc}")) from None
+        raise Failure(redact(f"{describe(url)}: {explain(exc)}")) from None
     me = host_id(home) if (home.root / HOST_FILE).exists() else None
     hosts = []
     local: dict[str, Any] | None = None
@@ -222,15 +222,17 @@ class _Syncer:
                 backoff = 0.0
                 if result.behind:
                     self.wake.set()  # more to ship: go on after this bounded pass
-            except (TeamError, OSError) as exc:
+            except Exception as exc:  # never let the thread die silently
                 backoff = min(max(backoff * 2, 5.0), MAX_BACKOFF)
-                print(f"agentlog: team sync failed, retrying in {backoff:.0f} s: "
-                      f"{redact(str(exc))}", file=sys.stderr)
+                known = isinstance(exc, TeamError | OSError)
+                why = redact(str(exc) if known else repr(exc))
+                now = int(time.time() * 1000)
+                _write_state(self.home, {"lastError": why, "lastErrorAt": now,
+                                         "nextRetryAt": now + int(backoff * 1000)})
+                print(f"agentlog: team sync failed, retrying in {backoff:.0f} s: {why}",
+                      file=sys.stderr)
                 time.sleep(backoff)
                 self.wake.set()
-            except Exception as exc:  # never let the thread die silently
-                print(f"agentlog: team sync error: {redact(repr(exc))}", file=sys.stderr)
-                time.sleep(MAX_BACKOFF)
 
 
 _syncers: dict[str, _Syncer] = {}
@@ -268,4 +270,5 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
         "lastSuccessAt": state.get("lastSuccessAt"),
         "lastAttemptAt": state.get("lastAttemptAt"),
         "lastError": state.get("lastError"),
+        "nextRetryAt": state.get("nextRetryAt") if state.get("lastError") else None,
     }}

@@ -33,7 +33,16 @@ from typing import Any
 
 from projections import db
 from projections.pg import rank, schema
-from projections.pg.conn import TeamError, connect
+from projections.pg.conn import (
+    WRITE_TIMEOUTS,
+    ServerUnavailable,
+    TeamError,
+    connect,
+    driver,
+    expired,
+    explain,
+    redact,
+)
 from projections.rows import COLUMNS, Row
 from projections.text import fold
 
@@ -105,10 +114,30 @@ def project(
     max_batches: int | None = None,
     rebuild: bool = False,
 ) -> ProjectResult:
-    """Bring the server's projection up to every host's shipped head (or `max_batches`)."""
+    """Bring the server's projection up to every host's shipped head (or `max_batches`).
+    A server error is one `TeamError` line (`ServerUnavailable` when it went away or
+    stopped answering: the next run resumes from the projection's checkpoint)."""
+    psycopg = driver()
+    con = connect(url)
+    try:
+        return _project(con, scratch_dir, hosts, batch, batch_bytes, max_batches, rebuild)
+    except psycopg.OperationalError as exc:
+        if expired(con):
+            raise ServerUnavailable(f"the team server did not answer within "
+                                    f"{WRITE_TIMEOUTS[1]} s while projecting: the next sync "
+                                    "resumes") from None
+        raise ServerUnavailable(redact(f"team server, while projecting: {explain(exc)} "
+                                       "(the next sync resumes)")) from None
+    except psycopg.Error as exc:
+        raise TeamError(redact(f"team server refused the projection: {explain(exc)}")) from None
+    finally:
+        con.close()
+
+
+def _project(con: Any, scratch_dir: Path, hosts: list[str] | None, batch: int,
+             batch_bytes: int, max_batches: int | None, rebuild: bool) -> ProjectResult:
     started = time.monotonic()
     out = ProjectResult()
-    con = connect(url)
     try:
         if not schema.exists(con):
             con.rollback()
@@ -140,7 +169,6 @@ def project(
         if ranked and out.documents:
             out.rank_lists = rank.make_lists(con)
     finally:
-        con.close()
         out.seconds = time.monotonic() - started
     return out
 

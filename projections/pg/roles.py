@@ -93,15 +93,21 @@ def _role_exists(con: Any, name: str) -> bool:
 
 
 def _with_credentials(url: str, user: str, password: str) -> str:
+    """`url` with another user and password, everything else kept (sslmode, sslrootcert,
+    options and any other parameter: a handed-out URL keeps the owner's TLS settings)."""
+    from urllib.parse import quote, urlsplit, urlunsplit
+
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    d = conninfo_to_dict(url)
-    host = d.get("host") or "localhost"
-    port = d.get("port") or "5432"
-    db = d.get("dbname") or d.get("user") or user
     if "://" not in url:
         return make_conninfo(url, user=user, password=password)
-    return f"postgresql://{user}:{password}@{host}:{port}/{db}"
+    parts = urlsplit(url)
+    d = conninfo_to_dict(url)
+    hostport = parts.netloc.rsplit("@", 1)[-1] or f"{d.get('host') or 'localhost'}:" \
+        f"{d.get('port') or '5432'}"
+    path = parts.path if parts.path not in ("", "/") else f"/{d.get('dbname') or user}"
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{hostport}"
+    return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
 
 
 def init_team(con: Any, url: str, writers: list[str], readers: list[str], *,

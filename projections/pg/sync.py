@@ -30,7 +30,16 @@ from typing import Any
 from eventlog import EventLog, chain, codec
 from eventlog.records import RawRecord
 from projections.pg import schema
-from projections.pg.conn import ServerUnavailable, TeamError, connect, driver, redact
+from projections.pg.conn import (
+    WRITE_TIMEOUTS,
+    ServerUnavailable,
+    TeamError,
+    connect,
+    driver,
+    expired,
+    explain,
+    redact,
+)
 
 BATCH = 1000
 BATCH_BYTES = 8 << 20
@@ -166,9 +175,12 @@ def sync(
     try:
         return _sync(con, log, host, label, batch, batch_bytes, max_batches, on_batch, started)
     except psycopg.OperationalError as exc:
-        raise ServerUnavailable(redact(f"team server: {exc}")) from None
+        if expired(con):
+            raise ServerUnavailable(f"the team server did not answer within "
+                                    f"{WRITE_TIMEOUTS[1]} s: the next sync resumes") from None
+        raise ServerUnavailable(redact(f"team server: {explain(exc)}")) from None
     except psycopg.Error as exc:  # refused by a policy or a privilege, bad schema
-        raise TeamError(redact(f"team server refused: {exc}")) from None
+        raise TeamError(redact(f"team server refused: {explain(exc)}")) from None
     finally:
         con.close()
 
