@@ -110,13 +110,18 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
     compared with the local log; prints the report, returns the exit status."""
     from cli.services.output import emit_json
     from projections.pg.conn import TeamError, connect, describe
+    from projections.pg.project import compare_documents
     from projections.pg.verify import check_hosts, compare_local
 
     url = resolve_url(home, value)
+    me = host_id(home) if (home.root / HOST_FILE).exists() else None
+    docs: dict[str, Any] | None = None
     try:
         con = connect(url)
         try:
             checks = check_hosts(con)
+            if me is not None and any(c.host == me for c in checks):
+                docs = compare_documents(con, me, home.root / "team-projector" / f"{me}.db")
         finally:
             con.close()
     except TeamError as exc:
@@ -125,7 +130,6 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
         from projections.pg.conn import explain, redact
 
         raise Failure(redact(f"{describe(url)}: {explain(exc)}")) from None
-    me = host_id(home) if (home.root / HOST_FILE).exists() else None
     hosts = []
     local: dict[str, Any] | None = None
     for c in checks:
@@ -133,8 +137,11 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
         if c.host == me and home.has_log():
             local = compare_local(c, home.log(readonly=True))
             entry["local"] = local
+        if c.host == me and docs is not None:
+            entry["documents"] = docs
         hosts.append(entry)
-    ok = all(c.ok for c in checks) and (local is None or bool(local["ok"]))
+    ok = (all(c.ok for c in checks) and (local is None or bool(local["ok"]))
+          and (docs is None or bool(docs["ok"])))
     if as_json:
         emit_json({"ok": ok, "server": describe(url), "hosts": hosts})
     else:
@@ -148,6 +155,14 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
                 line += f"; this home: {loc['state']} (local head {loc['localHead']})"
                 if loc["detail"]:
                     line += f", {loc['detail']}"
+            if "documents" in h:
+                d = h["documents"]
+                if not d["checked"]:
+                    line += f"; documents not compared: {d['detail']}"
+                elif d["ok"]:
+                    line += f"; {d['documents']} documents match the local projection"
+                else:
+                    line += f"; documents DIFFER from the local projection: {d['detail']}"
             print(line)
         if not hosts:
             print(f"{describe(url)}: no hosts yet")

@@ -358,3 +358,46 @@ def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) 
                       " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (host, alias, session)"
                       " DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at",
                       (host, _clean(alias), _clean(session), row[0], row[1]))
+
+
+def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:
+    """The server's documents of `host` against the projection this home's projector wrote
+    (`team-projector/<host>.db`, made from the local log): one digest per document over
+    every column, compared both ways. `checked` is false (and says why) when there is no
+    local copy or it is not at the server's projection checkpoint."""
+    import hashlib
+
+    if not scratch.exists():
+        return {"checked": False, "ok": True, "detail": "no local projection to compare with "
+                "(the projector of another machine wrote it): run `agentlog sync` here"}
+    row = con.execute("SELECT last_seq FROM agentlog.projection WHERE host = %s",
+                      (host,)).fetchone()
+    scon = db.connect(scratch, readonly=True)
+    try:
+        cp = db.read_checkpoint(scon)
+        if row is None or cp is None or int(row[0]) != cp.last_seq:
+            return {"checked": False, "ok": True, "detail": "the local projection is at seq "
+                    f"{cp.last_seq if cp else 0}, the server's at {row[0] if row else 0}: "
+                    "run `agentlog sync` to compare"}
+        local: dict[str, str] = {}
+        for r in scon.execute(f"SELECT {', '.join(DOC_COLS)} FROM documents"):
+            vals = [_clean(v) for v in r]
+            joined = "\x1f".join(str(v) for v in vals if v is not None)
+            local[str(vals[0])] = hashlib.md5(joined.encode(), usedforsecurity=False).hexdigest()
+    finally:
+        scon.close()
+    cols = ", ".join(f"{c}::text" for c in DOC_COLS)
+    server = {str(i): str(d) for i, d in con.execute(
+        f"SELECT id, md5(concat_ws(chr(31), {cols})) FROM agentlog.documents WHERE host = %s",
+        (host,))}
+    con.rollback()
+    edited = sorted(i for i in server.keys() & local.keys() if server[i] != local[i])
+    extra = sorted(server.keys() - local.keys())
+    missing = sorted(local.keys() - server.keys())
+    ok = not (edited or extra or missing)
+    detail = "" if ok else "; ".join(
+        f"{label}: {len(ids)} ({', '.join(ids[:3])}{'…' if len(ids) > 3 else ''})"
+        for label, ids in (("edited", edited), ("not in the log", extra),
+                           ("missing", missing)) if ids)
+    return {"checked": True, "ok": ok, "documents": len(server), "edited": len(edited),
+            "extra": len(extra), "missing": len(missing), "detail": detail}

@@ -30,6 +30,19 @@ WRITER = "agentlog_writer"
 READER = "agentlog_reader"
 _NAME = re.compile(r"^[a-z0-9_]{1,40}$")
 
+# the derived tables a host's projector writes: readable by all, written only for the hosts
+# the role owns (a writer cannot forge, edit or delete another host's search data)
+_OWN = ("EXISTS (SELECT 1 FROM agentlog.hosts h WHERE h.host = {t}.host"
+        " AND h.owner = current_user)")
+_DERIVED_POLICIES = "\n".join(
+    f"ALTER TABLE agentlog.{t} ENABLE ROW LEVEL SECURITY;\n"
+    f"DROP POLICY IF EXISTS {t}_read ON agentlog.{t};\n"
+    f"DROP POLICY IF EXISTS {t}_own ON agentlog.{t};\n"
+    f"CREATE POLICY {t}_read ON agentlog.{t} FOR SELECT USING (true);\n"
+    f"CREATE POLICY {t}_own ON agentlog.{t} FOR ALL TO {WRITER}"
+    f" USING ({_OWN.format(t=t)}) WITH CHECK ({_OWN.format(t=t)});"
+    for t in ("documents", "aliases", "projection"))
+
 _GRANTS = f"""
 GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
@@ -55,6 +68,7 @@ CREATE POLICY records_read ON agentlog.records FOR SELECT USING (true);
 CREATE POLICY records_own ON agentlog.records FOR INSERT TO {WRITER}
   WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
                       WHERE h.host = records.host AND h.owner = current_user));
+{_DERIVED_POLICIES}
 CREATE POLICY records_forget ON agentlog.records FOR UPDATE TO {WRITER}
   USING (EXISTS (SELECT 1 FROM agentlog.hosts h
                  WHERE h.host = records.host AND h.owner = current_user))
