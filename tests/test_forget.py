@@ -307,3 +307,42 @@ def test_the_team_store_follows_a_forget(tmp_path: Path, home: Path, pg_url: str
     assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
     again = run_cli(home, "sync", "--to", writer, "--json")  # nothing more to replace
     assert json.loads(again.stdout)["forgotten"] == 0
+
+
+def test_forget_a_session_of_a_shared_database(tmp_path: Path, home: Path) -> None:
+    """opencode keeps every session in one SQLite file: the forgotten session's rows go,
+    the other sessions of the same file stay, and its rows are not taken again."""
+    import sqlite3
+
+    from tests.test_secrets import _opencode
+
+    db = tmp_path / "opencode" / "opencode.db"
+    _opencode(db)
+    con = sqlite3.connect(db)
+    t = 1_793_000_100_000
+    con.execute("INSERT INTO session VALUES ('ses_keep', 'other', '/p/other', ?, ?)", (t, t))
+    con.execute("INSERT INTO message VALUES ('msg_k', 'ses_keep', ?, ?, ?)",
+                (t, t, json.dumps({"role": "user"})))
+    con.execute("INSERT INTO part VALUES ('prt_k', 'msg_k', 'ses_keep', ?, ?, ?)",
+                (t, t, json.dumps({"type": "text", "text": "gecko keeps this one"})))
+    con.commit()
+    (tmp_path / "empty").mkdir()
+    args = ("capture", "--claude-dir", str(tmp_path / "empty"), "--codex-dir",
+            str(tmp_path / "empty"), "--opencode-dir", str(tmp_path / "opencode"),
+            "--runs-dir", str(tmp_path / "empty"), "--json")
+    assert run_cli(home, *args).returncode == 0
+    assert _hits(home, "jackal") > 0 and _hits(home, "gecko") > 0
+    done = run_cli(home, "forget", "--session", "ses_sec", "--apply", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    got = json.loads(done.stdout)
+    assert got["sources"] == 0 and got["sharedSources"] == 1 and got["forgotten"] >= 3
+    assert _files_holding(home, "jackal", "ses_sec") == []
+    assert _hits(home, "jackal") == 0 and _hits(home, "gecko") > 0
+    # the agent updates the forgotten session: its rows are still not taken
+    con.execute("UPDATE part SET data = ?, time_updated = ? WHERE id = 'prt_0'",
+                (json.dumps({"type": "text", "text": "jackal again"}), t + 5))
+    con.commit()
+    con.close()
+    assert run_cli(home, *args).returncode == 0
+    assert _hits(home, "jackal") == 0 and _files_holding(home, "jackal", "ses_sec") == []
+    assert run_cli(home, "verify").returncode == 0
