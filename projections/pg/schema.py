@@ -126,11 +126,15 @@ CREATE TABLE IF NOT EXISTS agentlog.migrations(
 def version(con: Any) -> int:
     """The database's migration version (0: no agentlog schema; 1: made before migrations
     were recorded)."""
-    row = con.execute("SELECT to_regclass('agentlog.migrations'),"
-                      " to_regclass('agentlog.records')").fetchone()
-    if row is None or row[1] is None:
+    # pg_class read by a query sees what committed before this statement; to_regclass
+    # answers from the session's catalog snapshot, which may predate a concurrent first sync
+    names = {str(r[0]) for r in con.execute(
+        "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+        " ON n.oid = c.relnamespace WHERE n.nspname = 'agentlog'"
+        " AND c.relname IN ('migrations', 'records')")}
+    if "records" not in names:
         return 0
-    if row[0] is None:
+    if "migrations" not in names:
         return 1
     got = con.execute("SELECT max(version) FROM agentlog.migrations").fetchone()
     return int(got[0]) if got and got[0] is not None else 1
@@ -159,7 +163,7 @@ def ensure_schema(con: Any) -> list[int]:
             if have < 1:
                 applied.append(1)
             continue
-        con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (%s, %s)",
-                    (step, name))
+        con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (%s, %s)"
+                    " ON CONFLICT (version) DO NOTHING", (step, name))
         applied.append(step)
     return applied
