@@ -32,7 +32,6 @@ import getpass
 import json
 import os
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,91 +110,25 @@ def plan(home: Home, *, session: str | None = None, project: str | None = None,
         p = Plan("text", text=text)
         _scan(home, p)
         return p
+    from projections import forgetting
+
+    db = home.history_db
     if project is not None:
-        sessions = _sessions_of_project(home.history_db, project)
+        sessions = forgetting.sessions_of_project(db, project)
         p = Plan("project", sessions=sessions, project=project)
-        if not sessions and not _project_known(home.history_db, project):
+        if not sessions and not forgetting.project_known(db, project):
             raise NotFound(f"no project {project!r} in the history (`agentlog history` "
                            "lists them)")
     else:
         assert session is not None
-        p = Plan("session", sessions=[_session_id(home.history_db, session)])
-    _sources(home.history_db, p)
+        found = forgetting.session_id(db, session)
+        if found is None:
+            raise NotFound(f"no session {session!r} in the history (`agentlog search` shows "
+                           "ids)")
+        p = Plan("session", sessions=[found])
+    p.owned_sources, p.shared_sources = forgetting.sources_of(db, p.sessions)
     _scan(home, p)
     return p
-
-
-def _connect(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-
-
-def _session_id(db: Path, given: str) -> str:
-    """`given` as a session id: exact, an alias, or a unique prefix of at least 6."""
-    con = _connect(db)
-    try:
-        if con.execute("SELECT 1 FROM document_rows WHERE session = ? LIMIT 1",
-                       (given,)).fetchone():
-            return given
-        rows = con.execute("SELECT DISTINCT session FROM aliases WHERE alias = ?",
-                           (given,)).fetchall()
-        if len(rows) == 1:
-            return str(rows[0][0])
-        if len(given) >= 6:
-            rows = con.execute(
-                "SELECT DISTINCT session FROM document_rows WHERE session >= ? AND session < ?"
-                " LIMIT 2", (given, given + "\uffff")).fetchall()
-            if len(rows) == 1:
-                return str(rows[0][0])
-            if len(rows) > 1:
-                raise BadInput(f"session {given!r} is ambiguous: give more of its id")
-    finally:
-        con.close()
-    raise NotFound(f"no session {given!r} in the history (`agentlog search` shows ids)")
-
-
-def _sessions_of_project(db: Path, project: str) -> list[str]:
-    con = _connect(db)
-    try:
-        rows = con.execute(
-            "SELECT session FROM document_rows WHERE project = ? AND session IS NOT NULL"
-            " UNION SELECT session FROM sessions WHERE project = ?", (project, project))
-        return sorted(str(r[0]) for r in rows)
-    finally:
-        con.close()
-
-
-def _project_known(db: Path, project: str) -> bool:
-    con = _connect(db)
-    try:
-        return con.execute("SELECT 1 FROM document_rows WHERE project = ? LIMIT 1",
-                           (project,)).fetchone() is not None
-    finally:
-        con.close()
-
-
-def _sources(db: Path, p: Plan) -> None:
-    """The sources the sessions' rows came from: owned (no other session in them) or shared."""
-    if not p.sessions:
-        return
-    con = _connect(db)
-    try:
-        con.execute("CREATE TEMP TABLE gone(session TEXT PRIMARY KEY)")
-        con.executemany("INSERT OR IGNORE INTO gone VALUES (?)", [(s,) for s in p.sessions])
-        rows = con.execute(
-            "SELECT s.id, s.source FROM doc_sources s WHERE s.id IN (SELECT DISTINCT source_id"
-            " FROM document_rows WHERE session IN (SELECT session FROM gone))").fetchall()
-        for sid, source in rows:
-            other = con.execute(
-                "SELECT 1 FROM document_rows WHERE source_id = ? AND session IS NOT NULL AND"
-                " session NOT IN (SELECT session FROM gone) LIMIT 1", (sid,)).fetchone()
-            if other is None:
-                got = con.execute("SELECT root, path FROM sources WHERE source = ?",
-                                  (source,)).fetchone()
-                p.owned_sources[str(source)] = (os.path.join(got[0], got[1]) if got else "")
-            else:
-                p.shared_sources.add(str(source))
-    finally:
-        con.close()
 
 
 def _scan(home: Home, p: Plan) -> None:
