@@ -87,7 +87,10 @@ def test_forget_session_leaves_no_byte_and_verify_names_the_event(tmp_path: Path
     _capture(tmp_path, home)
     assert _hits(home, MARK) > 0
     assert run_cli(home, "backup").returncode == 0
-    assert _files_holding(home, MARK, GONE)  # the log and the backup hold it
+    archived = run_cli(home, "archive", "--after-days", "1", "--now", "2027-06-01T00:00:00Z")
+    assert archived.returncode == 0, archived.stderr.decode()
+    assert len(list((home / "archive").rglob("*.json"))) == 3
+    assert _files_holding(home, MARK, GONE)  # the log, the backup and an archive file hold it
 
     dry = run_cli(home, "forget", "--session", GONE, "--json")
     assert dry.returncode == 0, dry.stderr.decode()
@@ -100,6 +103,8 @@ def test_forget_session_leaves_no_byte_and_verify_names_the_event(tmp_path: Path
     assert done.returncode == 0, done.stderr.decode()
     got = json.loads(done.stdout)
     assert got["backupsReplaced"] and got["scrubbedPages"] > 0
+    assert len(got["archiveFilesRemoved"]) == 1
+    assert len(list((home / "archive").rglob("*.json"))) == 2  # the others' stay
     assert _files_holding(home, MARK, GONE) == []
     assert _hits(home, MARK) == 0 and _hits(home, "lemurword") > 0
 

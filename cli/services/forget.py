@@ -348,8 +348,20 @@ def archive_files(home: Home, p: Plan) -> Iterator[Path]:
             assert p.text is not None
             if any(v in body for v in _variants(p.text)):
                 yield f
-        elif any(json.dumps(s)[1:-1].encode() in body for s in p.sessions):
-            yield f
+        elif _envelope_sessions(body) & set(p.sessions):
+            yield f  # an archive file is one session's envelope: its turns name it
+
+
+def _envelope_sessions(body: bytes) -> set[str]:
+    """The session ids an export envelope's turns carry (none when it is not one)."""
+    try:
+        turns = json.loads(body).get("turns")
+    except (ValueError, AttributeError):
+        return set()
+    if not isinstance(turns, list):
+        return set()
+    return {t["sessionId"] for t in turns
+            if isinstance(t, dict) and isinstance(t.get("sessionId"), str)}
 
 
 def _archives(home: Home, p: Plan) -> list[str]:
