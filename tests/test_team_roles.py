@@ -14,7 +14,8 @@ from projections.pg.project import project
 from projections.pg.sync import sync
 from tests.conftest import run_cli
 from tests.pgserver import PASSWORD
-from tests.test_team_sync import make_log
+from tests.test_projections_support import append
+from tests.test_team_sync import make_log, messages
 
 pytestmark = pytest.mark.postgres
 
@@ -108,3 +109,28 @@ def test_a_writer_cannot_forge_edit_or_delete_another_host_s_search_data(
     assert state() == before
     hits = pgq.search(team["s"], "zebra", limit=50)["hits"]
     assert all(h["host"] == "host-a" for h in hits) and hits
+
+
+def test_only_the_host_s_own_writer_can_hold_its_projector_lock(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 6, prefix="a")
+    sync(log_a, team["a"], "host-a")
+    project(team["a"], tmp_path / "scratch", hosts=["host-a"])  # makes host-a's lock row
+    with psycopg.connect(team["s"]) as con, pytest.raises(
+            psycopg.errors.InsufficientPrivilege):  # a reader may not lock it
+        con.execute("SELECT * FROM agentlog.projector_locks FOR UPDATE")
+    with psycopg.connect(team["b"]) as con:  # another host's writer does not see it
+        assert con.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
+                           " FOR UPDATE").fetchall() == []
+        # ... and its advisory locks no longer stop host-a's projector
+        con.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
+                    " hashtext('host-a'))")
+        append(log_a, messages(3, "late"), prefix="late")
+        sync(log_a, team["a"], "host-a")
+        got = project(team["a"], tmp_path / "scratch", hosts=["host-a"])
+        assert not got.busy and got.hosts == {"host-a": log_a.head().seq}
+    with psycopg.connect(team["a"]) as holder:  # the host's own second projector waits
+        holder.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
+                       " FOR UPDATE")
+        busy = project(team["a"], tmp_path / "scratch2", hosts=["host-a"])
+        assert busy.busy and busy.busy_hosts == ["host-a"]

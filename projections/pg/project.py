@@ -27,6 +27,7 @@ import contextlib
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,7 @@ def project(
     psycopg = driver()
     con = connect(url)
     try:
-        return _project(con, scratch_dir, hosts, batch, batch_bytes, max_batches, rebuild)
+        return _project(con, url, scratch_dir, hosts, batch, batch_bytes, max_batches, rebuild)
     except psycopg.OperationalError as exc:
         if expired(con):
             raise ServerUnavailable(f"the team server did not answer within "
@@ -134,7 +135,7 @@ def project(
         con.close()
 
 
-def _project(con: Any, scratch_dir: Path, hosts: list[str] | None, batch: int,
+def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, batch: int,
              batch_bytes: int, max_batches: int | None, rebuild: bool) -> ProjectResult:
     started = time.monotonic()
     out = ProjectResult()
@@ -150,27 +151,60 @@ def _project(con: Any, scratch_dir: Path, hosts: list[str] | None, batch: int,
         for host in names:
             if hosts is not None and host not in hosts:
                 continue
-            got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
-                              (LOCK_KEY, host)).fetchone()
-            con.commit()
-            if not got[0]:
-                out.busy = True
-                out.busy_hosts.append(host)
-                continue
-            try:
+            with _host_lock(con, url, host) as held:
+                if not held:
+                    out.busy = True
+                    out.busy_hosts.append(host)
+                    continue
                 _HostProjector(con, host, scratch_dir / f"{host}.db", out, ranked).run(
                     batch, batch_bytes, max_batches, rebuild)
-            finally:
-                with contextlib.suppress(Exception):
-                    con.rollback()
-                    con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
-                                (LOCK_KEY, host))
-                    con.commit()
         if ranked and out.documents:
             out.rank_lists = rank.make_lists(con)
     finally:
         out.seconds = time.monotonic() - started
     return out
+
+
+@contextlib.contextmanager
+def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
+    """One projector per host: the host's `projector_locks` row, locked FOR UPDATE NOWAIT by
+    a second connection whose transaction stays open while the host is projected (a role
+    that may not update the row — a reader, another host's writer — cannot take it; a
+    projector that dies releases it with its connection). A database its owner has not
+    migrated to step 3 yet: the session advisory lock of before. Yields whether it is held."""
+    if con.execute("SELECT to_regclass('agentlog.projector_locks')").fetchone()[0] is None:
+        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                          (LOCK_KEY, host)).fetchone()
+        con.commit()
+        try:
+            yield bool(got[0])
+        finally:
+            if got[0]:
+                with contextlib.suppress(Exception):
+                    con.rollback()
+                    con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
+                                (LOCK_KEY, host))
+                    con.commit()
+        return
+    con.rollback()
+    holder = connect(url)
+    try:
+        holder.execute("SET idle_in_transaction_session_timeout = 0")  # held while projecting
+        holder.execute("INSERT INTO agentlog.projector_locks(host) VALUES (%s)"
+                       " ON CONFLICT (host) DO NOTHING", (host,))
+        holder.commit()
+        psycopg = driver()
+        try:
+            got = holder.execute("SELECT host FROM agentlog.projector_locks WHERE host = %s"
+                                 " FOR UPDATE NOWAIT", (host,)).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            holder.rollback()
+            got = None
+        yield got is not None
+    finally:
+        with contextlib.suppress(Exception):
+            holder.rollback()
+        holder.close()
 
 
 def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:

@@ -41,7 +41,7 @@ _DERIVED_POLICIES = "\n".join(
     f"CREATE POLICY {t}_read ON agentlog.{t} FOR SELECT USING (true);\n"
     f"CREATE POLICY {t}_own ON agentlog.{t} FOR ALL TO {WRITER}"
     f" USING ({_OWN.format(t=t)}) WITH CHECK ({_OWN.format(t=t)});"
-    for t in ("documents", "aliases", "projection"))
+    for t in ("documents", "aliases", "projection", "projector_locks"))
 
 _GRANTS = f"""
 GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
@@ -51,6 +51,7 @@ GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
 GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection,
   agentlog.rank_terms, agentlog.rank_champions TO {WRITER};
 GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
+GRANT INSERT, UPDATE ON agentlog.projector_locks TO {WRITER};
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS hosts_read ON agentlog.hosts;

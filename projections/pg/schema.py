@@ -12,6 +12,8 @@ Tables:
   rows it covers.
 - `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache.
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
+- `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
+  only a role that may update the row can take it (row-level security: its own hosts).
 
 Versioned migrations: `MIGRATIONS` is an ordered list of steps; `ensure_schema` applies
 those after the database's version, each recorded in `migrations`, in the caller's
@@ -115,6 +117,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (2, "records hold a known record form whose hash is the hash column",
      "ALTER TABLE agentlog.records ADD CONSTRAINT records_form CHECK ("
      " get_byte(value, 0) IN (1, 240, 241) AND substring(value FROM 2 FOR 32) = hash);"),
+    (3, "projector locks: a row a host's projector holds FOR UPDATE while it projects",
+     "CREATE TABLE IF NOT EXISTS agentlog.projector_locks(host text PRIMARY KEY);"),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
