@@ -93,8 +93,13 @@ def search(
     filters: dict[str, Any] | None = None,
     limit: Any = None,
     answer: bool = False,
+    *,
+    snippet_chars: int | None = None,
+    role: bool = False,
 ) -> dict[str, Any]:
-    """Search the history; with `answer`, add an answer grounded in the top hits."""
+    """Search the history; with `answer`, add an answer grounded in the top hits.
+    `snippet_chars` and `role`: shorter snippets and each hit's role (MCP's compact answer;
+    the team server cuts its snippets instead)."""
     if not isinstance(query, str):
         raise BadInput("query: expected a string")
     from cli.services.search import require_words
@@ -105,11 +110,19 @@ def search(
         from projections.pg import query as pg
 
         result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
+        if snippet_chars is not None:
+            for hit in result.get("hits", []):
+                text = str(hit.get("snippet") or "")
+                if len(text) > snippet_chars:
+                    hit["snippet"] = text[: snippet_chars - 1].rstrip() + "…"
     else:
         if "host" in clean:
             raise BadInput("host: only with a team server (mcp/serve --postgres)")
+        more: dict[str, Any] = {"role": role}
+        if snippet_chars is not None:
+            more["snippet_chars"] = snippet_chars
         result = _call(
-            q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
+            q.search, home.history_db, query, clean or None, limit, engine=_engine(home), **more
         )
         with_capture(home, result)
     if answer:
