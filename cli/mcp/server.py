@@ -42,7 +42,8 @@ DETAILS = ("compact", "full")
 _DETAIL = {"type": "string", "enum": list(DETAILS), "default": "compact",
            "description": "full: every field and link."}
 SNIPPET_CHARS = 160  # a compact hit's snippet (full: 320)
-MAX_CHARS = 300  # a conversation item's text by default (maxChars)
+MAX_CHARS = 300  # a conversation item's text by default (maxChars; full: 16,000)
+MAX_ITEM_CHARS = 16_000  # projections.query.MAX_ITEM_CHARS, the most an item holds
 
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -83,7 +84,8 @@ CONVERSATION_SCHEMA: dict[str, Any] = {
         "id": {"type": "string", "description": "A hit's id or session."},
         "after": {"type": "string", "description": "The previous page's next."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-        "maxChars": {"type": "integer", "minimum": 40, "maximum": 16000, "default": MAX_CHARS,
+        "maxChars": {"type": "integer", "minimum": 40, "maximum": MAX_ITEM_CHARS,
+                     "default": MAX_CHARS,
                      "description": "Text per item."},
         "toolOutput": {"type": "boolean", "default": False,
                        "description": "Show tool outputs (else folded)."},
@@ -174,21 +176,21 @@ def _detail(args: dict[str, Any]) -> str:
     return str(detail)
 
 
-def _tool_output(args: dict[str, Any]) -> bool:
+def _tool_output(args: dict[str, Any], full: bool) -> bool:
     value = args.get("toolOutput")
     if value is None:
-        return False
+        return full  # detail: full is the seed's page: nothing folded
     if not isinstance(value, bool):
         raise ArgumentProblem("toolOutput: expected true or false")
     return value
 
 
-def _max_chars(args: dict[str, Any]) -> int:
+def _max_chars(args: dict[str, Any], full: bool) -> int:
     value = _integer(args.get("maxChars"), "maxChars")
     if value is None:
-        return MAX_CHARS
-    if not 40 <= value <= 16000:
-        raise ArgumentProblem(f"maxChars: must be an integer 40..16000; got {value}")
+        return MAX_ITEM_CHARS if full else MAX_CHARS
+    if not 40 <= value <= MAX_ITEM_CHARS:
+        raise ArgumentProblem(f"maxChars: must be an integer 40..{MAX_ITEM_CHARS}; got {value}")
     return value
 
 
@@ -214,7 +216,9 @@ def call_tool(home: Home, name: str, args: dict[str, Any]) -> tuple[dict[str, An
                               role=compact)
         return search_answer(result, found["query"], detail)
     if name == "get_conversation":
-        detail, max_chars, tool_output = _detail(args), _max_chars(args), _tool_output(args)
+        detail = _detail(args)
+        full = detail == "full"
+        max_chars, tool_output = _max_chars(args, full), _tool_output(args, full)
         page = calls.conversation(home, **conversation_args(args))
         return conversation_answer(page, detail, max_chars, tool_output)
     raise ArgumentProblem(f"unknown tool {name!r}")
