@@ -182,7 +182,8 @@ class CaptureLoop:
         self._initial_done = False
         before = read_note(self.home) or {}
         self._ever = self._ever or bool(before.get("everCaughtUp") or before.get("caughtUp"))
-        self._publish(None, pending=0)  # the note is ours now: a predecessor's never speaks
+        # the note is ours now: a predecessor's never speaks for this pass
+        self._publish(None, pending=None)
         roots = self._roots()
         while not roots:  # nothing to capture (yet): say so, look again now and then
             self._initial_done = True
@@ -338,10 +339,12 @@ class CaptureLoop:
         pending.update(engine.ready)
         return len(pending)
 
-    def _publish(self, engine: Any, *, pending: int | None = None) -> None:
-        if pending is None:
+    def _publish(self, engine: Any, *, pending: int | None = -1) -> None:
+        """Write the note: `pending` files as given (None: not known yet, nor the head;
+        -1: counted from `engine`)."""
+        if pending == -1:
             pending = self._pending(engine)
-        head = engine.log.head().seq if engine is not None else 0
+        head = engine.log.head().seq if engine is not None else (0 if pending == 0 else None)
         files = len(engine.sources) if engine is not None else 0
         discovering = (not engine.discovery_done) if engine is not None else (
             not self._initial_done)
