@@ -29,9 +29,10 @@ def _listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = statcache._list
 
-    def spy(agent: str, path: str, rel_dir: str, known: object, mtime: int) -> object:
+    def spy(agent: str, path: str, rel_dir: str, known: object, mtime: int,
+            skip: object = None) -> object:
         calls.append(rel_dir)
-        return real(agent, path, rel_dir, known, mtime)  # type: ignore[arg-type]
+        return real(agent, path, rel_dir, known, mtime, skip)  # type: ignore[arg-type]
 
     monkeypatch.setattr(statcache, "_list", spy)
     return calls
