@@ -6,7 +6,8 @@ over 4 simulated hosts, each with its own LMDB log. Prints:
   binary COPY of the same record bytes into an unindexed table (the floor);
 - projection: docs/s of `projections.pg.project.project` (all hosts), against the local
   SQLite `rebuild` of one log holding the same documents;
-- search p50/p99 of rare-token, two-term and very-common-term queries through
+- search p50/p99 of rare-token, two-term, very-common-term and two-character CJK queries
+  (one text in ten holds a run of CJK words; a trigram cannot serve two characters) through
   `projections.pg.query.search`, against `projections.query.search` on that history.db;
 - disk: the server's records and documents (with indexes) against LMDB and history.db.
 
@@ -39,6 +40,10 @@ from projections.pg.sync import sync  # noqa: E402
 from projections.rebuild import rebuild  # noqa: E402
 
 HOSTS = 4
+
+
+CJK_WORDS = ["数据", "迁移", "计划", "中文", "搜索", "测试", "文件", "错误", "修复", "部署",
+             "日志", "接口", "配置", "用户", "缓存", "索引"]
 
 
 def fill(log: EventLog, texts: list[str], idx: list[int]) -> None:
@@ -99,6 +104,9 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         texts, vocab = make_texts(n)
+        crng = random.Random(5)  # one text in ten also holds a run of CJK words (no spaces)
+        for i in range(0, n, 10):
+            texts[i] += " " + "".join(crng.choice(CJK_WORDS) for _ in range(6))
         logs = {}
         for h in range(HOSTS):
             logs[f"host{h}"] = EventLog(work / f"log{h}", command="bench")
@@ -151,7 +159,9 @@ def main() -> None:
         for q in rare[:5] + common[:5]:  # warm caches and connections
             pgq.search(url, q)
             query.search(db, q)
-        for name, qs in (("rare token", rare), ("two terms", two), ("very common", common)):
+        cjk2 = [rng.choice(CJK_WORDS) for _ in range(nq)]  # two characters: no trigram
+        for name, qs in (("rare token", rare), ("two terms", two), ("very common", common),
+                         ("CJK 2-char", cjk2)):
             pg_ms = timed(lambda q: pgq.search(url, q), qs)
             lo_ms = timed(lambda q: query.search(db, q), qs)
             print(f"search {name:<12} postgres p50 {pct(pg_ms, 50):7.2f} ms p99"

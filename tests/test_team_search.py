@@ -211,3 +211,21 @@ def test_a_peer_identity_finds_what_was_addressed_to_it(
             assert _ids(got) == _ids(want), (who, text)
     got = pgq.search(url, "migration", {"host": "alpha", "session": "peer-a"}, limit=50)
     assert {"message:m3", "message:m4"} <= set(_ids(got))
+
+
+def test_a_two_character_cjk_word_is_found_through_the_tsvector_index(
+        two_hosts: tuple[str, EventLog, Path]) -> None:
+    """A trigram needs three characters: the projection adds CJK bigrams to `tsv`, so "中文"
+    has an index to use, and answers as local search does."""
+    url, _log, db_path = two_hosts
+    with psycopg.connect(url) as con:
+        con.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in con.execute(
+            "EXPLAIN SELECT rid FROM agentlog.documents d WHERE d.tsv @@"
+            " plainto_tsquery('simple', %s) AND d.text ILIKE %s", ("中文", "%中文%")))
+        grams = con.execute("SELECT count(*) FROM agentlog.documents WHERE tsv @@"
+                            " plainto_tsquery('simple', '中文')").fetchone()
+    assert "documents_tsv" in plan and grams is not None and grams[0] > 0
+    want = local.search(db_path, "中文", limit=50)
+    got = pgq.search(url, "中文", {"host": "alpha"}, limit=50)
+    assert _ids(got) == _ids(want) and _ids(got)

@@ -39,7 +39,7 @@ def _turn(r: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _text(tokens: list[str]) -> tuple[list[str], list[Any]]:
-    words, subs = _plan(tokens)
+    words, subs, _grams = _plan(tokens)  # no bigram condition: exact without it
     conds: list[str] = []
     params: list[Any] = []
     if words:

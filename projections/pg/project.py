@@ -96,8 +96,17 @@ class ProjectResult:
 
 def words(text: str) -> str:
     """The text the tsvector is built from: folded literal word tokens (the query side folds
-    its tokens the same way), so 'simple' sees exactly the words unicode61 would."""
-    return " ".join(_TOKEN.findall(fold(text)))
+    its tokens the same way), so 'simple' sees exactly the words unicode61 would; and, for
+    text holding CJK, the overlapping bigrams of each CJK run (`projections.cjk`, as the
+    local side index), so a CJK query of two or more characters finds its candidates
+    through the tsvector's index (a trigram needs three)."""
+    from projections import cjk
+
+    folded = fold(text)
+    out = " ".join(_TOKEN.findall(folded))
+    if cjk.has_cjk(folded):
+        out = f"{out} {cjk.grams_text(folded)}"
+    return out
 
 
 def _clean(value: Any) -> Any:

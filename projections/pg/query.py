@@ -128,19 +128,29 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _plan(tokens: list[str]) -> tuple[list[str], list[str]]:
-    """(words for the tsquery, substrings for ILIKE)."""
+def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(words for the tsquery, substrings for ILIKE, the CJK bigrams every match holds)."""
     from projections import cjk
 
     words: list[str] = []
     subs: list[str] = []
+    grams: list[str] = []
     for tok in tokens:
         if not cjk.has_cjk(tok):
             words.append(fold(tok))
             continue
         runs, rest = cjk.split_token(tok)
         subs += runs + rest
-    return words, subs
+        grams += [g for r in runs if len(r) >= 2 for g in cjk.bigrams(fold(r))]
+    return words, subs, grams
+
+
+def _all_have_grams(con: Any) -> bool:
+    """Whether every host's documents carry the CJK bigrams (projected at schema 2 or
+    later): until then a bigram condition would miss the others' CJK documents."""
+    row = con.execute("SELECT coalesce(min(schema_version), 2) FROM agentlog.projection"
+                      ).fetchone()
+    return row is not None and int(row[0]) >= 2
 
 
 def search(url: str, query: str, filters: Mapping[str, Any] | None = None,
@@ -158,10 +168,13 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
     hits: list[dict[str, Any]] = []
     _local.path = None
     if tokens:
-        words, subs = _plan(tokens)
+        words, subs, grams = _plan(tokens)
         conds, params = _where(flt, host)
         if subs:  # the trigram index covers exactly the documents holding CJK
             conds.append(f"d.{CJK_PREDICATE}")
+        if grams and _all_have_grams(con):  # candidates through the tsvector's GIN index;
+            conds.append("d.tsv @@ plainto_tsquery('simple', %s)")  # ILIKE keeps it exact
+            params.append(" ".join(grams))
         for s in subs:
             conds.append("d.text ILIKE %s")
             params.append(_like(s))

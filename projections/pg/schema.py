@@ -29,7 +29,9 @@ from typing import Any
 from projections import cjk
 
 SCHEMA = "agentlog"
-SCHEMA_VERSION = 1
+# the projection's layout: a projector replays a host projected under another version
+# (2: CJK bigrams in `tsv`)
+SCHEMA_VERSION = 2
 # Documents holding CJK text: the only ones a substring (trigram) condition is ever asked of
 # (see `query._plan`), so the trigram index covers just them — over every document it cost
 # ~5x the rest of the projection (bench/postgres.py). Queries repeat this exact predicate.
