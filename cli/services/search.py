@@ -34,10 +34,11 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
         ensure_current_quietly(home, ensure_current)
     project = options.get("project")
     if project is not None:  # an unknown project is a mistake: name the known ones
+        from projections.project_key import project_key
         from projections.sessions import known_projects, unknown_project_hint
 
         known = known_projects(home.history_db)
-        if project not in known:
+        if project_key(str(project).rstrip("/") or "/") not in known:
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
