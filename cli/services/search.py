@@ -48,6 +48,16 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     return with_capture(home, result)
 
 
+def keep_lists(home: Home) -> bool:
+    """One bounded step (~0.2 s) of making the ranking lists history.db still wants
+    (`projections.catchup.make_some_lists`, the capture loop's idle step): a rebuild makes
+    only the most common words' lists, and without them a query of a common word ranks
+    every match. Whether more may be wanted (False: none, or no history.db)."""
+    from projections.catchup import make_some_lists
+
+    return make_some_lists(home.history_db)
+
+
 def require_words(text: object) -> None:
     """A query with no searchable word is bad input on every front end (the terminal, MCP,
     HTTP): the library answers it with no hits, which would read as "never said"."""
