@@ -87,7 +87,12 @@ const Browse = (() => {
   // the sessions API) and the projects (the projects API), newest activity first.
   const RECENT_PROJECTS = 6, RECENT_SESSIONS = 12, LANDING_PROJECTS = 15;
   async function landing(view, go) {
-    const res = await getJson("/api/projects");
+    let res;
+    try { res = await getJson("/api/projects"); }
+    catch (e) {  // e.g. nothing captured yet: the first screen says so, it is no failure
+      view.appendChild(el("p", "muted landing-empty", e.message));
+      return 0;
+    }
     const box = el("div", "landing");
     const recent = el("section", "recent");
     recent.appendChild(el("h2", null, "Recent sessions"));
