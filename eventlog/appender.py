@@ -198,7 +198,11 @@ class Appender:
                 txn.put(b"duplicates", str(total).encode(), db=meta_db)
             if rewrites:
                 self._rewrite(txn, rewrites, seq)
-                txn.put(b"forget_head", str(seq).encode(), db=self.dbs[b"meta"])
+                meta_db = self.dbs[b"meta"]
+                txn.put(b"forget_head", str(seq).encode(), db=meta_db)
+                older = txn.get(b"forget_events", db=meta_db)
+                txn.put(b"forget_events", (bytes(older) + b"," if older else b"")
+                        + str(seq).encode(), db=meta_db)
             for mk, mv in (meta or {}).items():
                 txn.put(mk, mv, db=self.dbs[b"meta"])
             txn.commit()

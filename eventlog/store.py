@@ -354,6 +354,11 @@ class EventLog:
         v = self.get_meta(b"forget_head")
         return int(v) if v else 0
 
+    def forget_events(self) -> list[int]:
+        """The seqs of every forget event, oldest first (the team sync sends their forms)."""
+        v = self.get_meta(b"forget_events")
+        return [int(x) for x in v.split(b",")] if v else []
+
     def duplicates(self) -> int:
         if self._dbs[b"meta"] is None:
             return 0

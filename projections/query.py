@@ -33,7 +33,7 @@ from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionErr
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
-from projections.text import query_tokens, snippet
+from projections.text import SNIPPET_CHARS, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
 MAX_ITEM_CHARS = 16_000
@@ -139,16 +139,20 @@ _ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "ses
              "conversation", "project", "role", "subagent", "title", "text", "archived")
 
 
-def _hit(row: tuple[Any, ...], tokens: list[str]) -> dict[str, Any]:
+def _hit(row: tuple[Any, ...], tokens: list[str], width: int = SNIPPET_CHARS,
+         role: bool = False) -> dict[str, Any]:
     r = dict(zip(_ROW_KEYS, row, strict=True))
-    return {
+    hit = {
         "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
-        "snippet": snippet(r["text"] or "", tokens), "link": _link(r["kind"], r),
+        "snippet": snippet(r["text"] or "", tokens, width), "link": _link(r["kind"], r),
         "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
         "archived": bool(r["archived"]),
     }
+    if role:
+        hit["role"] = r["role"]
+    return hit
 
 
 @damage_named
@@ -159,9 +163,16 @@ def search(
     limit: int | str | None = None,
     *,
     engine: str | None = None,
+    snippet_chars: int = SNIPPET_CHARS,
+    role: bool = False,
 ) -> dict[str, Any]:
-    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md)."""
+    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
+    of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
+    (the compact answer of MCP's `search_history`)."""
     tokens = query_tokens(query)
+    if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
+            40 <= snippet_chars <= SNIPPET_CHARS):
+        raise QueryError("snippet_chars", f"must be an integer 40..{SNIPPET_CHARS}")
     flt = parse_filters(filters)
     n = parse_limit(limit)
     if engine is not None and engine not in ENGINES:
@@ -176,7 +187,8 @@ def search(
         rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    return {"engine": use, "hits": [_hit(r, tokens) for r in rows], "coverage": cov}
+    return {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+            "coverage": cov}
 
 
 def empty_coverage() -> dict[str, Any]:

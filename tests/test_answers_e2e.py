@@ -108,7 +108,7 @@ async def test_mcp_search_answer(home: Path, fakes: Fakes) -> None:
     )
     async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
         res = await client.call_tool(
-            "search_history", {"query": "quokka", "answer": True, "limit": 2}
+            "search_history", {"query": "quokka", "answer": True, "limit": 2, "detail": "full"}
         )
     assert not res.is_error
     body = res.structured_content

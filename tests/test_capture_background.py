@@ -59,7 +59,7 @@ async def spawn(command: list[str]) -> AsyncIterator[Client]:
 
 
 async def search(client: Client, word: str) -> dict[str, Any]:
-    res = await client.call_tool("search_history", {"query": word})
+    res = await client.call_tool("search_history", {"query": word, "detail": "full"})
     assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
     assert isinstance(res.structured_content, dict)
     return res.structured_content
@@ -200,7 +200,8 @@ def _until(cond: Any, what: str) -> None:
 def test_loops_in_one_process_elect_one_and_take_over_polling(tmp_path: Path) -> None:
     """The election needs no separate processes (one flock per open file), and the
     polling fallback keeps up too."""
-    from cli.services.capture.loop import CaptureLoop, coverage_fields
+    from cli.services.capture.loop import CaptureLoop
+    from cli.services.capture.status import coverage_fields
     from cli.services.config import Home
     from projections.query import search as run_search
     from tests.capture_helpers import roots_of

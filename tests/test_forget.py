@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eventlog import codec
 from eventlog import forget as fg
 from eventlog.events import MessageSent
@@ -85,7 +87,10 @@ def test_forget_session_leaves_no_byte_and_verify_names_the_event(tmp_path: Path
     _capture(tmp_path, home)
     assert _hits(home, MARK) > 0
     assert run_cli(home, "backup").returncode == 0
-    assert _files_holding(home, MARK, GONE)  # the log and the backup hold it
+    archived = run_cli(home, "archive", "--after-days", "1", "--now", "2027-06-01T00:00:00Z")
+    assert archived.returncode == 0, archived.stderr.decode()
+    assert len(list((home / "archive").rglob("*.json"))) == 3
+    assert _files_holding(home, MARK, GONE)  # the log, the backup and an archive file hold it
 
     dry = run_cli(home, "forget", "--session", GONE, "--json")
     assert dry.returncode == 0, dry.stderr.decode()
@@ -98,6 +103,8 @@ def test_forget_session_leaves_no_byte_and_verify_names_the_event(tmp_path: Path
     assert done.returncode == 0, done.stderr.decode()
     got = json.loads(done.stdout)
     assert got["backupsReplaced"] and got["scrubbedPages"] > 0
+    assert len(got["archiveFilesRemoved"]) == 1
+    assert len(list((home / "archive").rglob("*.json"))) == 2  # the others' stay
     assert _files_holding(home, MARK, GONE) == []
     assert _hits(home, MARK) == 0 and _hits(home, "lemurword") > 0
 
@@ -264,3 +271,83 @@ def test_a_projection_built_before_a_forget_is_rebuilt(tmp_path: Path, home: Pat
     fg.forget(log, p.targets, kind="session", by="t")  # step 1 only, as if killed after it
     log.close()
     assert _hits(home, MARK) == 0
+
+
+# --- the team store -------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_team_store_follows_a_forget(tmp_path: Path, home: Path, pg_url: str) -> None:
+    """A writer role (row-level security on) syncs, forgets, syncs again: the server's raw
+    records and documents hold nothing of the session, its chain check and
+    `verify --postgres` pass, and the other sessions are still found there."""
+    import psycopg
+
+    tag = pg_url.rsplit("/", 1)[1]
+    init = run_cli(home, "team", "init", pg_url, "--writer", f"{tag}_f", "--json")
+    assert init.returncode == 0, init.stderr.decode()
+    writer = json.loads(init.stdout)["roles"][0]["url"]
+    _sources(tmp_path)
+    _capture(tmp_path, home)
+    assert run_cli(home, "sync", "--to", writer).returncode == 0
+
+    def server_holds(needle: str) -> tuple[int, int]:
+        with psycopg.connect(pg_url) as con:
+            raw = con.execute("SELECT count(*) FROM agentlog.records WHERE position(%s IN"
+                              " value) > 0", (needle.encode(),)).fetchone()
+            docs = con.execute("SELECT count(*) FROM agentlog.documents WHERE text LIKE %s OR"
+                               " session = %s", (f"%{needle}%", needle)).fetchone()
+        assert raw is not None and docs is not None
+        return int(raw[0]), int(docs[0])
+
+    assert server_holds(MARK) != (0, 0)
+    done = run_cli(home, "forget", "--session", GONE, "--apply")
+    assert done.returncode == 0, done.stderr.decode()
+    synced = run_cli(home, "sync", "--to", writer, "--json")
+    assert synced.returncode == 0, synced.stderr.decode()
+    assert json.loads(synced.stdout)["forgotten"] >= 2
+    assert server_holds(MARK) == (0, 0) and server_holds(GONE)[0] == 0
+    assert server_holds("lemurword")[1] > 0
+    ver = run_cli(home, "verify", "--postgres", pg_url, "--json")
+    assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
+    again = run_cli(home, "sync", "--to", writer, "--json")  # nothing more to replace
+    assert json.loads(again.stdout)["forgotten"] == 0
+
+
+def test_forget_a_session_of_a_shared_database(tmp_path: Path, home: Path) -> None:
+    """opencode keeps every session in one SQLite file: the forgotten session's rows go,
+    the other sessions of the same file stay, and its rows are not taken again."""
+    import sqlite3
+
+    from tests.test_secrets import _opencode
+
+    db = tmp_path / "opencode" / "opencode.db"
+    _opencode(db)
+    con = sqlite3.connect(db)
+    t = 1_793_000_100_000
+    con.execute("INSERT INTO session VALUES ('ses_keep', 'other', '/p/other', ?, ?)", (t, t))
+    con.execute("INSERT INTO message VALUES ('msg_k', 'ses_keep', ?, ?, ?)",
+                (t, t, json.dumps({"role": "user"})))
+    con.execute("INSERT INTO part VALUES ('prt_k', 'msg_k', 'ses_keep', ?, ?, ?)",
+                (t, t, json.dumps({"type": "text", "text": "gecko keeps this one"})))
+    con.commit()
+    (tmp_path / "empty").mkdir()
+    args = ("capture", "--claude-dir", str(tmp_path / "empty"), "--codex-dir",
+            str(tmp_path / "empty"), "--opencode-dir", str(tmp_path / "opencode"),
+            "--runs-dir", str(tmp_path / "empty"), "--json")
+    assert run_cli(home, *args).returncode == 0
+    assert _hits(home, "jackal") > 0 and _hits(home, "gecko") > 0
+    done = run_cli(home, "forget", "--session", "ses_sec", "--apply", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    got = json.loads(done.stdout)
+    assert got["sources"] == 0 and got["sharedSources"] == 1 and got["forgotten"] >= 3
+    assert _files_holding(home, "jackal", "ses_sec") == []
+    assert _hits(home, "jackal") == 0 and _hits(home, "gecko") > 0
+    # the agent updates the forgotten session: its rows are still not taken
+    con.execute("UPDATE part SET data = ?, time_updated = ? WHERE id = 'prt_0'",
+                (json.dumps({"type": "text", "text": "jackal again"}), t + 5))
+    con.commit()
+    con.close()
+    assert run_cli(home, *args).returncode == 0
+    assert _hits(home, "jackal") == 0 and _files_holding(home, "jackal", "ses_sec") == []
+    assert run_cli(home, "verify").returncode == 0

@@ -39,13 +39,19 @@ async def spawn(home: Path, mode: str = "legacy") -> AsyncIterator[Client]:
         yield client
 
 
-async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(structured content, text block) of a successful call."""
     res = await client.call_tool(tool, args)
     assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
     assert isinstance(res.structured_content, dict)
-    # The same object as text, for clients that ignore structured content.
-    assert json.loads(res.content[0].text) == res.structured_content  # type: ignore[union-attr]
-    return res.structured_content
+    text: str = res.content[0].text  # type: ignore[union-attr]
+    # a short readable text for clients that ignore structured content, not a JSON copy
+    assert text and not text.startswith("{")
+    return res.structured_content, text
+
+
+async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    return (await call(client, tool, args))[0]
 
 
 async def tool_error(client: Client, tool: str, args: dict[str, Any]) -> str:
@@ -65,14 +71,19 @@ async def test_tool_listing(home: Path, mode: str) -> None:
     assert '"null"' not in listing
     search = tools["search_history"].input_schema
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "filters", "limit", "answer"}
+    assert set(search["properties"]) == {"query", "filters", "limit", "answer", "detail"}
     assert set(search["properties"]["filters"]["properties"]) == {
         "project", "session", "job", "agent", "kind", "since", "until"}
     assert search["properties"]["limit"]["maximum"] == 50
     conv = tools["get_conversation"].input_schema
-    assert conv["required"] == ["id"] and set(conv["properties"]) == {"id", "after", "limit"}
+    assert conv["required"] == ["id"] and set(conv["properties"]) == {
+        "id", "after", "limit", "maxChars", "toolOutput", "detail"}
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.read_only_hint
+    # what every session pays for the two tools (bench/tokens.py counts tokens: <= 450)
+    advertised = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                  for t in tools.values()]
+    assert len(json.dumps(advertised, separators=(",", ":"))) < 2000  # main: 2,700
 
 
 async def test_bad_arguments_are_tool_errors(home: Path) -> None:
@@ -105,16 +116,31 @@ async def test_bad_arguments_are_tool_errors(home: Path) -> None:
 async def test_search_and_filters(home: Path) -> None:
     make_history(home)
     async with spawn(home) as client:
-        res = await ok(client, "search_history", {"query": "quokka"})
+        res, text = await call(client, "search_history", {"query": "quokka"})
         assert res["engine"] == "fts5"
         ids = {h["id"] for h in res["hits"]}
         assert {"message:m1", "message:m2", "message:m3"} <= ids
-        hit = next(h for h in res["hits"] if h["id"] == "message:m1")
-        for key in ("id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message",
-                    "job", "run", "session", "cursor"):
-            assert key in hit
-        assert len(hit["snippet"]) <= 320
+        # compact by default: what an agent acts on, nothing null, no links
+        for hit in res["hits"]:
+            assert set(hit) <= {"id", "agent", "project", "session", "at", "role", "snippet"}
+            assert None not in hit.values() and len(hit["snippet"]) <= 160
+            # the text block alone holds each hit's id, session, time and snippet
+            assert hit["id"] in text and hit["snippet"] in text
+            if "session" in hit:
+                assert f"session {hit['session']}" in text
+        assert set(res["coverage"]) <= {"caughtUp", "capturing", "pendingFiles",
+                                        "pendingEvents", "reading", "stale"}
         assert "answer" not in res
+        # detail: full is the seed's shape, links and every field
+        full = await ok(client, "search_history", {"query": "quokka", "detail": "full"})
+        hit = next(h for h in full["hits"] if h["id"] == "message:m1")
+        for key in ("id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message",
+                    "job", "run", "session", "cursor", "conversation", "project", "archived"):
+            assert key in hit
+        assert len(hit["snippet"]) <= 320 and hit["link"] == "/?message=m1"
+        assert "events" in full["coverage"] and "caughtUp" in full["coverage"]
+        assert "detail" in await tool_error(
+            client, "search_history", {"query": "x", "detail": "everything"})
 
         async def ids_for(filters: dict[str, Any], query: str = "quokka") -> set[str]:
             found = await ok(client, "search_history", {"query": query, "filters": filters})
@@ -166,7 +192,8 @@ async def test_get_conversation_pages(home: Path) -> None:
     make_history(home)
     async with spawn(home) as client:
         res = await ok(client, "search_history", {"query": "wombat", "limit": 1})
-        conv = res["hits"][0]["conversation"]
+        # a hit's id opens its conversation (the full answer names it)
+        conv = (await ok(client, "get_conversation", {"id": res["hits"][0]["id"]}))["id"]
         assert conv == "thread:t1"
         seen: list[Any] = []
         after = None
@@ -184,6 +211,19 @@ async def test_get_conversation_pages(home: Path) -> None:
         assert "not found" in await tool_error(client, "get_conversation", {"id": "thread:nope"})
         assert await tool_error(client, "get_conversation", {"id": conv, "after": "garbage!!"})
         assert "limit" in await tool_error(client, "get_conversation", {"id": conv, "limit": -3})
+        assert "maxChars" in await tool_error(
+            client, "get_conversation", {"id": conv, "maxChars": 5})
+        assert "toolOutput" in await tool_error(
+            client, "get_conversation", {"id": conv, "toolOutput": "yes"})
+        # compact items: no nulls, no links; what all items share is said once
+        page, text = await call(client, "get_conversation", {"id": conv, "limit": 5})
+        for item in page["items"]:
+            assert "link" not in item and None not in item.values()
+            assert item["text"].split("\n")[0][:40] in text
+        full = await ok(client, "get_conversation", {"id": conv, "limit": 5, "detail": "full"})
+        assert all("sourceLink" in item and "id" in item for item in full["items"])
+        cut = await ok(client, "get_conversation", {"id": conv, "limit": 5, "maxChars": 40})
+        assert all(len(item["text"]) <= 40 for item in cut["items"])
 
 
 def test_startup_is_light(home: Path) -> None:

@@ -183,12 +183,44 @@ def _home(tmp: Path, home: Path) -> tuple[Path, Path]:
             "payload": {"type": "message", "role": "user" if i % 2 == 0 else "assistant",
                         "content": [{"type": "input_text", "text": CARRIER[kind]}]}}))
     (codex / "rollout-sec.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _opencode(tmp / "opencode" / "opencode.db")
     empty = tmp / "empty"
     empty.mkdir()
     proc = run_cli(home, "capture", "--claude-dir", str(tmp / "claude"), "--codex-dir",
-                   str(tmp / "codex"), "--opencode-dir", str(empty), "--runs-dir", str(empty))
+                   str(tmp / "codex"), "--opencode-dir", str(tmp / "opencode"), "--runs-dir",
+                   str(empty))
     assert proc.returncode == 0, proc.stderr.decode()
     return claude / "sec-claude.jsonl", codex / "rollout-sec.jsonl"
+
+
+OPENCODE_WORD = "jackal"  # only in the opencode session, beside two secrets
+
+
+def _opencode(path: Path) -> None:
+    """An opencode.db (its real tables' shape) with secrets in a user part and a tool part."""
+    import sqlite3
+
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE session (id TEXT PRIMARY KEY, title TEXT, directory TEXT,
+                              time_created INTEGER, time_updated INTEGER);
+        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,
+                              time_updated INTEGER, data TEXT);
+        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT,
+                           time_created INTEGER, time_updated INTEGER, data TEXT);""")
+    t = 1_793_000_000_000
+    con.execute("INSERT INTO session VALUES ('ses_sec', 'keys', '/p/secret-proj', ?, ?)", (t, t))
+    for i, role in enumerate(("user", "assistant")):
+        con.execute("INSERT INTO message VALUES (?, 'ses_sec', ?, ?, ?)",
+                    (f"msg_{i}", t + i, t + i, json.dumps({"role": role})))
+    con.execute("INSERT INTO part VALUES ('prt_0', 'msg_0', 'ses_sec', ?, ?, ?)", (t, t, json.dumps(
+        {"type": "text", "text": f"{OPENCODE_WORD} token {FAKE['github-token']} here"})))
+    con.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_sec', ?, ?, ?)",
+                (t + 1, t + 1, json.dumps({"type": "text", "text": CARRIER["env-secret"]
+                                           + f" {OPENCODE_WORD} {FAKE['anthropic-key']}"})))
+    con.commit()
+    con.close()
 
 
 def _clean(blob: bytes | str, where: str) -> None:
@@ -218,7 +250,9 @@ def test_no_front_end_of_the_terminal_shows_a_secret(
             assert got.returncode in (0, 2)
             if got.returncode == 0:
                 assert not json.loads(got.stdout)["hits"], piece
-    for conv in ("claude:sec-claude", "codex:sec-codex"):
+    found = json.loads(run_cli(home, "search", OPENCODE_WORD, "--json").stdout)["hits"]
+    assert {h["agent"] for h in found} == {"opencode"}, found
+    for conv in ("claude:sec-claude", "codex:sec-codex", "opencode:ses_sec"):
         out = run_cli(home, "conversation", conv, "--json", "--limit", "100")
         assert out.returncode == 0, out.stderr.decode()
         _clean(out.stdout, f"conversation {conv}")
@@ -268,7 +302,7 @@ async def test_mcp_answers_hold_no_secret(secret_home: tuple[Path, Path, Path]) 
             res = await ok(client, "search_history", {"query": word})
             assert res["hits"], word
             _clean(json.dumps(res), f"search_history {word}")
-        for conv in ("claude:sec-claude", "codex:sec-codex"):
+        for conv in ("claude:sec-claude", "codex:sec-codex", "opencode:ses_sec"):
             res = await ok(client, "get_conversation", {"id": conv, "limit": 100})
             _clean(json.dumps(res), f"get_conversation {conv}")
 

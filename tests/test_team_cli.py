@@ -100,3 +100,19 @@ def test_capture_watch_syncs_continuously(home: Path, tmp_path: Path, pg_url: st
         _out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err.decode()
     assert PASSWORD not in err.decode()
+
+
+def test_verify_postgres_catches_an_edited_document(home: Path, pg_url: str) -> None:
+    _ok(run_cli(home, "record", input=MESSAGES.encode()))
+    (home / "config.json").write_text(json.dumps({"team": {"postgres": pg_url}}))
+    _ok(run_cli(home, "sync"))
+    ver = json.loads(_ok(run_cli(home, "verify", "--postgres", "config", "--json")))
+    docs = ver["hosts"][0]["documents"]
+    assert ver["ok"] and docs["checked"] and docs["ok"] and docs["documents"] == 5
+    with psycopg.connect(pg_url) as con:
+        con.execute("UPDATE agentlog.documents SET text = 'hello quokka number 9 forged'"
+                    " WHERE id = (SELECT min(id) FROM agentlog.documents)")
+    bad = run_cli(home, "verify", "--postgres", "config")
+    assert bad.returncode == 1 and b"documents DIFFER" in bad.stdout and b"edited: 1" in bad.stdout
+    _ok(run_cli(home, "sync", "--rebuild"))  # the host's own replay puts it right
+    assert _ok(run_cli(home, "verify", "--postgres", "config"))

@@ -51,7 +51,7 @@ async def test_mcp_answers_from_postgres(team_home: tuple[Path, str]) -> None:
         assert out is not None and out["engine"] == "postgres" and len(out["hits"]) == 5
         assert {h["host"] for h in out["hits"]} == {host}
         conv = await client.call_tool("get_conversation",
-                                      {"id": out["hits"][0]["conversation"]})
+                                      {"id": out["hits"][0]["id"]})
         assert not conv.is_error and conv.structured_content is not None
         assert conv.structured_content["items"][0]["host"] == host
 

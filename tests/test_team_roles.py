@@ -14,7 +14,8 @@ from projections.pg.project import project
 from projections.pg.sync import sync
 from tests.conftest import run_cli
 from tests.pgserver import PASSWORD
-from tests.test_team_sync import make_log
+from tests.test_projections_support import append
+from tests.test_team_sync import make_log, messages
 
 pytestmark = pytest.mark.postgres
 
@@ -55,9 +56,14 @@ def test_writers_ship_their_own_hosts_and_nothing_else(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 con.execute(stmt)
             con.rollback()
-    # a writer projects (derived data); the searcher finds both hosts, and cannot write
-    assert project(team["a"], tmp_path / "scratch").hosts == {
-        "host-a": log_a.head().seq, "host-b": log_b.head().seq}
+    # each writer projects its own host (derived data, row-level security: another host's
+    # rows are refused); the searcher finds both hosts, and cannot write
+    with pytest.raises(TeamError, match="row-level security"):
+        project(team["a"], tmp_path / "scratch-x", hosts=["host-b"])
+    assert project(team["a"], tmp_path / "scratch", hosts=["host-a"]).hosts == {
+        "host-a": log_a.head().seq}
+    assert project(team["b"], tmp_path / "scratch-b", hosts=["host-b"]).hosts == {
+        "host-b": log_b.head().seq}
     hits = pgq.search(team["s"], "zebra", limit=50)["hits"]
     assert {h["host"] for h in hits} == {"host-a", "host-b"}
     with psycopg.connect(team["s"]) as con:
@@ -69,3 +75,62 @@ def test_writers_ship_their_own_hosts_and_nothing_else(
             con.rollback()
     with pytest.raises(TeamError):
         sync(log_a, team["s"], "host-s")
+
+
+def test_a_writer_cannot_forge_edit_or_delete_another_host_s_search_data(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 10, prefix="a")
+    assert sync(log_a, team["a"], "host-a").shipped == log_a.head().seq
+    project(team["a"], tmp_path / "scratch", hosts=["host-a"])
+    make_log(tmp_path / "b", 3, prefix="b")
+    sync(make_log(tmp_path / "b2", 3, prefix="b"), team["b"], "host-b")
+
+    def state() -> list[tuple[object, ...]]:
+        with psycopg.connect(team["s"]) as con:
+            return [*con.execute("SELECT host, id, text, session FROM agentlog.documents"
+                                 " WHERE host = 'host-a' ORDER BY id"),
+                    *con.execute("SELECT host, last_seq, last_hash FROM agentlog.projection"
+                                 " WHERE host = 'host-a'")]
+
+    before = state()
+    assert len(before) > 1
+    with psycopg.connect(team["b"]) as con:
+        with pytest.raises(psycopg.Error, match="row-level security"):  # forge
+            con.execute("INSERT INTO agentlog.documents(host, id, kind, agent, at, text, tsv)"
+                        " VALUES ('host-a', 'forged', 'message', 'x', 1, 'zebra forged',"
+                        " to_tsvector('simple', 'zebra forged'))")
+        con.rollback()
+        for stmt in ("UPDATE agentlog.documents SET text = 'edited' WHERE host = 'host-a'",
+                     "DELETE FROM agentlog.documents WHERE host = 'host-a'",
+                     "DELETE FROM agentlog.aliases WHERE host = 'host-a'",
+                     "UPDATE agentlog.projection SET last_seq = 0 WHERE host = 'host-a'"):
+            assert con.execute(stmt).rowcount == 0, stmt  # the rows are not its to see
+        con.commit()
+    assert state() == before
+    hits = pgq.search(team["s"], "zebra", limit=50)["hits"]
+    assert all(h["host"] == "host-a" for h in hits) and hits
+
+
+def test_only_the_host_s_own_writer_can_hold_its_projector_lock(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 6, prefix="a")
+    sync(log_a, team["a"], "host-a")
+    project(team["a"], tmp_path / "scratch", hosts=["host-a"])  # makes host-a's lock row
+    with psycopg.connect(team["s"]) as con, pytest.raises(
+            psycopg.errors.InsufficientPrivilege):  # a reader may not lock it
+        con.execute("SELECT * FROM agentlog.projector_locks FOR UPDATE")
+    with psycopg.connect(team["b"]) as con:  # another host's writer does not see it
+        assert con.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
+                           " FOR UPDATE").fetchall() == []
+        # ... and its advisory locks no longer stop host-a's projector
+        con.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
+                    " hashtext('host-a'))")
+        append(log_a, messages(3, "late"), prefix="late")
+        sync(log_a, team["a"], "host-a")
+        got = project(team["a"], tmp_path / "scratch", hosts=["host-a"])
+        assert not got.busy and got.hosts == {"host-a": log_a.head().seq}
+    with psycopg.connect(team["a"]) as holder:  # the host's own second projector waits
+        holder.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
+                       " FOR UPDATE")
+        busy = project(team["a"], tmp_path / "scratch2", hosts=["host-a"])
+        assert busy.busy and busy.busy_hosts == ["host-a"]

@@ -114,9 +114,9 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
     assert rows() == before
     append(log, mixed_events()[:1], prefix="more")
     sync(log, url, "alpha")
-    with psycopg.connect(url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
-                       " hashtext('alpha'))")
+    with psycopg.connect(url) as holder:  # another projector of alpha holds its lock row
+        holder.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'alpha'"
+                       " FOR UPDATE")
         held = project(url, tmp_path / "other-scratch")
         assert held.busy and held.busy_hosts == ["alpha"] and "alpha" not in held.hosts
         assert held.hosts == {"beta": 3 + 1}  # beta's projector is not blocked by alpha's

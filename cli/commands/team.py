@@ -86,7 +86,8 @@ def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_pas
     Idempotent. Prints each new role's connection string once: hand it to that machine
     (as team.postgres in its config.json) or searcher; it is not stored anywhere.
     """
-    from projections.pg.conn import connect, describe, driver, redact
+    from cli.services.errors import Failure
+    from projections.pg.conn import connect, describe, driver, explain, redact
     from projections.pg.roles import init_team
 
     psycopg = driver()
@@ -97,8 +98,14 @@ def init(url: str, writers: tuple[str, ...], readers: tuple[str, ...], reset_pas
             issued = init_team(con, url, list(writers), list(readers), reset=reset_passwords)
         finally:
             con.close()
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise Failure(redact(
+            f"{describe(url)}: {str(exc).strip().splitlines()[0]} — team init creates the "
+            "agentlog_writer/agentlog_reader group roles and one login role per name, so it "
+            "needs the database owner with CREATEROLE (or a superuser); see docs/team.md "
+            "\"What team init needs\"")) from None
     except psycopg.Error as exc:
-        raise click.ClickException(redact(f"{describe(url)}: {exc}")) from None
+        raise Failure(redact(f"{describe(url)}: {explain(exc)}")) from None
     if as_json:
         emit_json({"server": describe(url), "roles": [i.to_dict() for i in issued]})
         return

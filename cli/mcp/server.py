@@ -3,8 +3,9 @@
 Promises:
 - The advertised input schemas are written by hand and fully inlined: no `$ref`, no
   `anyOf`, no `null` types, so Claude Code, Codex and opencode all accept them.
-- Every result carries the same object twice: as `structuredContent` and as JSON text,
-  for clients that read only one of them.
+- Every result is `structuredContent` (compact by default, the full shape with
+  `detail: "full"`) and beside it a short readable text holding what a client that reads
+  only text needs (`cli/mcp/compact.py`): not a second copy of the JSON.
 - A bad argument, an unknown id or an internal failure is a tool error (`isError`), never
   a crash of the server. Transcript text is never logged.
 - Start-up does no index work; the MCP SDK is imported only when this module is. The
@@ -15,7 +16,6 @@ Promises:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -25,63 +25,54 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from cli import VERSION
+from cli.mcp.compact import conversation_answer, search_answer
 from cli.mcp.stdio import guarded_stdio
 from cli.services import calls
 from cli.services.config import Home
 from cli.services.errors import AgentlogError, BadInput
-from readers import registry
 
 log = logging.getLogger("agentlog.mcp")
 
-_READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+# readOnlyHint alone says it: destructive/idempotent hints apply only to tools that write
+_READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 _TEXT = {"type": "string"}
+_TIME = {"type": ["string", "integer"]}
+DETAILS = ("compact", "full")
+_DETAIL = {"type": "string", "enum": list(DETAILS), "default": "compact",
+           "description": "full: every field and link."}
+SNIPPET_CHARS = 160  # a compact hit's snippet (full: 320)
+MAX_CHARS = 300  # a conversation item's text by default (maxChars; full: 16,000)
+MAX_ITEM_CHARS = 16_000  # projections.query.MAX_ITEM_CHARS, the most an item holds
 
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "query": {
             "type": "string",
-            "minLength": 1,
-            "maxLength": 1000,
-            "description": "Words to find (literal words and numbers, all must match; "
-            "no query operators).",
+            "description": "Words, all must match (no operators).",
         },
         "filters": {
             "type": "object",
-            "description": "Optional filters; omit any you do not need.",
+            "description": "since/until: epoch ms or ISO-8601 with timezone.",
             "properties": {
-                "project": {**_TEXT, "description": "Canonical project path."},
-                "session": {**_TEXT, "description": "Exact CLI session id or peer identity."},
-                "job": {**_TEXT, "description": "Exact job name."},
+                "project": _TEXT,
+                "session": _TEXT,
+                "job": _TEXT,
                 "agent": {"type": "string", "enum": list(calls.AGENTS)},
                 "kind": {"type": "string", "enum": list(calls.KINDS)},
-                "since": {
-                    "type": ["string", "integer"],
-                    "description": "Epoch milliseconds or ISO-8601 with timezone (inclusive).",
-                },
-                "until": {
-                    "type": ["string", "integer"],
-                    "description": "Epoch milliseconds or ISO-8601 with timezone (inclusive).",
-                },
+                "since": _TIME,
+                "until": _TIME,
             },
             "additionalProperties": False,
         },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 50,
-            "default": 10,
-            "description": "Number of hits (1..50).",
-        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
         "answer": {
             "type": "boolean",
             "default": False,
-            "description": "Also answer the query from the top hits with a cheap model "
-            "(spends model tokens).",
+            "description": "Also answer with a cheap model (spends tokens).",
         },
+        "detail": _DETAIL,
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -90,22 +81,15 @@ SEARCH_SCHEMA: dict[str, Any] = {
 CONVERSATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "id": {
-            "type": "string",
-            "minLength": 1,
-            "description": "A hit's `conversation` id (or a session id).",
-        },
-        "after": {
-            "type": "string",
-            "description": "The `next` cursor of the previous page; omit for the first page.",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 100,
-            "default": 20,
-            "description": "Items per page.",
-        },
+        "id": {"type": "string", "description": "A hit's id or session."},
+        "after": {"type": "string", "description": "The previous page's next."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        "maxChars": {"type": "integer", "minimum": 40, "maximum": MAX_ITEM_CHARS,
+                     "default": MAX_CHARS,
+                     "description": "Text per item."},
+        "toolOutput": {"type": "boolean", "default": False,
+                       "description": "Show tool outputs (else folded)."},
+        "detail": {k: v for k, v in _DETAIL.items() if k != "description"},
     },
     "required": ["id"],
     "additionalProperties": False,
@@ -114,25 +98,15 @@ CONVERSATION_SCHEMA: dict[str, Any] = {
 TOOLS = [
     types.Tool(
         name="search_history",
-        title="Search agent history",
         description=(
-            "Search the local history of AI coding agents ("
-            + ", ".join(label for a, label in registry.labels().items() if a != registry.OTHER)
-            + " transcripts, broker messages, decisions, run logs). Returns ranked hits with "
-            "short plain-text snippets; pass a hit's `conversation` to get_conversation for "
-            "context. Only reads the local index."
+            "Search past coding-agent sessions, messages, decisions and run logs (local index)."
         ),
         input_schema=SEARCH_SCHEMA,
         annotations=_READ_ONLY,
     ),
     types.Tool(
         name="get_conversation",
-        title="Read a conversation",
-        description=(
-            "Page through a retained conversation: returns {id, items, next, resume}; call "
-            "again with after=next until next is null; resume is the shell command that "
-            "reopens the session in its agent (null when the agent has none)."
-        ),
+        description="Read a conversation page by page, oldest first.",
         input_schema=CONVERSATION_SCHEMA,
         annotations=_READ_ONLY,
     ),
@@ -163,7 +137,7 @@ def _integer(value: Any, name: str) -> int | None:
 
 def search_args(args: dict[str, Any]) -> dict[str, Any]:
     """Check `search_history` arguments for shape; values are the query API's to judge."""
-    _check_keys(args, ("query", "filters", "limit", "answer"), "")
+    _check_keys(args, ("query", "filters", "limit", "answer", "detail"), "")
     query = args.get("query")
     if not isinstance(query, str):
         raise ArgumentProblem("query: expected a string")
@@ -193,8 +167,35 @@ def search_args(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _detail(args: dict[str, Any]) -> str:
+    detail = args.get("detail")
+    if detail is None:
+        return "compact"
+    if detail not in DETAILS:
+        raise ArgumentProblem(f"detail: must be one of {', '.join(DETAILS)}; got {detail!r}")
+    return str(detail)
+
+
+def _tool_output(args: dict[str, Any], full: bool) -> bool:
+    value = args.get("toolOutput")
+    if value is None:
+        return full  # detail: full is the seed's page: nothing folded
+    if not isinstance(value, bool):
+        raise ArgumentProblem("toolOutput: expected true or false")
+    return value
+
+
+def _max_chars(args: dict[str, Any], full: bool) -> int:
+    value = _integer(args.get("maxChars"), "maxChars")
+    if value is None:
+        return MAX_ITEM_CHARS if full else MAX_CHARS
+    if not 40 <= value <= MAX_ITEM_CHARS:
+        raise ArgumentProblem(f"maxChars: must be an integer 40..{MAX_ITEM_CHARS}; got {value}")
+    return value
+
+
 def conversation_args(args: dict[str, Any]) -> dict[str, Any]:
-    _check_keys(args, ("id", "after", "limit"), "")
+    _check_keys(args, ("id", "after", "limit", "maxChars", "toolOutput", "detail"), "")
     cid = args.get("id")
     if not isinstance(cid, str) or not cid:
         raise ArgumentProblem("id: expected a non-empty string")
@@ -204,17 +205,27 @@ def conversation_args(args: dict[str, Any]) -> dict[str, Any]:
     return {"conversation_id": cid, "after": after, "limit": _integer(args.get("limit"), "limit")}
 
 
-def call_tool(home: Home, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run one tool call; raises an `AgentlogError` for anything the caller should be told."""
+def call_tool(home: Home, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Run one tool call: (structured content, text block) (`cli.mcp.compact`); raises an
+    `AgentlogError` for anything the caller should be told."""
     if name == "search_history":
-        return calls.search(home, **search_args(args))
+        found = search_args(args)
+        detail = _detail(args)
+        compact = detail == "compact"
+        result = calls.search(home, **found, snippet_chars=SNIPPET_CHARS if compact else None,
+                              role=compact)
+        return search_answer(result, found["query"], detail)
     if name == "get_conversation":
-        return calls.conversation(home, **conversation_args(args))
+        detail = _detail(args)
+        full = detail == "full"
+        max_chars, tool_output = _max_chars(args, full), _tool_output(args, full)
+        page = calls.conversation(home, **conversation_args(args))
+        return conversation_answer(page, detail, max_chars, tool_output)
     raise ArgumentProblem(f"unknown tool {name!r}")
 
 
-def _result(obj: dict[str, Any]) -> types.CallToolResult:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def _result(answer: tuple[dict[str, Any], str]) -> types.CallToolResult:
+    obj, text = answer
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=obj
     )

@@ -4,8 +4,11 @@ Promises:
 - Thin: arguments are checked for shape (types, known names); values are checked by
   `projections.query`, whose `QueryError` names the parameter. No SQL here.
 - One response shape: `search` returns exactly what `projections.query.search` returns,
-  with the capture loop's fields in `coverage` (`cli.services.capture.loop.coverage_fields`), plus
+  with the capture loop's fields in `coverage` (`cli.services.capture.status.coverage_fields`), plus
   `answer` when asked, so MCP and HTTP answer alike.
+- A search on a home whose first capture pass is running (`agentlog mcp` or `serve` just
+  started on a never-captured home) waits for it up to ~3 s, then answers; if it still
+  runs, `coverage.reading` says how far it got, in one line.
 - The answer step runs only when asked, and only through `cli.services.answers` when that module
   exists; otherwise `answer.error` says so while hits and sources are kept.
 - A damaged history.db (any failure to open or read it) is `Damaged` (HTTP 503, an MCP
@@ -20,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cli.services.capture.loop import with_capture
+from cli.services.capture.status import first_pass, with_capture
 from cli.services.config import Home
 from cli.services.errors import BadInput, Damaged, NotFound, from_exception
 from projections import query as q
@@ -93,8 +96,13 @@ def search(
     filters: dict[str, Any] | None = None,
     limit: Any = None,
     answer: bool = False,
+    *,
+    snippet_chars: int | None = None,
+    role: bool = False,
 ) -> dict[str, Any]:
-    """Search the history; with `answer`, add an answer grounded in the top hits."""
+    """Search the history; with `answer`, add an answer grounded in the top hits.
+    `snippet_chars` and `role`: shorter snippets and each hit's role (MCP's compact answer;
+    the team server cuts its snippets instead)."""
     if not isinstance(query, str):
         raise BadInput("query: expected a string")
     from cli.services.search import require_words
@@ -105,13 +113,24 @@ def search(
         from projections.pg import query as pg
 
         result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
+        if snippet_chars is not None:
+            for hit in result.get("hits", []):
+                text = str(hit.get("snippet") or "")
+                if len(text) > snippet_chars:
+                    hit["snippet"] = text[: snippet_chars - 1].rstrip() + "…"
     else:
         if "host" in clean:
             raise BadInput("host: only with a team server (mcp/serve --postgres)")
+        reading = first_pass(home)  # a new home's first capture pass: wait up to ~3 s
+        more: dict[str, Any] = {"role": role}
+        if snippet_chars is not None:
+            more["snippet_chars"] = snippet_chars
         result = _call(
-            q.search, home.history_db, query, clean or None, limit, engine=_engine(home)
+            q.search, home.history_db, query, clean or None, limit, engine=_engine(home), **more
         )
         with_capture(home, result)
+        if reading is not None:
+            result["coverage"]["reading"] = reading
     if answer:
         result["answer"] = make_answer(home, query, list(result.get("hits", [])))
     return result

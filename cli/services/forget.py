@@ -32,7 +32,6 @@ import getpass
 import json
 import os
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,91 +110,25 @@ def plan(home: Home, *, session: str | None = None, project: str | None = None,
         p = Plan("text", text=text)
         _scan(home, p)
         return p
+    from projections import forgetting
+
+    db = home.history_db
     if project is not None:
-        sessions = _sessions_of_project(home.history_db, project)
+        sessions = forgetting.sessions_of_project(db, project)
         p = Plan("project", sessions=sessions, project=project)
-        if not sessions and not _project_known(home.history_db, project):
+        if not sessions and not forgetting.project_known(db, project):
             raise NotFound(f"no project {project!r} in the history (`agentlog history` "
                            "lists them)")
     else:
         assert session is not None
-        p = Plan("session", sessions=[_session_id(home.history_db, session)])
-    _sources(home.history_db, p)
+        found = forgetting.session_id(db, session)
+        if found is None:
+            raise NotFound(f"no session {session!r} in the history (`agentlog search` shows "
+                           "ids)")
+        p = Plan("session", sessions=[found])
+    p.owned_sources, p.shared_sources = forgetting.sources_of(db, p.sessions)
     _scan(home, p)
     return p
-
-
-def _connect(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-
-
-def _session_id(db: Path, given: str) -> str:
-    """`given` as a session id: exact, an alias, or a unique prefix of at least 6."""
-    con = _connect(db)
-    try:
-        if con.execute("SELECT 1 FROM document_rows WHERE session = ? LIMIT 1",
-                       (given,)).fetchone():
-            return given
-        rows = con.execute("SELECT DISTINCT session FROM aliases WHERE alias = ?",
-                           (given,)).fetchall()
-        if len(rows) == 1:
-            return str(rows[0][0])
-        if len(given) >= 6:
-            rows = con.execute(
-                "SELECT DISTINCT session FROM document_rows WHERE session >= ? AND session < ?"
-                " LIMIT 2", (given, given + "\uffff")).fetchall()
-            if len(rows) == 1:
-                return str(rows[0][0])
-            if len(rows) > 1:
-                raise BadInput(f"session {given!r} is ambiguous: give more of its id")
-    finally:
-        con.close()
-    raise NotFound(f"no session {given!r} in the history (`agentlog search` shows ids)")
-
-
-def _sessions_of_project(db: Path, project: str) -> list[str]:
-    con = _connect(db)
-    try:
-        rows = con.execute(
-            "SELECT session FROM document_rows WHERE project = ? AND session IS NOT NULL"
-            " UNION SELECT session FROM sessions WHERE project = ?", (project, project))
-        return sorted(str(r[0]) for r in rows)
-    finally:
-        con.close()
-
-
-def _project_known(db: Path, project: str) -> bool:
-    con = _connect(db)
-    try:
-        return con.execute("SELECT 1 FROM document_rows WHERE project = ? LIMIT 1",
-                           (project,)).fetchone() is not None
-    finally:
-        con.close()
-
-
-def _sources(db: Path, p: Plan) -> None:
-    """The sources the sessions' rows came from: owned (no other session in them) or shared."""
-    if not p.sessions:
-        return
-    con = _connect(db)
-    try:
-        con.execute("CREATE TEMP TABLE gone(session TEXT PRIMARY KEY)")
-        con.executemany("INSERT OR IGNORE INTO gone VALUES (?)", [(s,) for s in p.sessions])
-        rows = con.execute(
-            "SELECT s.id, s.source FROM doc_sources s WHERE s.id IN (SELECT DISTINCT source_id"
-            " FROM document_rows WHERE session IN (SELECT session FROM gone))").fetchall()
-        for sid, source in rows:
-            other = con.execute(
-                "SELECT 1 FROM document_rows WHERE source_id = ? AND session IS NOT NULL AND"
-                " session NOT IN (SELECT session FROM gone) LIMIT 1", (sid,)).fetchone()
-            if other is None:
-                got = con.execute("SELECT root, path FROM sources WHERE source = ?",
-                                  (source,)).fetchone()
-                p.owned_sources[str(source)] = (os.path.join(got[0], got[1]) if got else "")
-            else:
-                p.shared_sources.add(str(source))
-    finally:
-        con.close()
 
 
 def _scan(home: Home, p: Plan) -> None:
@@ -373,7 +306,26 @@ def finish(home: Home, p: Plan | None = None) -> dict[str, Any]:
         out["archiveFilesRemoved"] = _archives(home, p)
         out["journalLinesDropped"] = _journal(home, p)
     out["backupsReplaced"] = _backups(home)
+    out["teamScratchRemoved"] = _team_scratch(home)
     return out
+
+
+def _team_scratch(home: Home) -> list[str]:
+    """The team projector's scratch copy of this host's projection (`team-projector/`) holds
+    what was forgotten: removed (the next projection replays the host; the next `sync`
+    replaces the server's copies, `projections.pg.sync.push_forgotten`)."""
+    folder = home.root / "team-projector"
+    if not folder.is_dir():
+        return []
+    from cli.services.team_sync import host_id
+
+    gone = []
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        f = folder / f"{host_id(home)}.db{suffix}"
+        if f.exists():
+            f.unlink()
+            gone.append(str(f))
+    return gone
 
 
 def pending(home: Home) -> bool:
@@ -396,8 +348,20 @@ def archive_files(home: Home, p: Plan) -> Iterator[Path]:
             assert p.text is not None
             if any(v in body for v in _variants(p.text)):
                 yield f
-        elif any(json.dumps(s)[1:-1].encode() in body for s in p.sessions):
-            yield f
+        elif _envelope_sessions(body) & set(p.sessions):
+            yield f  # an archive file is one session's envelope: its turns name it
+
+
+def _envelope_sessions(body: bytes) -> set[str]:
+    """The session ids an export envelope's turns carry (none when it is not one)."""
+    try:
+        turns = json.loads(body).get("turns")
+    except (ValueError, AttributeError):
+        return set()
+    if not isinstance(turns, list):
+        return set()
+    return {t["sessionId"] for t in turns
+            if isinstance(t, dict) and isinstance(t.get("sessionId"), str)}
 
 
 def _archives(home: Home, p: Plan) -> list[str]:

@@ -43,7 +43,7 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
                         engine=search_engine(home))
-    from cli.services.capture.loop import with_capture  # the capture fields of `coverage`
+    from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
 

@@ -110,22 +110,26 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
     compared with the local log; prints the report, returns the exit status."""
     from cli.services.output import emit_json
     from projections.pg.conn import TeamError, connect, describe
+    from projections.pg.project import compare_documents
     from projections.pg.verify import check_hosts, compare_local
 
     url = resolve_url(home, value)
+    me = host_id(home) if (home.root / HOST_FILE).exists() else None
+    docs: dict[str, Any] | None = None
     try:
         con = connect(url)
         try:
             checks = check_hosts(con)
+            if me is not None and any(c.host == me for c in checks):
+                docs = compare_documents(con, me, home.root / "team-projector" / f"{me}.db")
         finally:
             con.close()
     except TeamError as exc:
         raise Failure(str(exc)) from None
     except Exception as exc:  # psycopg errors: permission, missing schema
-        from projections.pg.conn import redact
+        from projections.pg.conn import explain, redact
 
-        raise Failure(redact(f"{describe(url)}: {exc}")) from None
-    me = host_id(home) if (home.root / HOST_FILE).exists() else None
+        raise Failure(redact(f"{describe(url)}: {explain(exc)}")) from None
     hosts = []
     local: dict[str, Any] | None = None
     for c in checks:
@@ -133,8 +137,11 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
         if c.host == me and home.has_log():
             local = compare_local(c, home.log(readonly=True))
             entry["local"] = local
+        if c.host == me and docs is not None:
+            entry["documents"] = docs
         hosts.append(entry)
-    ok = all(c.ok for c in checks) and (local is None or bool(local["ok"]))
+    ok = (all(c.ok for c in checks) and (local is None or bool(local["ok"]))
+          and (docs is None or bool(docs["ok"])))
     if as_json:
         emit_json({"ok": ok, "server": describe(url), "hosts": hosts})
     else:
@@ -148,6 +155,14 @@ def verify_postgres(home: Home, value: str, *, as_json: bool) -> int:
                 line += f"; this home: {loc['state']} (local head {loc['localHead']})"
                 if loc["detail"]:
                     line += f", {loc['detail']}"
+            if "documents" in h:
+                d = h["documents"]
+                if not d["checked"]:
+                    line += f"; documents not compared: {d['detail']}"
+                elif d["ok"]:
+                    line += f"; {d['documents']} documents match the local projection"
+                else:
+                    line += f"; documents DIFFER from the local projection: {d['detail']}"
             print(line)
         if not hosts:
             print(f"{describe(url)}: no hosts yet")
@@ -222,15 +237,17 @@ class _Syncer:
                 backoff = 0.0
                 if result.behind:
                     self.wake.set()  # more to ship: go on after this bounded pass
-            except (TeamError, OSError) as exc:
+            except Exception as exc:  # never let the thread die silently
                 backoff = min(max(backoff * 2, 5.0), MAX_BACKOFF)
-                print(f"agentlog: team sync failed, retrying in {backoff:.0f} s: "
-                      f"{redact(str(exc))}", file=sys.stderr)
+                known = isinstance(exc, TeamError | OSError)
+                why = redact(str(exc) if known else repr(exc))
+                now = int(time.time() * 1000)
+                _write_state(self.home, {"lastError": why, "lastErrorAt": now,
+                                         "nextRetryAt": now + int(backoff * 1000)})
+                print(f"agentlog: team sync failed, retrying in {backoff:.0f} s: {why}",
+                      file=sys.stderr)
                 time.sleep(backoff)
                 self.wake.set()
-            except Exception as exc:  # never let the thread die silently
-                print(f"agentlog: team sync error: {redact(repr(exc))}", file=sys.stderr)
-                time.sleep(MAX_BACKOFF)
 
 
 _syncers: dict[str, _Syncer] = {}
@@ -268,4 +285,5 @@ def audit_section(home: Home, log: EventLog) -> dict[str, Any]:
         "lastSuccessAt": state.get("lastSuccessAt"),
         "lastAttemptAt": state.get("lastAttemptAt"),
         "lastError": state.get("lastError"),
+        "nextRetryAt": state.get("nextRetryAt") if state.get("lastError") else None,
     }}

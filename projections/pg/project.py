@@ -27,13 +27,23 @@ import contextlib
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from projections import db
 from projections.pg import rank, schema
-from projections.pg.conn import TeamError, connect
+from projections.pg.conn import (
+    WRITE_TIMEOUTS,
+    ServerUnavailable,
+    TeamError,
+    connect,
+    driver,
+    expired,
+    explain,
+    redact,
+)
 from projections.rows import COLUMNS, Row
 from projections.text import fold
 
@@ -105,10 +115,30 @@ def project(
     max_batches: int | None = None,
     rebuild: bool = False,
 ) -> ProjectResult:
-    """Bring the server's projection up to every host's shipped head (or `max_batches`)."""
+    """Bring the server's projection up to every host's shipped head (or `max_batches`).
+    A server error is one `TeamError` line (`ServerUnavailable` when it went away or
+    stopped answering: the next run resumes from the projection's checkpoint)."""
+    psycopg = driver()
+    con = connect(url)
+    try:
+        return _project(con, url, scratch_dir, hosts, batch, batch_bytes, max_batches, rebuild)
+    except psycopg.OperationalError as exc:
+        if expired(con):
+            raise ServerUnavailable(f"the team server did not answer within "
+                                    f"{WRITE_TIMEOUTS[1]} s while projecting: the next sync "
+                                    "resumes") from None
+        raise ServerUnavailable(redact(f"team server, while projecting: {explain(exc)} "
+                                       "(the next sync resumes)")) from None
+    except psycopg.Error as exc:
+        raise TeamError(redact(f"team server refused the projection: {explain(exc)}")) from None
+    finally:
+        con.close()
+
+
+def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, batch: int,
+             batch_bytes: int, max_batches: int | None, rebuild: bool) -> ProjectResult:
     started = time.monotonic()
     out = ProjectResult()
-    con = connect(url)
     try:
         if not schema.exists(con):
             con.rollback()
@@ -121,28 +151,80 @@ def project(
         for host in names:
             if hosts is not None and host not in hosts:
                 continue
-            got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
-                              (LOCK_KEY, host)).fetchone()
-            con.commit()
-            if not got[0]:
-                out.busy = True
-                out.busy_hosts.append(host)
-                continue
-            try:
+            with _host_lock(con, url, host) as held:
+                if not held:
+                    out.busy = True
+                    out.busy_hosts.append(host)
+                    continue
                 _HostProjector(con, host, scratch_dir / f"{host}.db", out, ranked).run(
                     batch, batch_bytes, max_batches, rebuild)
-            finally:
+        if ranked and out.documents:
+            out.rank_lists = rank.make_lists(con)
+    finally:
+        out.seconds = time.monotonic() - started
+    return out
+
+
+@contextlib.contextmanager
+def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
+    """One projector per host: the host's `projector_locks` row, locked FOR UPDATE NOWAIT by
+    a second connection whose transaction stays open while the host is projected (a role
+    that may not update the row — a reader, another host's writer — cannot take it; a
+    projector that dies releases it with its connection). A database its owner has not
+    migrated to step 3 yet: the session advisory lock of before. Yields whether it is held."""
+    if con.execute("SELECT to_regclass('agentlog.projector_locks')").fetchone()[0] is None:
+        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                          (LOCK_KEY, host)).fetchone()
+        con.commit()
+        try:
+            yield bool(got[0])
+        finally:
+            if got[0]:
                 with contextlib.suppress(Exception):
                     con.rollback()
                     con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
                                 (LOCK_KEY, host))
                     con.commit()
-        if ranked and out.documents:
-            out.rank_lists = rank.make_lists(con)
+        return
+    con.rollback()
+    holder = connect(url)
+    try:
+        holder.execute("SET idle_in_transaction_session_timeout = 0")  # held while projecting
+        holder.execute("INSERT INTO agentlog.projector_locks(host) VALUES (%s)"
+                       " ON CONFLICT (host) DO NOTHING", (host,))
+        holder.commit()
+        psycopg = driver()
+        try:
+            got = holder.execute("SELECT host FROM agentlog.projector_locks WHERE host = %s"
+                                 " FOR UPDATE NOWAIT", (host,)).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            holder.rollback()
+            got = None
+        yield got is not None
     finally:
-        con.close()
-        out.seconds = time.monotonic() - started
-    return out
+        with contextlib.suppress(Exception):
+            holder.rollback()
+        holder.close()
+
+
+def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:
+    """The host's projected rows gone and its checkpoint at 0, in the caller's transaction:
+    the projector replays the host from seq 1 (a sync that replaced forgotten records
+    calls it in the same transaction)."""
+    if ranked is None:
+        ranked = rank.ready(c, write=True)
+    if ranked:
+        rank.lock_shared(c)
+        c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
+                  " agentlog.documents WHERE host = %s)", (host,))
+    c.execute("DELETE FROM agentlog.documents WHERE host = %s", (host,))
+    c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (host,))
+    c.execute(
+        "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
+        " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
+        " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
+        " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
+        (host, schema.SCHEMA_VERSION, db.parser_version()))
 
 
 class _HostProjector:
@@ -195,18 +277,7 @@ class _HostProjector:
                 Path(f"{self.path}{suffix}").unlink()
         scon = self._open_scratch()
         c = self.con
-        if self.ranked:
-            rank.lock_shared(c)
-            c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
-                      " agentlog.documents WHERE host = %s)", (self.host,))
-        c.execute("DELETE FROM agentlog.documents WHERE host = %s", (self.host,))
-        c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (self.host,))
-        c.execute(
-            "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
-            " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
-            " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
-            " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
-            (self.host, schema.SCHEMA_VERSION, db.parser_version()))
+        drop_host_rows(c, self.host, self.ranked)
         c.commit()
         self.out.replayed.append(self.host)
         return scon
@@ -321,3 +392,46 @@ def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) 
                       " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (host, alias, session)"
                       " DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at",
                       (host, _clean(alias), _clean(session), row[0], row[1]))
+
+
+def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:
+    """The server's documents of `host` against the projection this home's projector wrote
+    (`team-projector/<host>.db`, made from the local log): one digest per document over
+    every column, compared both ways. `checked` is false (and says why) when there is no
+    local copy or it is not at the server's projection checkpoint."""
+    import hashlib
+
+    if not scratch.exists():
+        return {"checked": False, "ok": True, "detail": "no local projection to compare with "
+                "(the projector of another machine wrote it): run `agentlog sync` here"}
+    row = con.execute("SELECT last_seq FROM agentlog.projection WHERE host = %s",
+                      (host,)).fetchone()
+    scon = db.connect(scratch, readonly=True)
+    try:
+        cp = db.read_checkpoint(scon)
+        if row is None or cp is None or int(row[0]) != cp.last_seq:
+            return {"checked": False, "ok": True, "detail": "the local projection is at seq "
+                    f"{cp.last_seq if cp else 0}, the server's at {row[0] if row else 0}: "
+                    "run `agentlog sync` to compare"}
+        local: dict[str, str] = {}
+        for r in scon.execute(f"SELECT {', '.join(DOC_COLS)} FROM documents"):
+            vals = [_clean(v) for v in r]
+            joined = "\x1f".join(str(v) for v in vals if v is not None)
+            local[str(vals[0])] = hashlib.md5(joined.encode(), usedforsecurity=False).hexdigest()
+    finally:
+        scon.close()
+    cols = ", ".join(f"{c}::text" for c in DOC_COLS)
+    server = {str(i): str(d) for i, d in con.execute(
+        f"SELECT id, md5(concat_ws(chr(31), {cols})) FROM agentlog.documents WHERE host = %s",
+        (host,))}
+    con.rollback()
+    edited = sorted(i for i in server.keys() & local.keys() if server[i] != local[i])
+    extra = sorted(server.keys() - local.keys())
+    missing = sorted(local.keys() - server.keys())
+    ok = not (edited or extra or missing)
+    detail = "" if ok else "; ".join(
+        f"{label}: {len(ids)} ({', '.join(ids[:3])}{'…' if len(ids) > 3 else ''})"
+        for label, ids in (("edited", edited), ("not in the log", extra),
+                           ("missing", missing)) if ids)
+    return {"checked": True, "ok": ok, "documents": len(server), "edited": len(edited),
+            "extra": len(extra), "missing": len(missing), "detail": detail}

@@ -41,32 +41,47 @@ _HIT_COLS = ("rid", "id", "kind", "agent", "at", "message", "job", "run", "sessi
 
 
 def _con(url: str) -> Any:
-    from projections.pg.conn import connect
+    from projections.pg.conn import QUERY_TIMEOUTS, connect
 
     cache: dict[str, Any] = getattr(_local, "cons", None) or {}
     _local.cons = cache
     con = cache.get(url)
     if con is None or con.closed:
-        con = cache[url] = connect(url, autocommit=True)
+        con = cache[url] = connect(url, autocommit=True, timeouts=QUERY_TIMEOUTS)
     return con
 
 
 def _run(url: str, fn: Any, *args: Any) -> Any:
-    """Run `fn(con, *args)`; reconnect once when the connection was lost."""
-    from projections.pg.conn import ServerUnavailable, TeamError, driver, redact
+    """Run `fn(con, *args)`; reconnect once when the connection was lost (not when the
+    server stopped answering: that is said at once)."""
+    from projections.pg.conn import (
+        QUERY_TIMEOUTS,
+        Deadline,
+        ServerUnavailable,
+        TeamError,
+        driver,
+        expired,
+        explain,
+        redact,
+    )
 
     psycopg = driver()
 
     for attempt in (0, 1):
         con = _con(url)
         try:
-            return fn(con, *args)
+            with Deadline(con):  # the whole call: a pipeline waits at its end, not per statement
+                return fn(con, *args)
         except psycopg.OperationalError as exc:
             con.close()
+            if expired(con):
+                raise ServerUnavailable(
+                    f"the team server did not answer within {QUERY_TIMEOUTS[1]} s (frozen or "
+                    "unreachable): try again, or search locally without --postgres") from None
             if attempt:
-                raise ServerUnavailable(redact(f"team server: {exc}")) from None
+                raise ServerUnavailable(redact(f"team server: {explain(exc)}")) from None
         except psycopg.Error as exc:
-            raise TeamError(redact(f"team server: {exc}")) from None
+            raise TeamError(redact(f"team server: {explain(exc)}")) from None
     raise AssertionError("unreachable")
 
 

@@ -30,14 +30,28 @@ WRITER = "agentlog_writer"
 READER = "agentlog_reader"
 _NAME = re.compile(r"^[a-z0-9_]{1,40}$")
 
+# the derived tables a host's projector writes: readable by all, written only for the hosts
+# the role owns (a writer cannot forge, edit or delete another host's search data)
+_OWN = ("EXISTS (SELECT 1 FROM agentlog.hosts h WHERE h.host = {t}.host"
+        " AND h.owner = current_user)")
+_DERIVED_POLICIES = "\n".join(
+    f"ALTER TABLE agentlog.{t} ENABLE ROW LEVEL SECURITY;\n"
+    f"DROP POLICY IF EXISTS {t}_read ON agentlog.{t};\n"
+    f"DROP POLICY IF EXISTS {t}_own ON agentlog.{t};\n"
+    f"CREATE POLICY {t}_read ON agentlog.{t} FOR SELECT USING (true);\n"
+    f"CREATE POLICY {t}_own ON agentlog.{t} FOR ALL TO {WRITER}"
+    f" USING ({_OWN.format(t=t)}) WITH CHECK ({_OWN.format(t=t)});"
+    for t in ("documents", "aliases", "projection", "projector_locks"))
+
 _GRANTS = f"""
 GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
 GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
-GRANT INSERT ON agentlog.records TO {WRITER};
+GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
 GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection,
   agentlog.rank_terms, agentlog.rank_champions TO {WRITER};
 GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
+GRANT INSERT, UPDATE ON agentlog.projector_locks TO {WRITER};
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS hosts_read ON agentlog.hosts;
@@ -45,6 +59,7 @@ DROP POLICY IF EXISTS hosts_register ON agentlog.hosts;
 DROP POLICY IF EXISTS hosts_advance ON agentlog.hosts;
 DROP POLICY IF EXISTS records_read ON agentlog.records;
 DROP POLICY IF EXISTS records_own ON agentlog.records;
+DROP POLICY IF EXISTS records_forget ON agentlog.records;
 CREATE POLICY hosts_read ON agentlog.hosts FOR SELECT USING (true);
 CREATE POLICY hosts_register ON agentlog.hosts FOR INSERT TO {WRITER}
   WITH CHECK (owner = current_user);
@@ -54,6 +69,14 @@ CREATE POLICY records_read ON agentlog.records FOR SELECT USING (true);
 CREATE POLICY records_own ON agentlog.records FOR INSERT TO {WRITER}
   WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
                       WHERE h.host = records.host AND h.owner = current_user));
+{_DERIVED_POLICIES}
+CREATE POLICY records_forget ON agentlog.records FOR UPDATE TO {WRITER}
+  USING (EXISTS (SELECT 1 FROM agentlog.hosts h
+                 WHERE h.host = records.host AND h.owner = current_user))
+  WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
+                      WHERE h.host = records.host AND h.owner = current_user)
+              AND get_byte(value, 0) IN (240, 241)
+              AND substring(value FROM 2 FOR 32) = hash);
 """
 
 
@@ -85,15 +108,21 @@ def _role_exists(con: Any, name: str) -> bool:
 
 
 def _with_credentials(url: str, user: str, password: str) -> str:
+    """`url` with another user and password, everything else kept (sslmode, sslrootcert,
+    options and any other parameter: a handed-out URL keeps the owner's TLS settings)."""
+    from urllib.parse import quote, urlsplit, urlunsplit
+
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    d = conninfo_to_dict(url)
-    host = d.get("host") or "localhost"
-    port = d.get("port") or "5432"
-    db = d.get("dbname") or d.get("user") or user
     if "://" not in url:
         return make_conninfo(url, user=user, password=password)
-    return f"postgresql://{user}:{password}@{host}:{port}/{db}"
+    parts = urlsplit(url)
+    d = conninfo_to_dict(url)
+    hostport = parts.netloc.rsplit("@", 1)[-1] or f"{d.get('host') or 'localhost'}:" \
+        f"{d.get('port') or '5432'}"
+    path = parts.path if parts.path not in ("", "/") else f"/{d.get('dbname') or user}"
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{hostport}"
+    return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
 
 
 def init_team(con: Any, url: str, writers: list[str], readers: list[str], *,

@@ -11,7 +11,15 @@ Tables:
 - `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
   rows it covers.
 - `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache.
-Everything is `IF NOT EXISTS`: running `ensure_schema` again changes nothing.
+- `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
+- `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
+  only a role that may update the row can take it (row-level security: its own hosts).
+
+Versioned migrations: `MIGRATIONS` is an ordered list of steps; `ensure_schema` applies
+those after the database's version, each recorded in `migrations`, in the caller's
+transaction under a transaction-level advisory lock (a second process waits, then finds
+nothing to do). A database made before the table existed is version 1 (its tables are
+step 1's, which is all `IF NOT EXISTS`). A database newer than this agentlog is refused.
 """
 
 from __future__ import annotations
@@ -103,8 +111,63 @@ def exists(con: Any) -> bool:
     return row is not None and row[0] is not None and row[1] is not None
 
 
-def ensure_schema(con: Any) -> None:
-    """Create the schema and tables if missing (in the caller's transaction); serialized by a
-    transaction-level advisory lock so two first syncs do not race on CREATE."""
+# (version, name, SQL): applied in order, never edited once released; a new step appends
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (1, "tables and indexes", DDL),
+    (2, "records hold a known record form whose hash is the hash column",
+     "ALTER TABLE agentlog.records ADD CONSTRAINT records_form CHECK ("
+     " get_byte(value, 0) IN (1, 240, 241) AND substring(value FROM 2 FOR 32) = hash);"),
+    (3, "projector locks: a row a host's projector holds FOR UPDATE while it projects",
+     "CREATE TABLE IF NOT EXISTS agentlog.projector_locks(host text PRIMARY KEY);"),
+)
+LATEST = MIGRATIONS[-1][0]
+_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS agentlog.migrations(
+  version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+"""
+
+
+def version(con: Any) -> int:
+    """The database's migration version (0: no agentlog schema; 1: made before migrations
+    were recorded)."""
+    # pg_class read by a query sees what committed before this statement; to_regclass
+    # answers from the session's catalog snapshot, which may predate a concurrent first sync
+    names = {str(r[0]) for r in con.execute(
+        "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+        " ON n.oid = c.relnamespace WHERE n.nspname = 'agentlog'"
+        " AND c.relname IN ('migrations', 'records')")}
+    if "records" not in names:
+        return 0
+    if "migrations" not in names:
+        return 1
+    got = con.execute("SELECT max(version) FROM agentlog.migrations").fetchone()
+    return int(got[0]) if got and got[0] is not None else 1
+
+
+def ensure_schema(con: Any) -> list[int]:
+    """Bring the schema to `LATEST` (in the caller's transaction); returns the versions
+    applied. Serialized by a transaction-level advisory lock so two first syncs do not race;
+    `TeamError` for a database a newer agentlog migrated."""
+    from projections.errors import TeamError
+
     con.execute("SELECT pg_advisory_xact_lock(hashtext('agentlog.schema'))")
-    con.execute(DDL)
+    have = version(con)
+    if have > LATEST:
+        raise TeamError(f"the team database is at schema version {have}, newer than this "
+                        f"agentlog knows ({LATEST}): upgrade agentlog on this machine")
+    applied = []
+    for step, name, sql in MIGRATIONS:
+        if step <= have and step > 1:
+            continue
+        con.execute(sql)  # step 1 is all IF NOT EXISTS: always safe to run again
+        if step == 1:
+            con.execute(_MIGRATIONS_TABLE)
+            con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (1, %s)"
+                        " ON CONFLICT (version) DO NOTHING", (name,))
+            if have < 1:
+                applied.append(1)
+            continue
+        con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (%s, %s)"
+                    " ON CONFLICT (version) DO NOTHING", (step, name))
+        applied.append(step)
+    return applied

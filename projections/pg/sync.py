@@ -30,7 +30,16 @@ from typing import Any
 from eventlog import EventLog, chain, codec
 from eventlog.records import RawRecord
 from projections.pg import schema
-from projections.pg.conn import ServerUnavailable, TeamError, connect, driver, redact
+from projections.pg.conn import (
+    WRITE_TIMEOUTS,
+    ServerUnavailable,
+    TeamError,
+    connect,
+    driver,
+    expired,
+    explain,
+    redact,
+)
 
 BATCH = 1000
 BATCH_BYTES = 8 << 20
@@ -49,6 +58,7 @@ class SyncResult:
     server_head: int
     local_head: int
     seconds: float
+    forgotten: int = 0  # server records replaced by the forms this host's forgets left
 
     @property
     def behind(self) -> int:
@@ -58,7 +68,7 @@ class SyncResult:
         return {"host": self.host, "shipped": self.shipped, "bytes": self.bytes,
                 "batches": self.batches, "serverHead": self.server_head,
                 "localHead": self.local_head, "behind": self.behind,
-                "seconds": round(self.seconds, 3)}
+                "forgotten": self.forgotten, "seconds": round(self.seconds, 3)}
 
 
 def register_host(con: Any, host: str, label: str | None = None) -> None:
@@ -165,9 +175,12 @@ def sync(
     try:
         return _sync(con, log, host, label, batch, batch_bytes, max_batches, on_batch, started)
     except psycopg.OperationalError as exc:
-        raise ServerUnavailable(redact(f"team server: {exc}")) from None
+        if expired(con):
+            raise ServerUnavailable(f"the team server did not answer within "
+                                    f"{WRITE_TIMEOUTS[1]} s: the next sync resumes") from None
+        raise ServerUnavailable(redact(f"team server: {explain(exc)}")) from None
     except psycopg.Error as exc:  # refused by a policy or a privilege, bad schema
-        raise TeamError(redact(f"team server refused: {exc}")) from None
+        raise TeamError(redact(f"team server refused: {explain(exc)}")) from None
     finally:
         con.close()
 
@@ -196,7 +209,53 @@ def _sync(con: Any, log: EventLog, host: str, label: str | None, batch: int, bat
         head = records[-1].seq
         if on_batch is not None:
             on_batch(head, local.seq)
+    forgotten = push_forgotten(con, log, host)
     head, _ = server_head(con, host)
     con.rollback()
     return SyncResult(host, shipped, nbytes, batches, head, log.head().seq,
-                      time.monotonic() - started)
+                      time.monotonic() - started, forgotten)
+
+
+def push_forgotten(con: Any, log: EventLog, host: str, *, chunk: int = 1000) -> int:
+    """Replace the server's copies of records this host forgot (`agentlog forget`) by their
+    forms, and drop the host's projected rows so the projector replays it, in one
+    transaction (a crash leaves the old copies, which the next sync replaces). Returns how
+    many records were replaced. Only forget events the server already holds are sent."""
+    import hashlib
+
+    from eventlog.events import RecordsForgotten
+
+    events = log.forget_events()
+    if not events:
+        return 0
+    try:
+        head, _ = server_head(con, host, lock=True)
+        changed = 0
+        for ev_seq in events:
+            st = log.get(ev_seq) if ev_seq <= head else None
+            if st is None or not isinstance(st.event, RecordsForgotten):
+                continue
+            for a, b in st.event.ranges:
+                for lo in range(a, b + 1, chunk):
+                    hi = min(b, lo + chunk - 1)
+                    local = {r.seq: r.value for r in log.read_raw(lo, hi - lo + 1)}
+                    theirs = con.execute(
+                        "SELECT seq, sha256(value) FROM agentlog.records WHERE host = %s AND"
+                        " seq BETWEEN %s AND %s", (host, lo, hi)).fetchall()
+                    upd = [(local[int(q)], host, int(q)) for q, d in theirs
+                           if int(q) in local and bytes(d) != hashlib.sha256(
+                               local[int(q)]).digest()]
+                    if upd:
+                        with con.cursor() as cur:
+                            cur.executemany("UPDATE agentlog.records SET value = %s"
+                                            " WHERE host = %s AND seq = %s", upd)
+                        changed += len(upd)
+        if changed:
+            from projections.pg.project import drop_host_rows
+
+            drop_host_rows(con, host)
+        con.commit()
+        return changed
+    except BaseException:
+        con.rollback()
+        raise

@@ -20,8 +20,14 @@ the foreground. Promises:
   (`projections.catchup.make_lists`), one bounded step (~0.2 s) per `list_pause_s`, so no
   hook or one-shot capture pays for them; a busy history.db only postpones a step.
 - After every commit history.db is caught up (`cli.services.catchup.after_append`).
-  A search never waits for the loop: it answers from history.db as it is, and `coverage_fields` says
-  what is still pending (from the note the holder publishes in the lease file).
+  A search answers from history.db as it is, and `coverage_fields` says what is still
+  pending (from the note the holder publishes in the lease file: first when elected, so a
+  predecessor's note never speaks for it, then at every commit and every 0.25 s of a pass).
+  `caughtUp` only after the holder's own first complete pass, with no file unread (never
+  read, a backlog, queued by a file event, an unfinished line) and no event unindexed.
+- The one wait: while the first pass of a home no loop ever caught up runs, a search waits
+  for it up to ~3 s (`cli.services.capture.status.first_pass`, which reads the note and
+  this process's running loops, `status.LOOPS`).
 - Importing this module imports nothing of the capture machinery; the loop imports it
   once elected. Transcript text is never logged.
 """
@@ -36,21 +42,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cli.services.capture.status import LOOPS, holder, key, lease, now_ms, read_note
 from cli.services.config import Home
 
-LEASE_FILE = "capture.lock"
 COMMIT_EVERY_S = 0.5
+PUBLISH_EVERY_S = 0.25  # the note's figures while a pass runs (coverage, first answers)
 LIST_PAUSE_S = 0.5  # idle time between two steps of champion-list making
-
-
-def _lease(home: Home) -> Any:
-    from eventlog.lock import Lease
-
-    return Lease(home.log_dir / LEASE_FILE)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _warn(message: str) -> None:
@@ -94,7 +91,7 @@ class CaptureLoop:
         self.stop_event = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lease = _lease(home)
+        self._lease = lease(home)
         self.engine: Any = None
         self.mode = "none"  # "events" or "poll" while capturing
         self._since = 0
@@ -103,12 +100,17 @@ class CaptureLoop:
         self._behind = False  # history.db was not caught up after the last commit (busy)
         self._indexed = 0  # engine.stats.appended when history.db was last caught up
         self._wanted = False  # champion lists may be wanted (after a catch-up)
+        # set once this process knows its first pass is no search's business any more: it
+        # ended, another process captures (its note speaks), or the loop stopped or failed
+        self.first_pass_over = threading.Event()
+        self._ever = False  # some loop finished a complete pass of this home (`everCaughtUp`)
 
     # --- running ----------------------------------------------------------------------
 
     def start(self) -> CaptureLoop:
         """Run in a daemon thread (mcp, serve)."""
         if self._thread is None:
+            LOOPS[key(self.home)] = self
             self._thread = threading.Thread(target=self.run, name="agentlog-capture",
                                             daemon=True)
             self._thread.start()
@@ -118,6 +120,9 @@ class CaptureLoop:
         """Stop after the current tick; pending events are committed first."""
         self.stop_event.set()
         self._wake.set()
+        self.first_pass_over.set()
+        if LOOPS.get(key(self.home)) is self:
+            del LOOPS[key(self.home)]
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -130,6 +135,7 @@ class CaptureLoop:
         told = False
         while not self.stop_event.is_set():
             if not self._lease.try_acquire():
+                self.first_pass_over.set()  # the holder's note says how far it got
                 if not told and self.on_wait is not None:
                     self.on_wait(holder(self.home))
                     told = True
@@ -139,6 +145,7 @@ class CaptureLoop:
             try:
                 self._capture()
             except Exception as exc:  # keep the process (an MCP session) alive
+                self.first_pass_over.set()
                 self._failed(exc)
                 failed = True
             finally:
@@ -171,11 +178,16 @@ class CaptureLoop:
         return [r for r in found if r.exists]
 
     def _capture(self) -> None:
-        self._since = _now_ms()
+        self._since = now_ms()
         self._initial_done = False
+        before = read_note(self.home) or {}
+        self._ever = self._ever or bool(before.get("everCaughtUp") or before.get("caughtUp"))
+        # the note is ours now: a predecessor's never speaks for this pass
+        self._publish(None, pending=None)
         roots = self._roots()
         while not roots:  # nothing to capture (yet): say so, look again now and then
             self._initial_done = True
+            self.first_pass_over.set()
             self._publish(None, pending=0)
             if self.stop_event.wait(self.safety_s):
                 return
@@ -191,7 +203,9 @@ class CaptureLoop:
         try:
             self._pass(engine, rediscover=False)  # the initial pass: every file
             self._initial_done = True
+            self._ever = self._ever or engine.done()  # not when stopped mid-pass
             self._publish(engine)
+            self.first_pass_over.set()
             next_pass = time.monotonic() + self._interval(engine, watcher)
             while not self.stop_event.is_set():
                 idle = max(0.0, next_pass - time.monotonic())
@@ -257,12 +271,16 @@ class CaptureLoop:
     def _pass(self, engine: Any, *, rediscover: bool) -> None:
         """One complete pass over every file (and, with `rediscover`, a new walk)."""
         engine.begin_pass(rediscover=rediscover)
-        last = time.monotonic()
+        last = said = time.monotonic()
         while not self.stop_event.is_set() and not engine.done():
             self._tick(engine)
-            if time.monotonic() - last >= COMMIT_EVERY_S:
+            now = time.monotonic()
+            if now - last >= COMMIT_EVERY_S:
                 self._commit(engine)
-                last = time.monotonic()
+                last = said = time.monotonic()
+            elif now - said >= PUBLISH_EVERY_S:
+                self._publish(engine)
+                said = now
         self._commit(engine)
 
     def _drain(self, engine: Any) -> None:
@@ -313,73 +331,30 @@ class CaptureLoop:
 
     @staticmethod
     def _pending(engine: Any) -> int:
+        """Files with bytes not read yet: discovered and never read, with a backlog or an
+        unfinished last line, or queued by a file event and not polled yet."""
         from readers.capture_state import is_pending
 
-        return sum(1 for s in engine.sources.values() if is_pending(s.cursor))
+        pending = {k for k, s in engine.sources.items() if is_pending(s.cursor)}
+        pending.update(engine.ready)
+        return len(pending)
 
-    def _publish(self, engine: Any, *, pending: int | None = None) -> None:
-        if pending is None:
+    def _publish(self, engine: Any, *, pending: int | None = -1) -> None:
+        """Write the note: `pending` files as given (None: not known yet, nor the head;
+        -1: counted from `engine`)."""
+        if pending == -1:
             pending = self._pending(engine)
-        head = engine.log.head().seq if engine is not None else 0
+        head = engine.log.head().seq if engine is not None else (0 if pending == 0 else None)
+        files = len(engine.sources) if engine is not None else 0
+        discovering = (not engine.discovery_done) if engine is not None else (
+            not self._initial_done)
         note = {
             "pid": os.getpid(), "command": " ".join(sys.argv[1:4])[:100],
-            "since": self._since, "passAt": _now_ms(), "mode": self.mode,
-            "pendingFiles": pending, "head": head,
+            "since": self._since, "passAt": now_ms(), "mode": self.mode,
+            "pendingFiles": pending, "head": head, "files": files,
+            "firstPass": not self._initial_done, "discovering": discovering,
+            "everCaughtUp": self._ever,
+            # the first pass ends only once discovery has walked every root
             "caughtUp": self._initial_done and pending == 0,
         }
         self._lease.publish(json.dumps(note).encode())
-
-
-# --- what readers of the home see ---------------------------------------------------------
-
-
-def read_note(home: Home) -> dict[str, Any] | None:
-    """The capture loop's last published note, or None."""
-    raw = _lease(home).read_note()
-    if not raw:
-        return None
-    try:
-        note = json.loads(raw)
-    except ValueError:  # being rewritten right now
-        return None
-    return note if isinstance(note, dict) else None
-
-
-def holder(home: Home) -> str:
-    """Who captures this home, for messages ("pid 123, `mcp`")."""
-    note = read_note(home) or {}
-    pid = note.get("pid")
-    cmd = note.get("command")
-    return f"pid {pid}" + (f", `agentlog {cmd}`" if cmd else "") if pid else "another process"
-
-
-def coverage_fields(home: Home, coverage: dict[str, Any]) -> dict[str, Any]:
-    """The capture fields of `coverage` (docs/search.md): capturing, lastCaptureAgeS,
-    pendingFiles, pendingEvents, caughtUp. Reads one small file; never waits."""
-    capturing = bool(_lease(home).probe())
-    note = read_note(home)
-    if note is None:
-        return {"capturing": capturing, "lastCaptureAgeS": None, "pendingFiles": None,
-                "pendingEvents": None, "caughtUp": False}
-    pass_at = note.get("passAt")
-    age = max(0.0, (_now_ms() - pass_at) / 1000) if isinstance(pass_at, int) else None
-    head = note.get("head")
-    indexed = coverage.get("events")
-    pending_events = (max(0, head - indexed) if isinstance(head, int)
-                      and isinstance(indexed, int) else None)
-    files = note.get("pendingFiles")
-    return {
-        "capturing": capturing,
-        "lastCaptureAgeS": None if age is None else round(age, 1),
-        "pendingFiles": files if isinstance(files, int) else None,
-        "pendingEvents": pending_events,
-        "caughtUp": bool(capturing and note.get("caughtUp") and pending_events == 0),
-    }
-
-
-def with_capture(home: Home, result: dict[str, Any]) -> dict[str, Any]:
-    """`result` (a search or coverage answer) with the capture fields in its coverage."""
-    cov = result.get("coverage")
-    if isinstance(cov, dict):
-        cov.update(coverage_fields(home, cov))
-    return result

@@ -1,0 +1,224 @@
+"""What an agent reads: the compact answers of the MCP tools, and their text block.
+
+An MCP result is read by a model, so every character is paid for in its context (issue 29,
+`bench/tokens.py`). Promises:
+- `detail: "compact"` (the default) keeps what an agent acts on and drops what is null,
+  false or derivable: a hit is `id, agent, project, session, at, role, snippet` (+
+  `archived: true`); a conversation page hoists what all its items share (agent, session,
+  project, kind) and its items are `at, role, text` (+ `tool`, `title`, `subagent`,
+  `truncated`, `folded` when they say something). `detail: "full"` is the seed's shape,
+  exactly what `cli.services.calls` returns (the HTTP API's).
+- The text block is not a second copy of the JSON: it is a short readable rendering that
+  holds everything a client reading only text needs (each hit's id, session, time, snippet;
+  each item's time, role and text; the `next` cursor), one line per hit or item.
+- Pure: dicts in, dicts and strings out; no I/O, no clock but the formatting of times.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+HIT_KEYS = ("id", "agent", "project", "session", "at", "role", "snippet")
+ITEM_KEYS = ("at", "role", "tool", "title", "subagent", "subagent_name", "text")
+SHARED_KEYS = ("agent", "session", "project", "kind")
+TOOL_OUTPUT_ROLES = ("tool_result",)
+FOLDED_CHARS = 80
+
+
+def when(at: Any, *, date: bool = True, seconds: bool = False) -> str:
+    """Epoch ms as `YYYY-MM-DD HH:MM[:SS]` UTC (`HH:MM:SS` without the date); '?' if
+    unknown."""
+    if not isinstance(at, int) or isinstance(at, bool):
+        return "?"
+    try:
+        t = time.gmtime(at / 1000)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    if not date:
+        return time.strftime("%H:%M:%S", t)
+    return time.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M", t)
+
+
+def _line(text: str, width: int) -> str:
+    """`text` on one line, cut at `width` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+# --- search_history -------------------------------------------------------------------------
+
+
+def compact_hit(hit: dict[str, Any]) -> dict[str, Any]:
+    out = {k: hit[k] for k in HIT_KEYS if hit.get(k) is not None}
+    if hit.get("archived"):
+        out["archived"] = True
+    if "host" in hit and hit["host"] is not None:
+        out["host"] = hit["host"]
+    return out
+
+
+def compact_coverage(cov: dict[str, Any]) -> dict[str, Any]:
+    """`caughtUp`, and only while it is false what is pending; `stale` when true."""
+    out: dict[str, Any] = {"caughtUp": bool(cov.get("caughtUp"))}
+    if not out["caughtUp"]:
+        for key in ("capturing", "pendingFiles", "pendingEvents", "reading"):
+            if cov.get(key) is not None:
+                out[key] = cov[key]
+    if cov.get("stale"):
+        out["stale"] = True
+    return out
+
+
+def coverage_line(cov: dict[str, Any]) -> str | None:
+    """One line saying how far from current the answer is, or None when caught up."""
+    reading = cov.get("reading")
+    if isinstance(reading, str) and reading:
+        return reading
+    if cov.get("stale"):
+        return "history.db differs from the log (agentlog verify found it): run agentlog reindex"
+    if cov.get("caughtUp") or "caughtUp" not in cov:
+        return None
+    files, events = cov.get("pendingFiles"), cov.get("pendingEvents")
+    if not cov.get("capturing"):
+        return "no capture running: history may be behind (agentlog capture, or agentlog mcp)"
+    parts = [f"{files:,} files" if files else "", f"{events:,} events" if events else ""]
+    pending = " and ".join(p for p in parts if p)
+    return ("history is being captured" + (f": {pending} pending" if pending else "")
+            + "; later searches may find more")
+
+
+def search_text(result: dict[str, Any], query: str) -> str:
+    """The readable answer: one header line per run of hits of one session, one line a hit."""
+    hits = result.get("hits", [])
+    engine = "" if result.get("engine", "fts5") == "fts5" else f", {result.get('engine')} engine"
+    lines = [f"{len(hits)} hits for {query!r} (times UTC{engine})" if hits
+             else f"no hits for {query!r}{engine}"]
+    group: tuple[Any, ...] | None = None
+    for h in hits:
+        key = (h.get("agent"), h.get("session"), h.get("project"), h.get("host"))
+        if key != group:
+            group = key
+            head = [str(h.get("agent") or "?")]
+            if h.get("session"):
+                head.append(f"session {h['session']}")
+            if h.get("project"):
+                head.append(str(h["project"]))
+            if h.get("host"):
+                head.append(f"host {h['host']}")
+            lines.append(" ".join(head))
+        role = f" {h['role']}" if h.get("role") else ""
+        flag = " (archived)" if h.get("archived") else ""
+        lines.append(f"- {h.get('id')} {when(h.get('at'))}{role}{flag}: "
+                     f"{_line(str(h.get('snippet') or ''), 400)}")
+    note = coverage_line(result.get("coverage") or {})
+    if note:
+        lines.append(note)
+    answer = result.get("answer")
+    if isinstance(answer, dict):
+        if answer.get("text"):
+            lines.append(f"answer: {answer['text']}")
+        elif answer.get("error"):
+            lines.append(f"answer: none ({answer['error']})")
+    if hits:
+        lines.append("get_conversation(id) reads a hit in context")
+    return "\n".join(lines)
+
+
+def search_answer(result: dict[str, Any], query: str, detail: str) -> tuple[dict[str, Any], str]:
+    """(structured content, text) of a `search_history` result."""
+    if detail == "full":
+        return result, search_text(result, query)
+    out: dict[str, Any] = {
+        "engine": result.get("engine"),
+        "hits": [compact_hit(h) for h in result.get("hits", [])],
+        "coverage": compact_coverage(result.get("coverage") or {}),
+    }
+    if "answer" in result:
+        out["answer"] = result["answer"]
+    return out, search_text(result, query)
+
+
+# --- get_conversation -----------------------------------------------------------------------
+
+
+def fold_items(items: list[dict[str, Any]], max_chars: int, tool_output: bool) -> None:
+    """Cut each item's text at `max_chars` (`truncated: true`); without `tool_output`, a
+    tool's output is folded to its first line (`folded`: the output's length)."""
+    for it in items:
+        text = str(it.get("text") or "")
+        if not tool_output and it.get("role") in TOOL_OUTPUT_ROLES and len(text) > FOLDED_CHARS:
+            it["text"] = _line(text, FOLDED_CHARS)
+            it["folded"] = len(text)
+        elif len(text) > max_chars:
+            it["text"] = text[: max_chars - 1].rstrip() + "…"
+            it["truncated"] = True
+
+
+def compact_page(page: dict[str, Any]) -> dict[str, Any]:
+    items: list[dict[str, Any]] = page.get("items", [])
+    shared: dict[str, Any] = {}
+    for key in SHARED_KEYS:
+        values = {it.get(key) for it in items}
+        if len(values) == 1 and None not in values:
+            shared[key] = values.pop()
+    out: dict[str, Any] = {"id": page.get("id"), **shared, "items": []}
+    for it in items:
+        row = {k: it[k] for k in ITEM_KEYS if it.get(k) is not None}
+        for key in SHARED_KEYS:
+            if key not in shared and it.get(key) is not None:
+                row[key] = it[key]
+        if it.get("host") is not None:
+            row["host"] = it["host"]
+        for flag in ("truncated", "folded"):
+            if it.get(flag):
+                row[flag] = it[flag]
+        out["items"].append(row)
+    out["next"] = page.get("next")
+    resume = page.get("resume")
+    out["resume"] = ({k: resume[k] for k in ("command", "cwd") if resume.get(k) is not None}
+                     if isinstance(resume, dict) else None)
+    return out
+
+
+def page_text(page: dict[str, Any]) -> str:
+    items = page.get("items", [])
+    shared = compact_page({"items": items})  # what every item shares
+    head = [str(shared.get("agent") or ""), f"session {shared['session']}"
+            if shared.get("session") else "", str(shared.get("project") or "")]
+    lines = [" ".join(h for h in head if h) or str(page.get("id")),
+             f"{len(items)} items of {page.get('id')} (times UTC)"]
+    day = None
+    for it in items:
+        d = when(it.get("at"))[:10]
+        stamp = when(it.get("at"), date=d != day, seconds=True)
+        day = d
+        who = str(it.get("role") or it.get("kind") or "")
+        if it.get("tool"):
+            who += f" {it['tool']}"
+        if it.get("subagent"):
+            who += f" [{it.get('subagent_name') or it['subagent']}]"
+        for key in SHARED_KEYS:
+            if key not in shared and it.get(key) and key != "kind":
+                who += f" {key}={it[key]}"
+        if it.get("folded"):
+            who += f" (folded, {it['folded']:,} chars)"
+        elif it.get("truncated"):
+            who += " (cut)"
+        lines.append(f"{stamp} {who}: {it.get('text') or ''}")
+    if page.get("next"):
+        lines.append(f"more: after={page['next']}")
+    resume = page.get("resume")
+    if isinstance(resume, dict) and resume.get("command"):
+        cwd = f"cd {resume['cwd']} && " if resume.get("cwd") else ""
+        lines.append(f"resume: {cwd}{resume['command']}")
+    return "\n".join(lines)
+
+
+def conversation_answer(
+    page: dict[str, Any], detail: str, max_chars: int, tool_output: bool
+) -> tuple[dict[str, Any], str]:
+    """(structured content, text) of a `get_conversation` page."""
+    fold_items(page.get("items", []), max_chars, tool_output)
+    text = page_text(page)
+    return (page if detail == "full" else compact_page(page)), text
