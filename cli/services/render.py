@@ -14,8 +14,9 @@ Promises:
   reader and of `export --format html`, so both draw a conversation alike. No inline style:
   the page's Content-Security-Policy (`style-src 'self'`) forbids it;
 - tool results (a subagent's report, a fetched page) are markdown when they look like it
-  (`looks_markdown`: headings, fences, emphasis, lists, tables) and are then rendered like
-  turns; other results stay plain text (command output keeps its lines);
+  (`looks_markdown`: headings, fences, emphasis, lists, tables) and do not come from a shell
+  (`SHELL_TOOLS`: a compiler's `# package` line is no heading), and are then rendered like
+  turns (`markdown_result`); other results stay plain text (command output keeps its lines);
 - `summary` is one line: the tool name and its key argument (path, command, pattern, …),
   at most `SUMMARY_CHARS` characters, plain text;
 - rendering adds fields (`html`, `summary`) and never changes the item's others.
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 MARKDOWN_ROLES = frozenset({"user", "assistant", "thinking", "system"})
+SHELL_TOOLS = frozenset({"Bash", "BashOutput", "shell", "exec_command", "local_shell",
+                         "run_terminal_cmd", "run_shell_command", "bash", "terminal"})
 HIGHLIGHT_CHARS = 100_000  # a longer fence is shown plain: highlighting it costs seconds
 CLASS_PREFIX = "hl-"
 LIGHT_STYLE, DARK_STYLE = "default", "github-dark"
@@ -171,7 +174,12 @@ def readable(item: dict[str, Any]) -> dict[str, Any]:
     text = item.get("text") or ""
     if role == "tool_use":
         item["summary"] = summary(text, item.get("tool"))
-    elif item.get("kind") == "transcript" and (
-            role in MARKDOWN_ROLES or (role == "tool_result" and looks_markdown(text))):
+    elif item.get("kind") == "transcript" and (role in MARKDOWN_ROLES or markdown_result(item)):
         item["html"] = to_html(text)
     return item
+
+
+def markdown_result(item: dict[str, Any]) -> bool:
+    """True for a tool result to render as markdown (see the module's promises)."""
+    return (item.get("role") == "tool_result" and item.get("tool") not in SHELL_TOOLS
+            and looks_markdown(str(item.get("text") or "")))

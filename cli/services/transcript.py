@@ -168,9 +168,9 @@ def _md_items(t: Transcript, level: int) -> list[str]:
         role = _who(item)
         text = str(item.get("text") or "")
         if role in FOLDED:
-            from cli.services.render import looks_markdown
+            from cli.services.render import markdown_result
 
-            plain = role == "tool_use" or (role == "tool_result" and not looks_markdown(text))
+            plain = role == "tool_use" or (role == "tool_result" and not markdown_result(item))
             body = _fence(text) if plain else text
             out.append(f"<details><summary>{html.escape(folded_line(item))}</summary>\n\n"
                        f"{body}\n\n</details>\n")
