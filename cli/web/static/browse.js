@@ -44,7 +44,7 @@ const Browse = (() => {
       const li = el("li", "item");
       li.tabIndex = -1;
       li.appendChild(link(p.project, projectHref(p.project), "open", go));
-      li.appendChild(el("span", "muted", "  " + p.turns + " turns · last " + (p.last || "-")));
+      li.appendChild(el("span", "muted", "  " + p.turns + " turns · last " + (p.last || "time unknown")));
       list.appendChild(li);
     }
     view.appendChild(list);
