@@ -11,6 +11,7 @@ from the log.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -23,6 +24,13 @@ from cli.services.startup import startup_done
 
 
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Bare `agentlog` on a terminal (standard input and output) is `agentlog browse`;
+        elsewhere (a pipe, a script) it prints the help, as click does."""
+        if not args and not ctx.resilient_parsing and _on_terminal():
+            args = ["browse"]
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -125,6 +133,13 @@ def restyle(exc: click.ClickException, command: str) -> AgentlogError:
     out = Failure(exc.format_message(), None, command=command)
     out.exit_code = exc.exit_code
     return out
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
 
 
 def _integer_metavars(cmd: click.Command) -> None:

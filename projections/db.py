@@ -42,7 +42,8 @@ from projections.text import fold
 # 8: recipients side table; contentless CJK side index; partial run/job indexes
 # 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
 # 10: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
-SCHEMA_VERSION = 10
+# 11: transcript rows of records without a time of their own marked (extra = UNDATED)
+SCHEMA_VERSION = 11
 BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak RSS (a cold
 # capture runs it beside the capture and the parse process: their summed RSS is the goal)
 DEFAULT_HASHSIZE = 1024 * 1024

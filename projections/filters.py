@@ -139,6 +139,10 @@ def parse_filters(filters: Mapping[str, Any] | None) -> Filters:
     if "project" in out and len(out["project"]) > 1 and out["project"].endswith("/"):
         # a canonical project path has no trailing slash ("/home/me/app/" means "/home/me/app")
         out["project"] = out["project"].rstrip("/") or "/"
+    if "project" in out:
+        from projections.project_key import project_key
+
+        out["project"] = project_key(out["project"])  # C:\Proj and c:\proj: one project
     if "agent" in got:
         if got["agent"] not in AGENTS:
             raise QueryError("agent", f"must be one of {', '.join(AGENTS)}; got {got['agent']!r}")

@@ -274,15 +274,19 @@ def sessions(
 
 
 def projects(con: sqlite3.Connection, *, include_archived: bool = False) -> list[dict[str, Any]]:
-    """Projects that have (hot, unless `include_archived`) transcript turns, most recently
-    active first."""
+    """Projects that have (hot, unless `include_archived`) transcript turns, the newest last
+    real record time first (`last`; null, and listed last, when no record of the project
+    carries a time of its own: see `projections.row.UNDATED`)."""
+    from projections.row import UNDATED
+
     arch = "" if include_archived else " AND archived = 0"
     rows = con.execute(
-        "SELECT project, count(*), max(at) FROM documents"
-        f" WHERE kind = 'transcript' AND project IS NOT NULL{arch}"
-        " GROUP BY project ORDER BY max(at) DESC"
+        "SELECT project, count(*), max(CASE WHEN extra IS NOT ? THEN at END) AS last"
+        f" FROM documents WHERE kind = 'transcript' AND project IS NOT NULL{arch}"
+        " GROUP BY project ORDER BY last IS NULL, last DESC, max(at) DESC", (UNDATED,)
     ).fetchall()
-    return [{"project": r[0], "turns": r[1], "last": format_ts(r[2])} for r in rows]
+    return [{"project": r[0], "turns": r[1], "last": None if r[2] is None else format_ts(r[2])}
+            for r in rows]
 
 
 def session_present(con: sqlite3.Connection, project: str, session: str) -> bool:

@@ -17,6 +17,9 @@ from typing import NamedTuple
 NULL = math.nan
 Nullable = str | float | None  # a text column's value: a str, or NULL (`NULL` or None)
 NullableInt = int | float | None  # an integer column's value: an int, or NULL
+# The `extra` of a transcript row whose record carries no time of its own (its `at` is its
+# capture's): the session lists' "time unknown" (projections.transcript_rows, sessions).
+UNDATED = '{"undated":true}'
 
 
 class Row(NamedTuple):

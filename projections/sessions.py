@@ -1,14 +1,19 @@
 """The session browser's reads: a project's sessions and a session's subagents.
 
 Promises:
-- `project_sessions` lists at most `MAX_SESSIONS` sessions of one project, newest activity
-  first, each with its agent, conversation id (of the main thread), title (the session's own
-  title when the agent records one), first user prompt (at most `PROMPT_CHARS` characters),
-  turn and prompt counts, first/last time and how many subagents ran; archived sessions
-  are left out unless asked for;
+- `project_sessions` lists at most `MAX_SESSIONS` sessions of one project, the newest last
+  real record time first (a record without a time of its own is dated by its capture, which
+  is not its time: `projections.row.UNDATED`); sessions none of whose records carries a
+  time come last, with `first`, `last` and `at` null; each with its agent, conversation id
+  (of the main thread), title (the session's own title when the agent records one), first
+  user prompt (at most `PROMPT_CHARS` characters), turn and prompt counts, first/last time
+  and how many subagents ran; archived sessions are left out unless asked for;
 - `session_subagents` lists the subagent threads of one session, each with its conversation
   id, name, first prompt, turn count and `parent`: the id of the main thread's tool call
   whose `prompt` argument is the subagent's first prompt (each call claimed once), or None;
+- `heading` is a session's name wherever one is shown (the page, the browser, the exports):
+  its own title when its records carry one, else its first user prompt on one line (a
+  prompt's leading markdown marks off, at most `TITLE_CHARS`), else its id;
 - `projects_named` lists every project history.db names, for "unknown project" errors;
 - read-only; every value is bound, never interpolated into SQL; unknown projects and
   sessions answer empty lists.
@@ -23,9 +28,20 @@ from typing import Any
 
 from projections.envelope import format_ts
 from projections.errors import QueryError
+from projections.project_key import project_key
+from projections.row import UNDATED
 
 MAX_SESSIONS = 500
 PROMPT_CHARS = 300
+TITLE_CHARS = 120
+
+
+def heading(title: str | None, prompt: str | None, fallback: str) -> str:
+    """The session's name: `title`, else `prompt`, else `fallback`, on one line."""
+    text = title or (prompt or "").lstrip("#> \t\n") or fallback
+    line = " ".join(text.split()) or fallback
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
 
 
 def _prompt(con: sqlite3.Connection, conversation: str | None) -> str | None:
@@ -69,13 +85,15 @@ def project_sessions(
 ) -> dict[str, Any]:
     """{"project", "sessions": [...], "capped"}: newest activity first."""
     arch = "" if include_archived else " AND archived = 0"
+    real = "CASE WHEN extra IS NOT ? THEN at END"  # NULL: dated by its capture only
     rows = con.execute(
-        "SELECT agent, session, count(*), sum(role = 'user' AND subagent IS NULL), min(at),"
-        " max(at), count(DISTINCT subagent), max(archived),"
+        f"SELECT agent, session, count(*), sum(role = 'user' AND subagent IS NULL), min({real}),"
+        f" max({real}) AS last, count(DISTINCT subagent), max(archived),"
         " min(CASE WHEN subagent IS NULL THEN conversation END)"
         " FROM documents WHERE kind = 'transcript' AND project = ? AND session IS NOT NULL"
-        f"{arch} GROUP BY agent, session ORDER BY max(at) DESC, session LIMIT ?",
-        (project, MAX_SESSIONS + 1),
+        f"{arch} GROUP BY agent, session ORDER BY last IS NULL, last DESC, max(at) DESC,"
+        " session LIMIT ?",
+        (UNDATED, UNDATED, project, MAX_SESSIONS + 1),
     ).fetchall()
     out = []
     for agent, session, turns, prompts, first, last, subagents, archived, conv in rows[
@@ -83,12 +101,15 @@ def project_sessions(
         title = con.execute(
             "SELECT title FROM sessions WHERE agent = ? AND session = ?", (agent, session)
         ).fetchone()
+        prompt = _first_prompt(con, conv)
+        own = title[0] if title else None
         out.append({
             "agent": agent, "sessionId": session, "conversation": conv,
-            "title": title[0] if title else None,
-            "firstPrompt": _first_prompt(con, conv),
+            "title": own, "heading": heading(own, prompt, session),
+            "firstPrompt": prompt,
             "turns": turns, "prompts": prompts or 0, "subagents": subagents,
-            "first": format_ts(first), "last": format_ts(last), "at": last,
+            "first": None if first is None else format_ts(first),
+            "last": None if last is None else format_ts(last), "at": last,
             "archived": bool(archived),
         })
     return {"project": project, "sessions": out, "capped": len(rows) > MAX_SESSIONS}
@@ -125,6 +146,7 @@ def sessions_of(db_path: Path, project: str, *, include_archived: bool = False) 
     """`project_sessions` on history.db as it is (a missing file answers no sessions)."""
     if not isinstance(project, str) or not project:
         raise QueryError("project", "must be a non-empty string")
+    project = project_key(project)
     con = _connection(db_path)
     if con is None:
         return {"project": project, "sessions": [], "capped": False}
@@ -132,7 +154,8 @@ def sessions_of(db_path: Path, project: str, *, include_archived: bool = False) 
 
 
 def session_info(db_path: Path, agent: str, session: str) -> dict[str, Any] | None:
-    """{"agent", "sessionId", "conversation", "project", "title", "subagents"}; None if unknown."""
+    """{"agent", "sessionId", "conversation", "project", "title", "heading", "firstPrompt",
+    "subagents"}; None if unknown."""
     con = _connection(db_path)
     if con is None:
         return None
@@ -144,8 +167,10 @@ def session_info(db_path: Path, agent: str, session: str) -> dict[str, Any] | No
         return None
     title = con.execute("SELECT title FROM sessions WHERE agent = ? AND session = ?",
                         (agent, session)).fetchone()
+    own = title[0] if title else None
+    prompt = _first_prompt(con, row[0])
     return {"agent": agent, "sessionId": session, "conversation": row[0], "project": row[1],
-            "title": title[0] if title else None,
+            "title": own, "heading": heading(own, prompt, session), "firstPrompt": prompt,
             "subagents": session_subagents(con, agent, session)}
 
 

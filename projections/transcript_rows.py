@@ -10,7 +10,12 @@ Promises:
   rows, rowids and full-text feed as one `put_row` each); the caller `flush`es the batch
   before anything else it writes, so every statement sees the rows made before it;
 - `record_bodies` packs what `rows.put_row` would (the parallel rebuild's parse process
-  may).
+  may);
+- a record that carries no time of its own is dated by its capture event, and its row's
+  `extra` is `UNDATED` (`{"undated":true}`), so the session lists can tell a real time from
+  the capture's (every other transcript row's `extra` is NULL);
+- a row's project is `project_key`'s form (Windows paths folded: one project whatever their
+  case).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from projections.project_key import project_key
+from projections.row import UNDATED
 from projections.rows import NULL, ORD_SPAN, Row, agent_family, new_row, put_rows, stored_bodies
 from readers.records import ParseResult, Record
 
@@ -65,6 +72,8 @@ def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
     if rec.title is not None:
         title = rec.title
     project, session, tool, subagent = rec.project, rec.session, rec.tool, rec.subagent
+    if project is not None:
+        project = project_key(project)  # Windows paths: one project whatever their case
     # Row(id=, kind=, agent=, at=, project=, session=, job=, run=, message=, cursor=,
     # conversation=, role=, tool=, subagent=, subagent_name=, title=, archived=, seq=, ord=,
     # source=, sender=, extra=, text=), made by `rows.new_row` (see there)
@@ -75,7 +84,7 @@ def make_row(rec: Record, ctx: tuple[Any, ...], seq: int, at: int, index: int,
         NULL if tool is None else tool, NULL if subagent is None else subagent,
         NULL if subagent_name is None else subagent_name, NULL if title is None else title,
         0, seq, seq * ORD_SPAN + (index if index < ORD_SPAN else ORD_SPAN - 1), source,
-        NULL, NULL, record_text(rec),
+        NULL, UNDATED if rec.at is None else NULL, record_text(rec),
     ))
 
 

@@ -40,6 +40,7 @@ from eventlog.events import (
 from eventlog.records import StoredEvent
 from projections import assemble, runlogs, secrets
 from projections.db import parser_module
+from projections.project_key import project_key
 from projections.rows import Applier, agent_family, need_index, put_row, run_basename
 from projections.transcript_rows import Batch, batch_for, context, flush, forget_lookups, make_row
 from projections.transcript_rows import conversation_of as conversation_of  # archive's
@@ -336,7 +337,8 @@ def _title(con: sqlite3.Connection, t: SessionTitle) -> None:
         "INSERT INTO sessions(agent, session, title, project) VALUES (?,?,?,?)"
         " ON CONFLICT(agent, session) DO UPDATE SET title = excluded.title,"
         " project = coalesce(excluded.project, sessions.project)",
-        (agent_family(t.agent), t.session, t.title, t.project),
+        (agent_family(t.agent), t.session, t.title,
+         None if t.project is None else project_key(t.project)),
     )
 
 

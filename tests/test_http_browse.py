@@ -88,7 +88,8 @@ def test_conversation_html_is_sanitized_markdown(client: TestClient) -> None:
         by_role.setdefault(item["role"], []).append(item)
     html = by_role["assistant"][0]["html"]
     for good in ("<h2>Steps</h2>", "<li>first step</li>", "<table>",
-                 '<code class="language-python">import_router',
+                 # highlighted by Pygments: class-only spans (no style attribute)
+                 '<code class="language-python"><span class="hl-n">import_router</span>',
                  '<a href="https://example.org/docs" rel="noopener noreferrer">good</a>'):
         assert good in html
     tags = markup(html)

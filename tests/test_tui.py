@@ -160,3 +160,39 @@ def test_project_column_names_the_last_folder_of_posix_and_windows_paths() -> No
     assert short_project("/home/demo/webapp/") == "webapp"
     assert short_project(None) == "-"
     assert short_project("/a/" + "x" * 40).endswith("…")
+
+
+def test_the_ranking_lists_still_wanted_are_made_while_the_reader_rests(
+        tmp_path: Path) -> None:
+    """A rebuild makes only the most common words' lists; without a capture loop running
+    nothing else made the rest, and a common word ranked every match at each keystroke."""
+    import sqlite3
+
+    from projections import db
+    from projections.rank import champions
+
+    proc = run_cli(tmp_path / "home", "demo")
+    assert proc.returncode == 0, proc.stderr.decode()
+    home = Home(tmp_path / "home")
+    con = db.connect(home.history_db)
+    with con:  # one list made, every other word in more than one document wanted
+        champions.build(con, hot_df=1, budget=1)
+    con.close()
+
+    def wanted() -> int:
+        with sqlite3.connect(home.history_db) as c:
+            return int(c.execute("SELECT count(*) FROM rank_terms WHERE tau IS NULL")
+                       .fetchone()[0])
+
+    assert wanted() > 0
+    app = app_of(home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"tangerine")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine")
+        deadline = time.monotonic() + 30
+        while wanted() and time.monotonic() < deadline:
+            await pilot.pause(0.2)
+
+    run(app, scenario)
+    assert wanted() == 0

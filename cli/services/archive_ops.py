@@ -122,6 +122,9 @@ def history(home: Home, project: str, filters: dict[str, Any], page: int = 1, *,
             strict: bool = False) -> dict[str, Any]:
     """One page of a project's turns plus the project's session list. With `strict` (the
     CLI), a project history.db does not name is `NotFound`, else an empty page."""
+    from projections.project_key import project_key
+
+    project = project_key(project)  # Windows paths: one project whatever their case
     from projections import history as h
     from projections.filters import parse_time
 
@@ -236,6 +239,9 @@ def export_to(
 
 def export_file(home: Home, project: str, dest: Path, **kwargs: Any) -> dict[str, Any]:
     """Export to `dest` atomically (temporary file in the same directory, then rename)."""
+    from projections.project_key import project_key
+
+    project = project_key(project)  # Windows paths: one project whatever their case
     from eventlog.files import open_atomic
 
     dest = dest.absolute()
@@ -260,6 +266,9 @@ def export_spooled(home: Home, project: str, **kwargs: Any) -> tuple[Path, dict[
     The export's read transaction ends before the first byte goes to a client, however
     slow, so a download never holds up capture.
     """
+    from projections.project_key import project_key
+
+    project = project_key(project)  # Windows paths: one project whatever their case
     home.root.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".json", dir=home.root)
     try:

@@ -34,10 +34,11 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
         ensure_current_quietly(home, ensure_current)
     project = options.get("project")
     if project is not None:  # an unknown project is a mistake: name the known ones
+        from projections.project_key import project_key
         from projections.sessions import known_projects, unknown_project_hint
 
         known = known_projects(home.history_db)
-        if project not in known:
+        if project_key(str(project).rstrip("/") or "/") not in known:
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
@@ -45,6 +46,16 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
+
+
+def keep_lists(home: Home) -> bool:
+    """One bounded step (~0.2 s) of making the ranking lists history.db still wants
+    (`projections.catchup.make_some_lists`, the capture loop's idle step): a rebuild makes
+    only the most common words' lists, and without them a query of a common word ranks
+    every match. Whether more may be wanted (False: none, or no history.db)."""
+    from projections.catchup import make_some_lists
+
+    return make_some_lists(home.history_db)
 
 
 def require_words(text: object) -> None:

@@ -8,7 +8,8 @@ Promises:
   `li.item.role-<role>`, a `.meta` line, markdown turns as `.md` rendered and cleaned by
   `cli.services.render.to_html` (markdown-it-py, raw HTML off, nh3 allowlist), tool calls,
   results and thinking folded in `details` with a `summary.call-line`, the resume command in
-  `.resume`. Every other text is escaped. The file carries its CSS inline and a
+  `.resume`. Every other text is escaped. The file carries the reader's stylesheet inline
+  (`render.stylesheet()`, which the page serves as /static/reader.css: one source) and a
   Content-Security-Policy of `default-src 'none'`: it loads nothing, runs nothing, and opens
   offline;
 - markdown keeps each turn's text as written (it is markdown already) under a heading with
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from cli.services.config import Home
 
 PAGE = 100
-TITLE_CHARS = 120
 FOLDED = ("tool_use", "tool_result", "thinking")
 
 
@@ -62,12 +62,11 @@ def _all_items(home: Home, conversation: str) -> tuple[list[dict[str, Any]], Any
 
 
 def _title(title: str | None, items: list[dict[str, Any]], fallback: str) -> str:
-    if not title:
-        first = next((i for i in items if i.get("role") == "user" and i.get("text")), None)
-        # a prompt's own markdown marks ("# Plan") make no title
-        title = str(first["text"]).lstrip("#> \t\n") if first else fallback
-    line = " ".join(title.split()) or fallback
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    """The session's `heading` (projections.sessions: the page's and the browser's too)."""
+    from projections.sessions import heading
+
+    first = next((i for i in items if i.get("role") == "user" and i.get("text")), None)
+    return heading(title, str(first["text"]) if first else None, fallback)
 
 
 def session_transcript(home: Home, ident: str) -> Transcript:
@@ -104,8 +103,10 @@ def project_transcripts(home: Home, project: str, *, include_archived: bool = Fa
     projects when `project` is unknown."""
     from cli.services import calls
     from cli.services.errors import BadInput
+    from projections.project_key import project_key
     from projections.sessions import known_projects, sessions_of, unknown_project_hint
 
+    project = project_key(project)
     known = known_projects(home.history_db)
     if project not in known:
         raise BadInput(f"--project: unknown project {project!r}", unknown_project_hint(known))
@@ -167,7 +168,10 @@ def _md_items(t: Transcript, level: int) -> list[str]:
         role = _who(item)
         text = str(item.get("text") or "")
         if role in FOLDED:
-            body = _fence(text) if role != "thinking" else text
+            from cli.services.render import markdown_result
+
+            plain = role == "tool_use" or (role == "tool_result" and not markdown_result(item))
+            body = _fence(text) if plain else text
             out.append(f"<details><summary>{html.escape(folded_line(item))}</summary>\n\n"
                        f"{body}\n\n</details>\n")
         else:
@@ -216,52 +220,6 @@ def to_markdown(transcripts: list[Transcript], title: str | None = None) -> str:
 
 
 # --- HTML -----------------------------------------------------------------------------
-CSS = """
-:root { --fg: #1d1f21; --muted: #6a6f76; --bg: #fbfbfa; --line: #e2e2df; --accent: #2a5db0;
-        --sel: #eef3fc; font-family: system-ui, sans-serif; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg: #e4e4e2; --muted: #9aa0a6; --bg: #16181b; --line: #2c3035; --accent: #7fa7e8;
-          --sel: #1f2a3a; }
-}
-* { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 72rem; padding: 0 1rem 3rem; color: var(--fg);
-       background: var(--bg); }
-header.session { padding: 1rem 0 .5rem; border-bottom: 1px solid var(--line); }
-header.session h1, header.session h2 { margin: .2rem 0; overflow-wrap: anywhere; }
-.muted { color: var(--muted); }
-ol.items { list-style: none; padding: 0; margin: 0; }
-li.item { padding: .6rem .5rem; border-bottom: 1px solid var(--line); }
-.meta { display: flex; flex-wrap: wrap; gap: .5rem; font-size: .8rem; color: var(--muted);
-        align-items: baseline; }
-.pill { border: 1px solid var(--line); border-radius: 999px; padding: 0 .45rem;
-        color: var(--fg); }
-a { color: var(--accent); }
-pre, code { line-height: 1.45; }
-pre.body { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .85rem; margin: .3rem 0;
-           max-height: 40rem; overflow: auto; padding-bottom: .25em;
-           font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
-.resume { display: flex; gap: .5rem; align-items: center; margin: .4rem 0; font-size: .85rem; }
-.resume code { padding: .1rem .4rem; border: 1px solid var(--line); border-radius: 3px;
-               overflow-wrap: anywhere; }
-.md { overflow-wrap: anywhere; }
-.md pre { overflow: auto; padding: .5rem .5rem .75rem; border: 1px solid var(--line);
-          border-radius: 4px; font-size: .85rem; }
-.md code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
-.md table { border-collapse: collapse; margin: .4rem 0; }
-.md th, .md td { border: 1px solid var(--line); padding: .2rem .5rem; }
-.md blockquote { border-left: 3px solid var(--line); margin: .4rem 0; padding-left: .8rem;
-                 color: var(--muted); }
-details.call, details.result, details.thinking, details.subagent { margin: 0; }
-summary.call-line { cursor: pointer; font-size: .8rem; color: var(--muted); white-space: nowrap;
-  overflow: hidden; text-overflow: ellipsis;
-  font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
-details.subagent { margin: .4rem 0 .2rem 1.2rem; border-left: 2px solid var(--accent);
-                   padding-left: .6rem; }
-li.role-tool_use, li.role-tool_result, li.role-thinking { padding-top: .2rem;
-                                                          padding-bottom: .2rem; }
-section.session { margin-bottom: 2rem; }
-footer { margin-top: 2rem; font-size: .8rem; }
-"""
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'"
 _ROLE = re.compile(r"[^a-z_]")
 
@@ -302,7 +260,7 @@ def _html_item(item: dict[str, Any], t: Transcript) -> str:
     inner: str
     if role in FOLDED:
         cls = {"tool_use": "call", "tool_result": "result", "thinking": "thinking"}[role]
-        body = _body(item) if role == "thinking" else f'<pre class="body">{_e(text)}</pre>'
+        body = (f'<pre class="body">{_e(text)}</pre>' if role == "tool_use" else _body(item))
         inner = (f'<details class="{cls}"><summary class="call-line">'
                  f"{_e(folded_line(item))}</summary>{body}</details>")
     else:
@@ -339,6 +297,8 @@ def _html_session(t: Transcript, heading: str) -> str:
 
 def to_html(transcripts: list[Transcript], title: str | None = None) -> str:
     """One self-contained HTML file (inline CSS, no script, nothing loaded)."""
+    from cli.services.render import stylesheet
+
     heading = "h2" if title is not None else "h1"
     page_title = title if title is not None else (transcripts[0].title if transcripts else "")
     top = (f'<header class="session"><h1>{_e(title)}</h1><p class="muted">'
@@ -348,6 +308,6 @@ def to_html(transcripts: list[Transcript], title: str | None = None) -> str:
             f'<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e(page_title)}</title><style>{CSS}</style></head>"
+            f"<title>{_e(page_title)}</title><style>{stylesheet()}</style></head>"
             f"<body><main>{top}{body}</main>"
             f'<footer class="muted">{_e(_credit())}</footer></body></html>\n')

@@ -2,8 +2,17 @@
 
 Promises:
 - keyboard first: the query line has the focus; every keystroke (and every filter change)
-  searches again in a worker thread, and only the newest query's answer is drawn (a late
-  answer to an older query is dropped); ↓ moves to the results, F2–F5 to the filters,
+  searches again on the app's one search thread (its read connection to history.db opened
+  once, `projections.query`'s per-thread connection), one search at a time, the newest query
+  asked for meanwhile next (the ones typed past are never run), a query that differs from
+  the last one answered only in whitespace answered at once with its rows; only the newest
+  query's answer is drawn (a late answer to an older query is dropped);
+- while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
+  app makes the ranking lists history.db still wants, one bounded step at a time on a
+  thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
+  home captured without a capture loop running (no `serve`, `mcp` or `capture --watch`)
+  would otherwise rank every match of a common word at each keystroke;
+- ↓ moves to the results, F2–F5 to the filters,
   Ctrl+O unfolds tool calls, Enter chooses the highlighted session, Escape leaves;
 - the preview shows the highlighted hit's conversation around the hit (`model.window`),
   the hit marked and scrolled to, and the session's resume command; it is loaded once the
@@ -15,6 +24,7 @@ Promises:
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -22,6 +32,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
 from cli.tui import model
@@ -43,6 +54,15 @@ def short_project(project: str | None) -> str:
     name = next((p for p in reversed(re.split(r"[\\/]", project or "")) if p), "-")
     return name if len(name) <= PROJECT_CHARS else name[: PROJECT_CHARS - 1] + "…"
 PREVIEW_DELAY = 0.12
+UPKEEP_IDLE = 0.5  # seconds without a keystroke before a step of ranking-list upkeep
+
+
+class Answered(Message):
+    """The search thread's answer to a query."""
+
+    def __init__(self, rows: model.Rows) -> None:
+        super().__init__()
+        self.rows = rows
 
 
 class BrowseApp(App[model.Choice]):
@@ -84,9 +104,12 @@ class BrowseApp(App[model.Choice]):
         self._window: model.Window | None = None
         self._pending: Timer | None = None
         self.searches = 0  # searches answered (the first one catches history.db up)
-        self._lock = threading.Lock()
+        self._wake = threading.Condition()
         self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
         self._searching = False
+        self._asked = time.monotonic()  # when the last search was asked for
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
 
     # --- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -118,7 +141,22 @@ class BrowseApp(App[model.Choice]):
         table.add_column("project", width=PROJECT_CHARS)
         table.add_column("text")
         self.query_one("#query", Input).focus()
+        # plain threads, not workers: they live as long as the app (a worker is a task that
+        # ends); on_unmount stops them and waits for a list step to commit
+        self._threads = [threading.Thread(target=self._searcher, name="browse-search",
+                                          daemon=True),
+                         threading.Thread(target=self._upkeep, name="browse-upkeep",
+                                          daemon=True)]
+        for thread in self._threads:
+            thread.start()
         self.search()
+
+    def on_unmount(self) -> None:
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=10)
 
     # --- searching --------------------------------------------------------------------
     def current(self) -> tuple[str, model.Filters]:
@@ -133,28 +171,66 @@ class BrowseApp(App[model.Choice]):
     @on(Input.Changed, "#query")
     @on(Select.Changed)
     def search(self) -> None:
-        """Ask for the current query's results: one search runs at a time, and when it
-        ends the newest query asked for meanwhile runs next (the ones typed past are never
-        run: no pile of searches competing for the CPU while the user types)."""
-        with self._lock:
+        """Ask for the current query's results (the search thread runs the newest asked)."""
+        with self._wake:
             self._wanted = self.current()
-            if self._searching:
-                return
-            self._searching = True
-        self.run_worker(self._search, thread=True, group="search")
+            self._asked = time.monotonic()
+            self._wake.notify()
 
-    def _search(self) -> None:
+    def _searcher(self) -> None:
+        """The search thread: one search at a time, the newest query asked for next; one
+        read connection for the app's life (this thread's, `projections.query._open`)."""
+        last: model.Rows | None = None
         while True:
-            with self._lock:
-                wanted = self._wanted
-                if wanted is None:
-                    self._searching = False
+            with self._wake:
+                while self._wanted is None and not self._stopping:
+                    self._wake.wait()
+                if self._stopping:
                     return
-                self._wanted = None
+                wanted, self._wanted = self._wanted, None
+                self._searching = wanted is not None
+            if wanted is None:
+                continue
             query, filters = wanted
-            rows = model.results(self.home, query, filters, catch_up=self.searches == 0)
-            self.searches += 1
-            self.call_from_thread(self._show_rows, rows)
+            try:
+                if last is not None and last.filters == filters and (
+                        " ".join(last.query.split()) == " ".join(query.split())):
+                    # only whitespace differs: the same words, the same answer
+                    rows = model.Rows(query, filters, last.rows, last.problem, last.note)
+                else:
+                    rows = model.results(self.home, query, filters,
+                                         catch_up=self.searches == 0)
+                    self.searches += 1
+                last = rows
+            finally:
+                with self._wake:
+                    self._searching = False
+            if self._stopping:
+                return
+            self.post_message(Answered(rows))  # thread-safe; never waits for the app
+
+    def on_answered(self, message: Answered) -> None:
+        self._show_rows(message.rows)
+
+    def _upkeep(self) -> None:
+        """The upkeep thread: while the user rests, the ranking lists still wanted, one
+        bounded step at a time, until none is wanted."""
+        from cli.services.search import keep_lists
+
+        while True:
+            with self._wake:
+                self._wake.wait(0.1)
+                if self._stopping:
+                    return
+                resting = (not self._searching and self._wanted is None and self.searches
+                           and time.monotonic() - self._asked >= UPKEEP_IDLE)
+            if not resting:
+                continue
+            try:
+                if not keep_lists(self.home):
+                    return
+            except Exception:  # the lists are a cache: a failure leaves the reader alone
+                return
 
     def _show_rows(self, rows: model.Rows) -> None:
         if (rows.query, rows.filters) != self.current():

@@ -120,7 +120,7 @@ def _session_rows(home: Home, filters: Filters, now: int) -> list[Row]:
             continue
         if since is not None and (s.get("at") or 0) < since:
             continue
-        text = s.get("title") or s.get("firstPrompt") or s["sessionId"]
+        text = s.get("heading") or s.get("title") or s.get("firstPrompt") or s["sessionId"]
         rows.append(Row(key=f"{s['agent']}:{s['sessionId']}", at=s.get("at"),
                         agent=s["agent"], project=filters.project, text=" ".join(text.split()),
                         conversation=s.get("conversation"), session=s["sessionId"]))

@@ -1,7 +1,9 @@
 """The dashboard page and its static files, from a fixed table.
 
 Promise: only the files named in `FILES` are ever served; a request for any other name is
-404, so no path from a URL reaches the file system.
+404, so no path from a URL reaches the file system. `reader.css` is not a file here: it is
+`cli.services.render.stylesheet()`, the reader's one stylesheet, which the readable export
+inlines too.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ FILES: dict[str, str] = {
 
 
 def _file(name: str) -> Response:
+    if name == "reader.css":
+        from cli.services.render import stylesheet
+
+        return Response(stylesheet(), media_type="text/css; charset=utf-8")
     media = FILES.get(name)
     if media is None:
         return JSONResponse({"error": "not found"}, status_code=404)

@@ -235,7 +235,9 @@ async function showSession(params) {
   const hit = params.get("hit");
   const view = clearView();
   const info = agent ? await Browse.sessionChrome(view, agent, session, child, go) : null;
-  view.appendChild(el("h2", null, (info && info.title) || (agent + " session " + session + (child ? " / " + child : ""))));
+  // the session's heading: its own title, else its first prompt, else its id
+  const name = (info && (info.heading || info.title)) || (agent + " session " + session);
+  view.appendChild(el("h2", "session-title", name + (child ? " / " + child : "")));
   let focus = null;
   if (hit) focus = (item) => item.id === hit;
   else if (from) focus = (item) => item.cursor === from;
@@ -318,8 +320,8 @@ async function route() {
       for (const key of ["q", ...FILTERS, "answer"]) if (params.get(key)) qs.set(key, params.get(key));
       return renderSearch(await api("/api/search?" + qs), params.get("q"));
     }
-    clearView();
     loadCoverage();
+    await Browse.landing(clearView(), go);
   } catch (e) {
     status(e.message, true);
   }

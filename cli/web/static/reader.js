@@ -2,14 +2,16 @@
 // Loaded before app.js; exposes one global, `Reader`.
 // Safety rule: history text goes into the page as text (textContent), except the `html`
 // field of a transcript item, which the server rendered from markdown with raw HTML off and
-// cleaned with nh3 (an allowlist of tags, http/https/mailto links only). It is parsed in an
+// cleaned with nh3 (an allowlist of tags, http/https/mailto links only; code highlighted by
+// Pygments as <span class="hl-…">). It is parsed in an
 // inert <template> and checked once more here against the same allowlist before use.
 "use strict";
 const Reader = (() => {
   const TAGS = new Set(["P", "BR", "HR", "H1", "H2", "H3", "H4", "H5", "H6", "STRONG", "EM",
     "DEL", "S", "CODE", "PRE", "BLOCKQUOTE", "UL", "OL", "LI", "A", "TABLE", "THEAD", "TBODY",
-    "TR", "TH", "TD"]);
-  const ATTRS = { A: ["href", "title", "rel"], CODE: ["class"], TH: ["align"], TD: ["align"] };
+    "TR", "TH", "TD", "SPAN"]);
+  const ATTRS = { A: ["href", "title", "rel"], CODE: ["class"], SPAN: ["class"], TH: ["align"],
+    TD: ["align"] };
   const MARKS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]/g;
   const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
 
@@ -121,6 +123,8 @@ const Reader = (() => {
         child.removeAttribute("href");
       }
       if (child.tagName === "CODE" && !/^language-[\w+#.-]+$/.test(child.className)) child.removeAttribute("class");
+      // highlighted code: Pygments' token classes only (coloured by /static/reader.css)
+      if (child.tagName === "SPAN" && !/^hl-[a-z0-9]{1,6}$/.test(child.className)) child.removeAttribute("class");
       clean(child);
     }
     return node;
@@ -169,7 +173,7 @@ const Reader = (() => {
     if (item.role === "tool_use") {
       li.appendChild(collapsed("call", "▸ " + (item.summary || firstLine(body, 160)) + "  " + fmtTime(item.at), el("pre", "body", body)));
     } else if (item.role === "tool_result") {
-      li.appendChild(collapsed("result", "result" + (item.tool ? " · " + item.tool : "") + " · " + firstLine(body, 120), el("pre", "body", body)));
+      li.appendChild(collapsed("result", "result" + (item.tool ? " · " + item.tool : "") + " · " + firstLine(body, 120), typeof item.html === "string" ? markdown(item.html) : el("pre", "body", body)));
     } else if (item.role === "thinking") {
       li.appendChild(collapsed("thinking", "thinking · " + firstLine(body, 120), typeof item.html === "string" ? markdown(item.html) : el("pre", "body", body)));
     } else {
