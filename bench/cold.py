@@ -28,9 +28,10 @@ quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of i
 quiet figures in docs/performance.md and docs/history/performance-journal.md); gb ~1 GB. A
 --src written with another size is used as it is (the size is printed).
 
-`--redaction`: a column more, interleaved: agentlog with secret redaction off (a
-`sitecustomize` on PYTHONPATH, bench/noredact/, in every process of the column; agentlog has no
-such switch), and redaction's share of the wall and CPU time.
+`--redaction`: a column more, interleaved (before the agentlog column every other round):
+agentlog with secret redaction off (a `sitecustomize` on PYTHONPATH, bench/noredact/, in every
+process of the column; agentlog has no such switch), and redaction's share of the wall and CPU
+time. Each of the two columns first removes its home of the round before, as the other does.
 
 `--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
 claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
@@ -111,6 +112,16 @@ def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
     return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
             "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
             "db_mb": (home / "history.db").stat().st_size / 1e6}
+
+
+def redaction_off(work: Path, roots: dict[str, Path], env: dict[str, str],
+                  col: list[dict[str, Any]]) -> None:
+    """The agentlog column with redaction off (bench/noredact/sitecustomize.py on
+    PYTHONPATH, in every process of it)."""
+    settle(roots)
+    off = {**env, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "bench" / "noredact"), *filter(None, [env.get("PYTHONPATH")])])}
+    col.append(agentlog_column(work, roots, off, [], name="home-off"))  # removes the last one
 
 
 def rebuild_modes(home: Path) -> dict[str, dict[str, float]]:
@@ -254,19 +265,17 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
     tree = None
     if baseline is not None:
         tree = export_rev(baseline, work / "base-tree")
-    for _ in range(reps):
+    for rep in range(reps):
         if tree is not None:
             settle(roots)
             cols["base"].append(agentlog_column(work, roots, env, [], tree, "home-base"))
             shutil.rmtree(work / "home-base", ignore_errors=True)
+        if redaction and rep % 2:  # the same with redaction off, first every other round
+            redaction_off(work, roots, env, cols["off"])
         settle(roots)
         cols["agentlog"].append(agentlog_column(work, roots, env, []))
-        if redaction:  # the same, with redaction off (bench/noredact/sitecustomize.py)
-            settle(roots)
-            off = {**env, "PYTHONPATH": os.pathsep.join(
-                [str(ROOT / "bench" / "noredact"), *filter(None, [env.get("PYTHONPATH")])])}
-            cols["off"].append(agentlog_column(work, roots, off, [], name="home-off"))
-            shutil.rmtree(work / "home-off", ignore_errors=True)
+        if redaction and not rep % 2:
+            redaction_off(work, roots, env, cols["off"])
         if css_py is not None:
             settle(roots)
             cols["css"].append(css_column(work, css_py, roots["claude"]))
@@ -308,6 +317,7 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
     for mode, r in modes.items():
         print(f"  rebuild alone from that log, {mode}: {r['wall']:.1f} s, CPU {r['cpu']:.1f} s"
               f" (this process {r['own']:.1f} s), CPU/wall {r['cpu'] / r['wall']:.2f}")
+    shutil.rmtree(work / "home-off", ignore_errors=True)
     par, seq = modes["parallel"], modes["sequential"]
     print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
           f" (this process's CPU) {par['own'] / seq['own']:.2f}x")

@@ -19,7 +19,9 @@ machine count less) measures, per text set:
   every +1 has; bytecode written, as an installed agentlog has it), the import
   of `projections.redact`, its first `redactor()` and the redaction of ~40 KB of the real texts
   (consecutive texts of the corpus: a session's worth), best of 5 processes;
-and the time 480 MB of text (the text of the 1 GB bench home) would take at each rate.
+and the time 480 MB of text (the text of the 1 GB bench home) would take at each rate; and,
+when the real corpora are there, a sequential rebuild of their log (the projection half of a
+cold build, on real text) with redaction on and off (`Redactor.redact` the identity), CPU.
 
 Usage: .venv/bin/python bench/redact.py [--quick] [--reps N] [--keep DIR] [--baseline REV]
   --keep: the work folder is kept, with the texts collected (a later run with the same
@@ -172,6 +174,30 @@ def child(pickled: str, reference: bool) -> None:
     print(json.dumps(out))
 
 
+def rebuild_share(log_dir: str, db: str, off_first: bool) -> None:
+    """Prints (JSON) the CPU seconds of a sequential rebuild of the log, redaction on and off
+    (`Redactor.redact` replaced by the identity), in this process, in either order."""
+    from eventlog import EventLog
+    from projections import redact
+    from projections.rebuild import rebuild
+
+    original = redact.Redactor.redact
+    out = {}
+    for mode in ("off", "on") if off_first else ("on", "off"):
+        redact.Redactor.redact = original if mode == "on" else (  # type: ignore[method-assign]
+            lambda self, text, gated=True: (text, None))
+        path = Path(db)
+        for old in path.parent.glob(path.name + "*"):
+            old.unlink()
+        log = EventLog(Path(log_dir), readonly=True)
+        t0 = time.process_time()
+        rebuild(path, log, parallel=False)
+        out[mode] = time.process_time() - t0
+        log.close()
+    redact.Redactor.redact = original  # type: ignore[method-assign]
+    print(json.dumps(out))
+
+
 PLUS_ONE = """
 import sys, time, pickle
 sys.path.insert(0, {tree!r})
@@ -220,10 +246,15 @@ def main() -> None:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rebuild", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--off-first", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
+    if args.child or args.rebuild:
         sys.path.insert(0, args.tree)
-        child(args.child, args.reference)
+        if args.rebuild:
+            rebuild_share(args.rebuild, args.child, args.off_first)
+        else:
+            child(args.child, args.reference)
         return
     from common import load_average, workdir
 
@@ -243,6 +274,7 @@ def main() -> None:
             trees = {args.baseline: export(args.baseline, work), **trees}
         runs: dict[str, list[dict[str, Any]]] = {k: [] for k in trees}
         plus: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in trees}
+        builds: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
         for tree in trees.values():  # the bytecode written
             plus_one(tree, session_file, work / "pycache")
         for rnd in range(reps):
@@ -252,6 +284,13 @@ def main() -> None:
                 proc = subprocess.run(cmd, cwd=tree, check=True, capture_output=True, text=True)
                 runs[name].append(json.loads(proc.stdout.splitlines()[-1]))
                 plus[name].append(plus_one(tree, session_file, work / "pycache"))
+                if (work / "real" / "log").is_dir():
+                    proc = subprocess.run([*cmd[:2], "--rebuild", str(work / "real" / "log"),
+                                           "--child", str(work / "rebuild.db"), "--tree",
+                                           str(tree), *(["--off-first"] if rnd % 2 else [])],
+                                          cwd=tree, check=True,
+                                          capture_output=True, text=True)
+                    builds[name].append(json.loads(proc.stdout.splitlines()[-1]))
         for set_name, items in (("real", real), ("synthetic", synthetic)):
             if not items:
                 continue
@@ -271,6 +310,14 @@ def main() -> None:
                          for k in rows[0]["parts"]}
                 for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:8]:
                     print(f"      {k:44s} {v:7.3f} s")
+        if any(builds.values()):
+            print(f"\n== a sequential rebuild of the real corpora's log (the cold build's "
+                  f"projection), CPU, best of {reps}, redaction on and off")
+            for name in trees:
+                on = min(b["on"] for b in builds[name])
+                off = min(b["off"] for b in builds[name])
+                print(f"  {name:12s} on {on:6.2f} s, off {off:6.2f} s: redaction "
+                      f"{on - off:+.2f} s ({100 * (on / off - 1):+.1f} %; goal <= +10 %)")
         kb = sum(len(t.encode("utf-8", "surrogatepass")) for t in session) / 1e3
         print(f"\n== a +1 capture: after `import cli.main, cli.services.config`, import "
               f"projections.redact, then "
