@@ -151,7 +151,8 @@ class Redactor:
         keys = tuple(r for r in LIBRARY if r[0] == "private-key")
         rest = tuple(r for r in LIBRARY if r[0] != "private-key")
         self.rules = (*keys, *AGENTS, *rest)
-        # the hints as RE2 takes them, their set (one pass for all) and each alone (where)
+        # the hints (IGNORECASE ones folded), their RE2 set (one pass for all) and each in
+        # Python's re (the lines it matches in), compiled when first needed
         self.hints = [fold(hint) if flags & re.IGNORECASE else hint
                       for _, hint, _, flags, _ in self.rules]
         self._set: Any = None
