@@ -28,13 +28,18 @@ quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of i
 quiet figures in docs/performance.md and docs/history/performance-journal.md); gb ~1 GB. A
 --src written with another size is used as it is (the size is printed).
 
+`--redaction`: a column more, interleaved (before the agentlog column every other round):
+agentlog with secret redaction off (a `sitecustomize` on PYTHONPATH, bench/noredact/, in every
+process of the column; agentlog has no such switch), and redaction's share of the wall and CPU
+time. Each of the two columns first removes its home of the round before, as the other does.
+
 `--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
 claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
 same input, beside the issue's (three agents against one).
 
 Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
        .venv/bin/python bench/cold.py quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
-                                        [--baseline REV] [--claude-only]
+                                        [--baseline REV] [--claude-only] [--redaction]
 """
 
 from __future__ import annotations
@@ -107,6 +112,16 @@ def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
     return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
             "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
             "db_mb": (home / "history.db").stat().st_size / 1e6}
+
+
+def redaction_off(work: Path, roots: dict[str, Path], env: dict[str, str],
+                  col: list[dict[str, Any]]) -> None:
+    """The agentlog column with redaction off (bench/noredact/sitecustomize.py on
+    PYTHONPATH, in every process of it)."""
+    settle(roots)
+    off = {**env, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "bench" / "noredact"), *filter(None, [env.get("PYTHONPATH")])])}
+    col.append(agentlog_column(work, roots, off, [], name="home-off"))  # removes the last one
 
 
 def rebuild_modes(home: Path) -> dict[str, dict[str, float]]:
@@ -221,7 +236,8 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
 
 
 def run(work: Path, size: str, src: Path | None, reps: int = 1,
-        baseline: str | None = None, claude_only: bool = False) -> None:
+        baseline: str | None = None, claude_only: bool = False,
+        redaction: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
@@ -244,17 +260,22 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
           + ", ".join(f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"), {reps} rep(s),"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     css_py = install_css(work / "css-venv")
-    cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": []}
+    cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": [],
+                                             "off": []}
     tree = None
     if baseline is not None:
         tree = export_rev(baseline, work / "base-tree")
-    for _ in range(reps):
+    for rep in range(reps):
         if tree is not None:
             settle(roots)
             cols["base"].append(agentlog_column(work, roots, env, [], tree, "home-base"))
             shutil.rmtree(work / "home-base", ignore_errors=True)
+        if redaction and rep % 2:  # the same with redaction off, first every other round
+            redaction_off(work, roots, env, cols["off"])
         settle(roots)
         cols["agentlog"].append(agentlog_column(work, roots, env, []))
+        if redaction and not rep % 2:
+            redaction_off(work, roots, env, cols["off"])
         if css_py is not None:
             settle(roots)
             cols["css"].append(css_column(work, css_py, roots["claude"]))
@@ -266,6 +287,12 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
           f" search {a['search']:.1f} s), CPU {a['cpu']:.1f} s, CPU/wall"
           f" {a['cpu'] / a['wall']:.2f} (goal >= 1.6); {a['events']:,} events,"
           f" {a['hits']} hits, history.db {a['db_mb']:.0f} MB")
+    if "off" in best:
+        o = best["off"]
+        print(f"  the same with redaction off: {o['wall']:.1f} s, CPU {o['cpu']:.1f} s; redaction"
+              f" adds {a['wall'] - o['wall']:+.1f} s wall ({100 * (a['wall'] / o['wall'] - 1):+.1f}"
+              f" %), {a['cpu'] - o['cpu']:+.1f} s CPU ({100 * (a['cpu'] / o['cpu'] - 1):+.1f} %)"
+              " (goal <= +10 %)")
     if "base" in best:
         b = best["base"]
         print(f"  baseline {baseline} (same run, interleaved): {b['wall']:.1f} s, CPU"
@@ -290,6 +317,7 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
     for mode, r in modes.items():
         print(f"  rebuild alone from that log, {mode}: {r['wall']:.1f} s, CPU {r['cpu']:.1f} s"
               f" (this process {r['own']:.1f} s), CPU/wall {r['cpu'] / r['wall']:.2f}")
+    shutil.rmtree(work / "home-off", ignore_errors=True)
     par, seq = modes["parallel"], modes["sequential"]
     print(f"    parallel / sequential: {par['wall'] / seq['wall']:.2f}x wall; critical path"
           f" (this process's CPU) {par['own'] / seq['own']:.2f}x")
@@ -308,9 +336,12 @@ def main() -> None:
                     help="also time git revision REV's agentlog in the same run")
     ap.add_argument("--claude-only", action="store_true",
                     help="capture only the home's Claude files (claude-session-search's input)")
+    ap.add_argument("--redaction", action="store_true",
+                    help="also time agentlog with secret redaction off (its share)")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
-        run(work, args.size, args.src, args.reps, args.baseline, args.claude_only)
+        run(work, args.size, args.src, args.reps, args.baseline, args.claude_only,
+            args.redaction)
 
 
 if __name__ == "__main__":

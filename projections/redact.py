@@ -12,13 +12,16 @@ Promises:
   (`configure`: `secrets.patterns`, name -> regex; `secrets.allow`, values never redacted,
   each an exact string or a regex the whole value matches);
 - a cheap gate first: a built-in detector can only match a text holding one of `GATE`'s
-  characters, and its regex runs only when one of its needles is in the text (C-speed
-  substring tests); the gated answer equals the ungated one (tests/test_secrets.py);
+  characters (a C-speed test); then one RE2 pass (`google-re2`'s `Set`) over the text finds
+  which rules' hints it holds (`projections.redact_rules`), and only those rules' regexes run
+  (Python's `re`, the detect-secrets semantics); the gated answer equals the ungated one
+  (tests/test_secrets.py);
 - `version()` names the detectors and the configured rules: history.db records it with the
   parser version (`projections.db.parser_version`), so a change of either is a projection
   change that catch-up turns into a rebuild.
 
-Imports nothing heavy: the search path asks `version()`; the rules compile on first use.
+Imports nothing heavy: the search path asks `version()`; the hints compile on first use, and
+a rule's regex the first time its hint is found.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from typing import Any
 # 2: without the keyword plugin; .env lines need an upper-case dotenv name
 VERSION = 2
 MARK = "[redacted:{}]"
-# Every built-in rule's match holds one of these characters (its needles do: checked by
-# tests/test_secrets.py): a text with none of them holds no secret a built-in rule finds.
+# Every built-in rule's match holds one of these characters (so does every match of its
+# hint; tests/test_secrets.py holds the gated answer equal to the plain one): a text with
+# none of them holds no secret a built-in rule finds.
 GATE = "ABGJP_-@=:\"'"
 
 Found = dict[str, int]
@@ -100,26 +104,60 @@ def _compile(pattern: object, where: str) -> re.Pattern[str]:
         raise RulesError(f"{where}: {pattern!r} is not a valid regex ({exc})") from exc
 
 
+# Python's IGNORECASE classes of the ASCII letters that have more than two members
+# (tests/test_secrets.py checks them against every code point)
+FOLD = {"i": "iI\u0130\u0131", "k": "kK\u212a", "s": "sS\u017f"}
+
+
+def fold(hint: str) -> str:
+    """An IGNORECASE rule's hint (plain words and punctuation) as RE2 matches it where
+    Python's IGNORECASE would: each letter becomes the class of its cases."""
+    out = []
+    for c in hint:
+        low = c.lower()
+        if c.isascii() and c.isalpha():
+            out.append(f"[{FOLD.get(low, low + low.upper())}]")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _hint_set(hints: Iterable[str]) -> Any:
+    """One RE2 set of the hints (a hint's index is its rule's)."""
+    import re2  # google-re2: C++, one pass for every hint
+
+    options = re2.Options()
+    options.max_mem = 64 << 20  # room for the DFA: a set whose DFA fails finds nothing
+    found = re2.Set.SearchSet(options)
+    for hint in hints:
+        found.Add(hint)
+    found.Compile()
+    return found
+
+
 _Check = Callable[[str], bool]
 
 
 class Redactor:
-    """The compiled rules: built-in (gated by needles) and configured (always run)."""
+    """The compiled rules: built-in (gated by their hints) and configured (always run)."""
 
     def __init__(self, patterns: Mapping[str, str] | None = None,
                  allow: Iterable[str] | None = None) -> None:
         from projections.redact_rules import AGENTS, LIBRARY
 
-        self.rules: list[tuple[str, tuple[str, ...], bool, re.Pattern[str], int]] = []
         # private keys first (their block holds lines other rules would cut), then the
         # agents' rules: where two rules find the same span, the more specific kind
         # (anthropic-key before the library's generic ones) names it
         keys = tuple(r for r in LIBRARY if r[0] == "private-key")
         rest = tuple(r for r in LIBRARY if r[0] != "private-key")
-        for kind, needles, pattern, flags, group in (*keys, *AGENTS, *rest):
-            lower = any(n != n.upper() and n == n.lower() and flags & re.IGNORECASE
-                        for n in needles)
-            self.rules.append((kind, needles, lower, re.compile(pattern, flags), group))
+        self.rules = (*keys, *AGENTS, *rest)
+        # the hints (IGNORECASE ones folded), their RE2 set (one pass for all) and each in
+        # Python's re (the lines it matches in), compiled when first needed
+        self.hints = [fold(hint) if flags & re.IGNORECASE else hint
+                      for _, hint, _, flags, _ in self.rules]
+        self._set: Any = None
+        self._hint_res: dict[int, re.Pattern[str]] = {}
+        self._regexes: dict[int, re.Pattern[str]] = {}
         self.extra = [(name, _compile(p, f"secrets.patterns.{name}"))
                       for name, p in (patterns or {}).items()]
         allowed = list(allow or [])
@@ -154,23 +192,49 @@ class Redactor:
         out.append(text[at:])
         return "".join(out), found
 
+    def hinted(self, text: str) -> list[int]:
+        """The rules whose hint the text holds (one RE2 pass), in order: the only ones that
+        can match it."""
+        if self._set is None:
+            self._set = _hint_set(self.hints)
+        try:
+            hits = self._set.Match(text)
+        except UnicodeEncodeError:  # a lone surrogate: RE2 takes UTF-8 only
+            return list(range(len(self.rules)))
+        return sorted(hits) if hits else []
+
+    def regex(self, i: int) -> re.Pattern[str]:
+        """Rule i's regex (compiled the first time it is needed)."""
+        regex = self._regexes.get(i)
+        if regex is None:
+            _, _, pattern, flags, _ = self.rules[i]
+            regex = self._regexes[i] = re.compile(pattern, flags)
+        return regex
+
+    def lines(self, i: int, text: str) -> list[tuple[int, int]]:
+        """(start, end) of the lines of `text` rule i's hint matches in."""
+        hint = self._hint_res.get(i)
+        if hint is None:
+            hint = self._hint_res[i] = re.compile(self.hints[i])
+        out: list[tuple[int, int]] = []
+        end = -1
+        for m in hint.finditer(text):
+            if m.start() > end:  # not on the line taken last
+                end = text.find("\n", m.end())
+                end = len(text) if end < 0 else end
+                out.append((text.rfind("\n", 0, m.start()) + 1, end))
+        return out
+
     def find(self, text: str, *, gated: bool = True) -> list[tuple[int, int, str]]:
         """The secrets' spans (start, end, kind), in order, none overlapping. Every rule
         finds what it finds line by line, as detect-secrets scans (a private key's block then
-        grows over the lines of its key); gated, a rule runs only when the text holds one of
-        its needles, over the whole text at once (`_line_matches`: the same matches)."""
+        grows over the lines of its key); gated, only on the lines its hint matches in."""
         taken: list[tuple[int, int, str]] = []
-        low: str | None = None
-        for kind, needles, lower, regex, group in self.rules:
-            if gated:
-                if lower and low is None:
-                    low = text.lower()
-                hay = low if lower and low is not None else text
-                if not any(n in hay for n in needles):
-                    continue
-                matches = _line_matches(regex, text)
-            else:
-                matches = [m for a, b in _lines(text) for m in regex.finditer(text, a, b)]
+        for i in self.hinted(text) if gated else range(len(self.rules)):
+            kind, _, _, _, group = self.rules[i]
+            regex = self.regex(i)
+            matches = [m for a, b in (self.lines(i, text) if gated else _lines(text))
+                       for m in regex.finditer(text, a, b)]
             for m in matches:
                 for start, end in _groups(m, group):
                     if not self._secret(kind, text[start:end]):
@@ -178,7 +242,7 @@ class Redactor:
                     if kind == "private-key":
                         start, end = _key_block(text, start, end)
                     elif kind == "jwt":  # the library's lazy match stops before the
-                        tail = _JWT_TAIL.match(text, end)  # signature: all of it
+                        tail = re.compile(_JWT_TAIL).match(text, end)  # signature: all of it
                         end = tail.end() if tail else end
                     _take(taken, start, end, kind)
         for name, regex in self.extra:
@@ -222,40 +286,8 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _line_matches(regex: re.Pattern[str], text: str) -> list[re.Match[str]]:
-    """`regex`'s matches line by line (each line searched on its own), found by one search of
-    the whole text: a match that crosses a line end is dropped and the lines it touched are
-    searched one by one instead. (No rule uses `$` without MULTILINE, the one place a line's
-    own end and the text's differ; tests/test_secrets.py holds this equal to the per-line
-    search.)"""
-    out: list[re.Match[str]] = []
-    redo: list[tuple[int, int]] = []
-    for m in regex.finditer(text):
-        start, end = m.span()
-        if text.find("\n", start, end) < 0:
-            out.append(m)
-            continue
-        a = text.rfind("\n", 0, start) + 1
-        b = text.find("\n", end)
-        redo.append((a, len(text) if b < 0 else b))
-    if not redo:
-        return out
-    spans = sorted(redo)
-    merged = [spans[0]]
-    for a, b in spans[1:]:
-        if a <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
-        else:
-            merged.append((a, b))
-    kept = [m for m in out if not any(a <= m.start() <= b for a, b in merged)]
-    for a, b in merged:
-        for la, lb in _lines(text[a:b]):
-            kept.extend(regex.finditer(text, a + la, a + lb))
-    kept.sort(key=lambda m: m.start())
-    return kept
-
-
-_JWT_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
+# patterns compiled when first used (`re` keeps them): a +1 that finds nothing compiles none
+_JWT_TAIL = r"[A-Za-z0-9\-_.+/=]*"
 
 def _take(taken: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
     """Add a span unless it overlaps one taken before (earlier rules win)."""
@@ -265,8 +297,8 @@ def _take(taken: list[tuple[int, int, str]], start: int, end: int, kind: str) ->
     taken.append((start, end, kind))
 
 
-_KEY_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|---- END SSH2[^\n]*")
-_KEY_LINES = re.compile(r"(?:-----)?[^\n]*(?:\\n|\n)?(?:[ \t]*[A-Za-z0-9+/=:,\- ]*(?:\\n|\n))*")
+_KEY_END = r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|---- END SSH2[^\n]*"
+_KEY_LINES = r"(?:-----)?[^\n]*(?:\\n|\n)?(?:[ \t]*[A-Za-z0-9+/=:,\- ]*(?:\\n|\n))*"
 
 
 def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
@@ -274,10 +306,10 @@ def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
     or, with none, to the end of the lines of key material after it."""
     while start > 0 and text[start - 1] == "-":
         start -= 1
-    close = _KEY_END.search(text, end, end + 100_000)
+    close = re.compile(_KEY_END).search(text, end, end + 100_000)
     if close is not None:
         return start, close.end()
-    m = _KEY_LINES.match(text, end)
+    m = re.compile(_KEY_LINES).match(text, end)
     return start, (m.end() if m else end)
 
 
@@ -316,13 +348,13 @@ def shannon_entropy(data: str, charset: str) -> float:
 
 BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/\\-_="
 HEX = "0123456789abcdefABCDEF"
-_HEX_ONLY = re.compile(r"[0-9a-fA-F]+")
+_HEX_ONLY = r"[0-9a-fA-F]+"
 
 
 def _high_entropy(value: str) -> bool:
     """Base64HighEntropyString's test (limit 4.5) of a value that is not hex (hashes and
     commit ids are not secrets), nor a digest tag (sha512-…), nor a path."""
-    if _HEX_ONLY.fullmatch(value) or value.startswith(("sha1-", "sha256-", "sha384-",
+    if re.fullmatch(_HEX_ONLY, value) or value.startswith(("sha1-", "sha256-", "sha384-",
                                                        "sha512-", "/")):
         return False
     return _mixed(value) and shannon_entropy(value, BASE64) > 4.5
