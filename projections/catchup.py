@@ -24,9 +24,10 @@ Promises:
 - when nothing is new, the cost is one SQLite read and one LMDB read (a fast no-op);
 - every record is checked against its chain hash before it is applied: a damaged record
   stops the catch-up with `CorruptRecord` (the batch holding it is not applied);
-- a batch begins only on the file the path names now (`db.swapped`): after a rebuild's swap
-  the connection is reopened before it takes a lock, since a lock on the swapped-out file
-  would take the new file's journal for a hot one (issue 31: a false "disk I/O error").
+- a batch, and each step of `make_lists`, begins only on the file the path names now
+  (`db.swapped`): after a rebuild's swap the connection is reopened before it takes a lock,
+  since a lock on the swapped-out file would take the new file's journal for a hot one
+  (issue 31: a false "disk I/O error").
 """
 
 from __future__ import annotations
@@ -175,6 +176,9 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     con = db.connect(db_path)
     try:
         while steps is None or steps > 0:
+            if db.swapped(con, db_path):  # another rebuild swapped a new file in: go on there
+                con.close()  # (a lock on the old one would take the new one's journal)
+                con = db.connect(db_path)
             got = rank.step(con)
             if got is None:
                 break
