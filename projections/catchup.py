@@ -23,7 +23,11 @@ Promises:
   indexes built afterwards is ~2.5x faster per document than batches through triggers);
 - when nothing is new, the cost is one SQLite read and one LMDB read (a fast no-op);
 - every record is checked against its chain hash before it is applied: a damaged record
-  stops the catch-up with `CorruptRecord` (the batch holding it is not applied).
+  stops the catch-up with `CorruptRecord` (the batch holding it is not applied);
+- a batch, and each step of `make_lists`, begins only on the file the path names now
+  (`db.swapped`): after a rebuild's swap the connection is reopened before it takes a lock,
+  since a lock on the swapped-out file would take the new file's journal for a hot one
+  (issue 31: a false "disk I/O error").
 """
 
 from __future__ import annotations
@@ -119,7 +123,9 @@ def catch_up(
                 return rebuild(db_path, log, progress=progress)
             try:
                 done = _apply_batches(con, log, batch, max_events, progress, head.seq,
-                                      fold=cp.engine == "fts5")
+                                      fold=cp.engine == "fts5", path=db_path)
+            except _Swapped:
+                continue  # a rebuild swapped the file in between batches: reopen
             except sqlite3.OperationalError as exc:
                 if getattr(exc, "sqlite_errorcode", None) == db_moved_code():
                     continue  # the file was swapped under us by a rebuild: reopen
@@ -170,6 +176,9 @@ def make_lists(db_path: Path, *, steps: int | None = None) -> int:
     con = db.connect(db_path)
     try:
         while steps is None or steps > 0:
+            if db.swapped(con, db_path):  # another rebuild swapped a new file in: go on there
+                con.close()  # (a lock on the old one would take the new one's journal)
+                con = db.connect(db_path)
             got = rank.step(con)
             if got is None:
                 break
@@ -248,6 +257,10 @@ def _log_matches(log: EventLog, cp: Checkpoint | None, head_seq: int) -> bool:
     return h.hex() == cp.last_hash
 
 
+class _Swapped(Exception):
+    """The path names another file than the connection's: a rebuild swapped it."""
+
+
 def _apply_batches(
     con: sqlite3.Connection,
     log: EventLog,
@@ -257,6 +270,7 @@ def _apply_batches(
     head_seq: int,
     *,
     fold: bool = False,
+    path: Path | None = None,
 ) -> int:
     from eventlog import chain
     from eventlog.records import ChainCheck
@@ -267,6 +281,8 @@ def _apply_batches(
     failure: Exception | None = None  # of a fold: raised once every batch is in
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
+        if path is not None and db.swapped(con, path):
+            raise _Swapped(path)
         con.execute("BEGIN IMMEDIATE")
         try:
             cp = db.read_checkpoint(con)  # re-read: another process may have advanced it

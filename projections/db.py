@@ -317,6 +317,20 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
+def swapped(con: sqlite3.Connection, path: Path) -> bool:
+    """Whether `path` no longer names the file `con` opened (a rebuild swapped a new one in).
+
+    Such a connection must not take a lock again: SQLite finds a rollback journal by path
+    but locks by inode, so a journal of a writer of the new file (synced mid-commit, or left
+    by a writer killed mid-transaction) looks hot to it; it would play that journal into the
+    old file and delete it, and the new file's writer then fails its commit with
+    SQLITE_IOERR_DELETE_NOENT ("disk I/O error") or, killed, is never rolled back.
+    A connection whose file was not known (`ident` None) counts as swapped.
+    """
+    ident = getattr(con, "ident", None)
+    return ident is None or fileid.file_id(path) != ident
+
+
 def register_functions(con: sqlite3.Connection) -> None:
     """SQL functions the `documents` view, the triggers and the plain engine call.
 

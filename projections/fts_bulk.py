@@ -46,8 +46,10 @@ Promises:
   level up (a lone segment would stay on level 0 and be rewritten whole by the next
   catch-ups: tests/test_fts_segments.py);
 - a failure in the indexer (an error, or its process dying) is raised in the building
-  thread as RuntimeError (at the next send or at `finish`); the scratch file is removed by
-  `finish`/`close` (and, after a crash, with the build's other leftovers by
+  thread as RuntimeError (at the next send or at `finish`), but a full disk as SQLite's
+  "database or disk is full" (issue 31: `reindex` and `verify` said "internal error"); the
+  scratch file is removed by `finish`/`close` (and, after a crash, with the build's other
+  leftovers by
   `projections.rebuild`); a child process whose parent dies reads the end of its pipe,
   rolls back and exits.
 """
@@ -65,6 +67,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from projections import cjk
+from projections.errors import disk_full
 
 if TYPE_CHECKING:  # the child-process mode imports these when it runs: every catch-up and
     import subprocess  # search imports this module (through projections.db), ~4 ms
@@ -75,6 +78,7 @@ MODE: str | None = None  # tests: force "inline" or "process"
 SHADOWS = ("data", "idx", "docsize", "config")  # a contentless FTS5 table's storage
 TABLES = ("documents_fts", "documents_cjk")
 _DONE = ("done",)
+_DISK_FULL = "disk is full"  # SQLite's SQLITE_FULL message, also in the child's last word
 last_child: list[int] = [0, 0]  # the last child process's pid, how many were started (tests)
 
 
@@ -160,6 +164,10 @@ class BulkFeed:
             self._write(op)
 
     def _raise(self) -> None:
+        error = self.error
+        if error is not None and (disk_full(error) or _DISK_FULL in str(error)):
+            # said as the disk it is (cli: "disk full: … free space"), not an internal error
+            raise sqlite3.OperationalError(f"database or {_DISK_FULL}") from error
         raise RuntimeError("the full-text build of the rebuild failed") from self.error
 
     def end(self, terms_over: int | None = None) -> None:

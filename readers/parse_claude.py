@@ -254,6 +254,19 @@ def _blocks(content: Any) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+def _message_blocks(content: Any, result: ParseResult) -> list[Any]:
+    """A message's content blocks; content of another type than text or a list, and blocks
+    that are not objects, are counted as `claude:shape` (damage, in capture's report), not
+    dropped silently (issue 31: `"content": 12` vanished without a count)."""
+    if content is not None and not isinstance(content, (str, list, tuple)):
+        result.count_unknown("claude:shape")
+    blocks = _blocks(content)
+    for block in blocks:
+        if not isinstance(block, dict):
+            result.count_unknown("claude:shape")
+    return blocks
+
+
 def _user(ctx: _Context, result: ParseResult) -> None:
     message = ctx.obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
@@ -269,7 +282,7 @@ def _user(ctx: _Context, result: ParseResult) -> None:
             role = found[0]
             texts.append(found[1])
         content = ()
-    for index, block in enumerate(_blocks(content)):
+    for index, block in enumerate(_message_blocks(content, result)):
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
@@ -329,7 +342,7 @@ def _assistant(ctx: _Context, result: ParseResult) -> None:
         return
     synthetic = message.get("model") == "<synthetic>" or ctx.obj.get("isApiErrorMessage")
     texts: list[str] = []
-    for index, block in enumerate(_blocks(message.get("content"))):
+    for index, block in enumerate(_message_blocks(message.get("content"), result)):
         if not isinstance(block, dict):
             continue
         btype = block.get("type")

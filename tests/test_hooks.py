@@ -206,6 +206,7 @@ def test_claude_hook_refuses_what_is_not_a_regular_file(home: Path, tmp_path: Pa
         err = proc.stderr.decode()
         assert proc.returncode == 0 and err.count("\n") == 1, (name, err)
         assert words in err and name in err, (name, err)
+        assert "Error" not in err, err  # the reason, not an exception's class name
     assert not (home / "log" / "data.mdb").exists() or json.loads(
         run_cli(home, "audit", "--json").stdout)["events"] == 0
     proc = run_cli(home, "capture", "--path", str(folder / "fifo.jsonl"), timeout=60)

@@ -103,7 +103,7 @@ def verify(ctx: click.Context, log_path: str | None, as_json: bool,
             for p in report.problems[1:]:
                 click.echo(f"  also: {p}", err=True)
         for e in extras:
-            status = "ok" if e.get("ok") else "DRIFT"
+            status = "ok" if e.get("ok") else "UNCHECKED" if e.get("unchecked") else "DRIFT"
             click.echo(f"{e.get('name')}: {status} {e.get('detail', '')}".rstrip())
     ctx.exit(0 if ok else 1)
 

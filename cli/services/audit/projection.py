@@ -19,7 +19,7 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
     if not home.history_db.exists():
         return {"name": "history.db", "ok": True, "detail": "not built yet (nothing to compare)"}
     from projections import stale
-    from projections.errors import DatabaseError, ProjectionDamaged
+    from projections.errors import DatabaseError, ProjectionDamaged, disk_full
 
     built_at = _checkpoint_seq(home)
     forgot_at = log.forget_head()
@@ -31,7 +31,16 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
                           "search or capture rebuilds it (`agentlog forget --finish` now)"}
     try:
         report = check(home.history_db, log)
-    except (ProjectionDamaged, DatabaseError) as exc:
+    except (ProjectionDamaged, DatabaseError, OSError) as exc:
+        if disk_full(exc):
+            # the comparison's rebuild found no room: nothing is known of history.db (not
+            # drift, so not marked stale; issue 31: a full disk was said as drift)
+            return {"name": "history.db", "ok": False, "unchecked": True,
+                    "detail": "not compared: the disk is full (the comparison rebuilds "
+                              "history.db beside it); free space and run `agentlog verify` "
+                              "again"}
+        if not isinstance(exc, DatabaseError):
+            raise
         # the message of an SQLite error on a damaged file may quote its contents: not shown
         kind = "damaged" if isinstance(exc, ProjectionDamaged) else type(exc).__name__
         report = {"ok": False, "detail": f"history.db could not be read ({kind})"}

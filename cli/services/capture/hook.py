@@ -37,7 +37,10 @@ def run(home: Home, client: str, args: list[str]) -> None:
                 if rest:
                     _chain(rest, payload)
     except Exception as exc:  # a hook never fails its agent
-        sys.stderr.write(f"agentlog hooks run {client}: {type(exc).__name__}: {exc}\n")
+        # a ValueError is this module's own word on the payload or the transcript (a link,
+        # a FIFO, a folder, a missing file): said as it is; anything else names its type
+        said = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"agentlog hooks run {client}: {said}\n")
         sys.stderr.flush()
 
 
