@@ -170,11 +170,12 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
     if tokens:
         words, subs, grams = _plan(tokens)
         conds, params = _where(flt, host)
-        if subs:  # the trigram index covers exactly the documents holding CJK
-            conds.append(f"d.{CJK_PREDICATE}")
         if grams and _all_have_grams(con):  # candidates through the tsvector's GIN index;
             conds.append("d.tsv @@ plainto_tsquery('simple', %s)")  # ILIKE keeps it exact
             params.append(" ".join(grams))
+        elif subs:  # the trigram index covers exactly the documents holding CJK (without
+            conds.append(f"d.{CJK_PREDICATE}")  # the bigrams, the planner took it and
+            # scanned every CJK document for a two-character word)
         for s in subs:
             conds.append("d.text ILIKE %s")
             params.append(_like(s))
