@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from projections.project_key import project_key
 from readers import parse
 from readers.agent_copilot import yaml_scalars
 from readers.records import SourceInfo
@@ -48,7 +49,8 @@ def test_capture_finds_every_session(tmp_path: Path) -> None:
         for session, project, text in _expected(home / ".copilot"):
             hits = found(cap.db, "copilot", session, text)
             assert hits, (home.name, session)
-            assert {h["project"] for h in hits} == {project}, (home.name, session)
+            assert {h["project"] for h in hits} == {project_key(project) if project else project}, (
+                home.name, session)
             sessions += 1
         assert coverage_unknown(cap.db) == {}
     assert sessions == 3

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from projections.project_key import project_key
 from tests.agents_corpus import capture_home, coverage_unknown, found, homes
 
 pytestmark = [pytest.mark.corpus, pytest.mark.real_data("cursor")]
@@ -52,7 +53,8 @@ def test_capture_finds_every_session(tmp_path: Path) -> None:
         for session, project, text in _expected(home / ".cursor"):
             hits = found(cap.db, "cursor", session, text)
             assert hits, (home.name, session)
-            assert {h["project"] for h in hits} == {project}, (home.name, session)
+            assert {h["project"] for h in hits} == {project_key(project) if project else project}, (
+                home.name, session)
             sessions += 1
         assert coverage_unknown(cap.db) == {}
     assert sessions == 3

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from projections.project_key import project_key
 from readers import parse
 from readers.records import SourceInfo
 from readers.restore import restore
@@ -88,7 +89,8 @@ def test_capture_finds_every_session(agent: str, folder: str, dot: str,
         for session, project, text in _expected(home / dot):
             hits = found(cap.db, agent, session, text)
             assert hits, (home.name, session)
-            assert {h["project"] for h in hits} == {project}, (home.name, session)
+            assert {h["project"] for h in hits} == {project_key(project) if project else project}, (
+                home.name, session)
             sessions += 1
         assert coverage_unknown(cap.db) == {}
         for chat in sorted((home / dot).glob("tmp/*/chats/session-*.json"))[:2]:
