@@ -254,3 +254,31 @@ def test_codex_file_of_the_wrong_shape_is_a_one_line_error(home: Path, tmp_path:
             assert "mcp_servers" in err and str(cfg) in err, err
             assert len(err.strip().splitlines()) == 1, err
             assert cfg.read_text() == text
+
+
+def test_a_symlinked_config_is_edited_through_the_link(home: Path, tmp_path: Path) -> None:
+    """Dotfiles folders link the agents' settings: the target changes, the link stays, and
+    uninstall gives the target its bytes back; a dangling link gets its target made."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude.json"
+    original = '{\n  "numStartups": 3\n}\n'
+    target.write_text(original)
+    link = Path(os.environ["HOME"]) / ".claude.json"
+    link.symlink_to(target)
+    env = {"PATH": _path_without_clients()}
+    assert run_cli(home, "mcp", "install", "claude", "--file", env=env).returncode == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert "agentlog" in json.loads(target.read_text())["mcpServers"]
+    assert run_cli(home, "mcp", "uninstall", "claude", "--file", env=env).returncode == 0
+    assert link.is_symlink() and target.read_text() == original
+
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    absent = dotfiles / "codex" / "config.toml"  # the link's target does not exist yet
+    (codex_home / "config.toml").symlink_to(absent)
+    env = {"PATH": _path_without_clients(), "CODEX_HOME": str(codex_home)}
+    proc = run_cli(home, "mcp", "install", "codex", env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (codex_home / "config.toml").is_symlink() and "[mcp_servers.agentlog]" in \
+        absent.read_text()

@@ -10,7 +10,9 @@ Promises:
   `<name>.agentlog.orig`; when a later edit only removes what agentlog added and the result
   means exactly what that copy held, its bytes are written back (and the copy removed):
   install then uninstall leaves the file byte-identical;
-- a file that does not parse is an error naming the file; it is never overwritten.
+- a file that does not parse is an error naming the file; it is never overwritten;
+- a settings file that is a symbolic link (into a dotfiles folder, say; dangling too) is
+  edited through the link: the file it points to gets the new content, the link stays.
 """
 
 from __future__ import annotations
@@ -63,9 +65,15 @@ def write_text(path: Path, old: str | None, new: str) -> bool:
 
 
 def _atomic(path: Path, text: str, mode: int | None) -> None:
-    """`text` to `path` atomically and durably (`eventlog.files`), keeping the old mode."""
+    """`text` to `path` atomically and durably (`eventlog.files`), keeping the old mode; a
+    symbolic link is written through (its target is replaced, the link kept)."""
+    import os
+
     from eventlog.files import write_atomic
 
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.encode("utf-8"), mode=0o644 if mode is None else mode)
 
 
