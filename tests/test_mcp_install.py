@@ -282,3 +282,26 @@ def test_a_symlinked_config_is_edited_through_the_link(home: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr.decode()
     assert (codex_home / "config.toml").is_symlink() and "[mcp_servers.agentlog]" in \
         absent.read_text()
+
+
+def test_uninstall_removes_the_hooks_install_added(home: Path) -> None:
+    env = {"PATH": _path_without_clients()}
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    original = '{\n  "theme": "dark"\n}\n'
+    settings.write_text(original)
+    claude_json = Path(os.environ["HOME"]) / ".claude.json"
+    claude_json.write_text('{\n  "numStartups": 1\n}\n')
+    assert run_cli(home, "mcp", "install", "claude", "--file", "--with-hooks",
+                   env=env).returncode == 0
+    assert "hooks" in json.loads(settings.read_text())
+    proc = run_cli(home, "mcp", "uninstall", "claude", "--file", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "capture hooks removed" in proc.stdout.decode()
+    assert settings.read_text() == original  # byte-identical
+    assert claude_json.read_text() == '{\n  "numStartups": 1\n}\n'
+    kept = run_cli(home, "mcp", "install", "claude", "--file", "--with-hooks", env=env)
+    assert kept.returncode == 0
+    proc = run_cli(home, "mcp", "uninstall", "claude", "--file", "--keep-hooks", env=env)
+    assert "hooks removed" not in proc.stdout.decode()
+    assert "hooks" in json.loads(settings.read_text())

@@ -106,8 +106,11 @@ def _with_hooks(home: Home, client: str) -> None:
 @click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--file", "use_file", is_flag=True,
               help="Edit the config file even when the client's CLI is on PATH.")
-def uninstall(client: str, use_file: bool) -> None:
-    """Remove only agentlog's entry from claude, codex or opencode."""
+@click.option("--keep-hooks", is_flag=True,
+              help="Leave the capture hooks (`install --with-hooks`, `hooks install`).")
+def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
+    """Remove only agentlog's entry from claude, codex or opencode, and its capture hooks
+    (unless --keep-hooks)."""
     from cli.services.settings import mcp_clients as mc
 
     if client == "opencode":
@@ -120,6 +123,12 @@ def uninstall(client: str, use_file: bool) -> None:
         got = mc.unregister_codex_file(_codex_config())
     click.echo(f"{NAME} {'removed from' if got.action == 'removed' else 'was not registered with'}"
                f" {client} ({got.where})")
+    if client != "opencode" and not keep_hooks:
+        from cli.services.settings.agent_hooks import uninstall_hooks
+
+        path, removed = uninstall_hooks(client)
+        if removed:
+            click.echo(f"{client} capture hooks removed ({path}); `--keep-hooks` leaves them")
 
 
 def _codex_config() -> Path:
