@@ -305,3 +305,44 @@ def test_uninstall_removes_the_hooks_install_added(home: Path) -> None:
     proc = run_cli(home, "mcp", "uninstall", "claude", "--file", "--keep-hooks", env=env)
     assert "hooks removed" not in proc.stdout.decode()
     assert "hooks" in json.loads(settings.read_text())
+
+
+NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro")
+
+
+def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path) -> None:
+    """install + uninstall leaves each client's settings as they were: a file with other
+    settings and servers (kept byte for byte), and no file at all (none left behind)."""
+    import pytest
+
+    from cli.services.settings.mcp_clients import json_client_config
+
+    env = {"PATH": _path_without_clients(), "COPILOT_HOME": str(tmp_path / "copilot-home")}
+    for client in NEW_CLIENTS:
+        path = json_client_config(client, {**os.environ, **env})
+        for original in ('{\n    "theme": "dark",\n    "mcpServers": {\n        "x": {\n'
+                         '            "command": "y"\n        }\n    }\n}\n', None):
+            if original is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(original)
+            got = run_cli(home, "mcp", "install", client, env=env)
+            assert got.returncode == 0, (client, got.stderr.decode())
+            assert "registered" in got.stdout.decode(), client
+            again = run_cli(home, "mcp", "install", client, env=env)
+            assert "already registered (unchanged)" in again.stdout.decode(), client
+            entry = json.loads(path.read_text())["mcpServers"]["agentlog"]
+            assert entry["args"][-3:] == ["--home", str(home), "mcp"], client
+            if client == "copilot":
+                assert entry["type"] == "local" and entry["tools"] == ["*"]
+            gone = run_cli(home, "mcp", "uninstall", client, env=env)
+            assert gone.returncode == 0 and "removed from" in gone.stdout.decode(), client
+            if original is None:
+                assert not path.exists(), client
+            else:
+                assert path.read_text() == original, client
+            leftovers = [p.name for p in path.parent.iterdir() if "agentlog" in p.name]
+            assert leftovers == [], (client, leftovers)
+    with pytest.raises(AssertionError):  # the check above can fail: a changed file
+        assert '{"a": 1}\n' == original

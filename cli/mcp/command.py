@@ -15,7 +15,7 @@ import click
 from cli.services.config import Home, get_home
 
 NAME = "agentlog"
-CLIENTS = ("claude", "codex", "opencode")
+CLIENTS = ("claude", "codex", "opencode", "gemini", "qwen", "cursor", "copilot", "kiro")
 
 
 @click.group(invoke_without_command=True)
@@ -55,7 +55,8 @@ _SAID = {"added": "registered", "replaced": "replaced our earlier entry (new com
 @click.pass_context
 def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
             with_hooks: bool) -> None:
-    """Register `agentlog mcp` (with this home) with claude, codex or opencode.
+    """Register `agentlog mcp` (with this home) with an agent: claude, codex, opencode,
+    gemini, qwen, cursor, copilot or kiro (their settings files, docs/mcp.md).
 
     Idempotent: a second run, another --home or a moved venv replaces our entry."""
     from cli.services.settings import mcp_clients as mc
@@ -68,7 +69,10 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
         click.echo(f"# {' '.join(cli_command(client, command))}")
         click.echo(snippet(client, command))
         return
-    if client == "opencode":
+    if client in mc.JSON_CLIENTS:
+        got = mc.register_json_file(mc.json_client_config(client),
+                                    mc.json_client_entry(client, command))
+    elif client == "opencode":
         got = mc.register_opencode_file(mc.opencode_config(), command)
     elif mc.has_cli(client) and not use_file:
         got = mc.register_cli(client, command)
@@ -92,9 +96,9 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
 
 
 def _with_hooks(home: Home, client: str) -> None:
-    if client == "opencode":
-        click.echo("opencode has no hook that names its transcript; the MCP server and "
-                   "the service keep its history current")
+    if client not in ("claude", "codex"):
+        click.echo(f"{client} has no hook agentlog installs; the MCP server and the service "
+                   "keep its history current")
         return
     from cli.services.settings.agent_hooks import install_hooks
 
@@ -109,11 +113,13 @@ def _with_hooks(home: Home, client: str) -> None:
 @click.option("--keep-hooks", is_flag=True,
               help="Leave the capture hooks (`install --with-hooks`, `hooks install`).")
 def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
-    """Remove only agentlog's entry from claude, codex or opencode, and its capture hooks
+    """Remove only agentlog's entry from the agent's settings, and its capture hooks
     (unless --keep-hooks)."""
     from cli.services.settings import mcp_clients as mc
 
-    if client == "opencode":
+    if client in mc.JSON_CLIENTS:
+        got = mc.unregister_json_file(mc.json_client_config(client))
+    elif client == "opencode":
         got = mc.unregister_opencode_file(mc.opencode_config())
     elif mc.has_cli(client) and not use_file:
         got = mc.unregister_cli(client)
@@ -123,7 +129,7 @@ def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
         got = mc.unregister_codex_file(_codex_config())
     click.echo(f"{NAME} {'removed from' if got.action == 'removed' else 'was not registered with'}"
                f" {client} ({got.where})")
-    if client != "opencode" and not keep_hooks:
+    if client in ("claude", "codex") and not keep_hooks:
         from cli.services.settings.agent_hooks import uninstall_hooks
 
         path, removed = uninstall_hooks(client)

@@ -8,8 +8,10 @@ Promises:
   had; TOML is edited with tomlkit, which keeps comments and layout;
 - the first edit of a file that holds nothing of agentlog's also keeps its bytes in
   `<name>.agentlog.orig`; when a later edit only removes what agentlog added and the result
-  means exactly what that copy held, its bytes are written back (and the copy removed):
-  install then uninstall leaves the file byte-identical;
+  means exactly what that copy held, its bytes are written back (and the copy and the
+  `.bak` removed): install then uninstall leaves the file byte-identical and nothing beside
+  it; a file the install created (`<name>.agentlog.new` remembers it) is removed again when
+  the uninstall leaves it empty;
 - a file that does not parse is an error naming the file; it is never overwritten;
 - a settings file that is a symbolic link (into a dotfiles folder, say; dangling too) is
   edited through the link: the file it points to gets the new content, the link stays.
@@ -109,13 +111,36 @@ def dump_json_like(data: dict[str, Any], original: str | None) -> str:
     return out + "\n" if newline else out
 
 
+def new_path(path: Path) -> Path:
+    return path.with_name(path.name + ".agentlog.new")
+
+
 def keep_orig(path: Path, old: str | None, clean: bool = True) -> None:
     """Remember the bytes of a file agentlog has not edited yet (see the module doc)."""
     orig = orig_path(path)
     if old is not None and clean:
         _atomic(orig, old, path.stat().st_mode & 0o7777)
-    elif old is None and clean and orig.exists():
-        orig.unlink()
+    elif old is None and clean:
+        if orig.exists():
+            orig.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic(new_path(path), "", None)  # the install creates this file
+
+
+def _after_clean_removal(path: Path, text: str, empty: bool) -> bool:
+    """After an uninstall that left the file as agentlog found it: no `.bak` beside it, and
+    a file the install created and the uninstall emptied is removed; True when removed."""
+    created = new_path(path)
+    if empty and created.exists():
+        path.unlink(missing_ok=True)
+        created.unlink()
+        backup_path(path).unlink(missing_ok=True)
+        return True
+    if orig_path(path).exists():
+        return False  # not back to the original yet
+    if not created.exists() or not empty:
+        backup_path(path).unlink(missing_ok=True)
+    return False
 
 
 def restored(path: Path, new: str, same: Callable[[str], bool]) -> str:
@@ -150,8 +175,13 @@ def edit_json(path: Path, change: Callable[[dict[str, Any]], None], *,
         return False  # the same meaning: never re-format the user's file
     new = dump_json_like(data, old)
     if removing:
+        had_orig = orig_path(path).exists()
         new = restored(path, new, lambda text: bool(json.loads(text) == data))
-    elif new != old:
+        changed = write_text(path, old, new)
+        if had_orig or new_path(path).exists():
+            changed = _after_clean_removal(path, new, data == {}) or changed
+        return changed
+    if new != old:
         keep_orig(path, old, was_clean)
     return write_text(path, old, new)
 
@@ -179,8 +209,13 @@ def edit_toml(path: Path, change: Callable[[Any], None], *, removing: bool = Fal
         return False
     new = tomlkit.dumps(doc)
     if removing:
+        had_orig = orig_path(path).exists()
         new = restored(path, new, lambda text: _toml_same(text, doc))
-    elif new != old:
+        changed = write_text(path, old, new)
+        if had_orig or new_path(path).exists():
+            changed = _after_clean_removal(path, new, not doc.unwrap()) or changed
+        return changed
+    if new != old:
         keep_orig(path, old, was_clean)
     return write_text(path, old, new)
 

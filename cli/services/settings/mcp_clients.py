@@ -111,6 +111,52 @@ def _merge(old: Any, new: dict[str, Any]) -> dict[str, Any]:
     return {**old, **new} if isinstance(old, dict) else dict(new)
 
 
+# Clients whose MCP servers live in a JSON file under `mcpServers` (no CLI of theirs is
+# used: agentlog edits the file). name -> (its file, the environment variable that moves
+# its folder, the entry). Sources (docs/mcp.md's table): geminicli.com/docs/tools/mcp-server,
+# the Qwen Code docs (a Gemini CLI fork: the same file under ~/.qwen), docs.cursor.com
+# (Model Context Protocol), docs.github.com (Copilot CLI: add MCP servers), kiro.dev/docs/
+# cli/mcp/configuration.
+JSON_CLIENTS: dict[str, tuple[str, str | None, str]] = {
+    "gemini": (".gemini/settings.json", None, "plain"),
+    "qwen": (".qwen/settings.json", None, "plain"),
+    "cursor": (".cursor/mcp.json", None, "plain"),
+    "copilot": (".copilot/mcp-config.json", "COPILOT_HOME", "copilot"),
+    "kiro": (".kiro/settings/mcp.json", None, "plain"),
+}
+
+
+def json_client_config(client: str, env: dict[str, str] | None = None) -> Path:
+    """The settings file of a `JSON_CLIENTS` client (its folder moved by its variable)."""
+    e = os.environ if env is None else env
+    rel, var, _ = JSON_CLIENTS[client]
+    if var and e.get(var):
+        return Path(e[var]) / Path(rel).name
+    return Path(e.get("HOME") or Path.home()) / rel
+
+
+def json_client_entry(client: str, command: list[str]) -> dict[str, Any]:
+    if JSON_CLIENTS[client][2] == "copilot":
+        return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
+    return {"command": command[0], "args": command[1:]}
+
+
+def register_json_file(path: Path, entry: dict[str, Any]) -> Outcome:
+    """Our entry in `mcpServers` of a JSON settings file (see `settings.files`: format
+    kept, atomic, byte-identical after install + uninstall)."""
+    state = {"had": False}
+
+    def change(data: dict[str, Any]) -> None:
+        servers = data.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise sf.SettingsError(f"{path}: 'mcpServers' is not an object")
+        state["had"] = NAME in servers
+        servers[NAME] = _merge(servers.get(NAME), entry)
+
+    changed = sf.edit_json(path, change, clean=lambda d: NAME not in d.get("mcpServers", {}))
+    return Outcome(_action(changed, state["had"]), str(path))
+
+
 def register_claude_file(path: Path, command: list[str]) -> Outcome:
     entry = {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
     state = {"had": False}
@@ -124,6 +170,10 @@ def register_claude_file(path: Path, command: list[str]) -> Outcome:
 
     changed = sf.edit_json(path, change, clean=lambda d: NAME not in d.get("mcpServers", {}))
     return Outcome(_action(changed, state["had"]), str(path))
+
+
+def unregister_json_file(path: Path) -> Outcome:
+    return unregister_claude_file(path)
 
 
 def unregister_claude_file(path: Path) -> Outcome:
@@ -287,6 +337,9 @@ def snippet(client: str, command: list[str]) -> str:
     if client == "claude":
         entry = {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
         return json.dumps({"mcpServers": {NAME: entry}}, indent=2)
+    if client in JSON_CLIENTS:
+        return json.dumps({"mcpServers": {NAME: json_client_entry(client, command)}},
+                          indent=2)
     if client == "codex":
         args = ", ".join(json.dumps(a) for a in command[1:])
         return f"[mcp_servers.{NAME}]\ncommand = {json.dumps(command[0])}\nargs = [{args}]\n"
@@ -296,5 +349,7 @@ def snippet(client: str, command: list[str]) -> str:
 
 
 def cli_command(client: str, command: list[str]) -> list[str]:
-    """The client's own registration command."""
+    """The client's own registration command (for a `JSON_CLIENTS` client: the file)."""
+    if client in JSON_CLIENTS:
+        return ["edit", str(json_client_config(client))]
     return add_argv(client, command)
