@@ -313,8 +313,6 @@ NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro")
 def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path) -> None:
     """install + uninstall leaves each client's settings as they were: a file with other
     settings and servers (kept byte for byte), and no file at all (none left behind)."""
-    import pytest
-
     from cli.services.settings.mcp_clients import json_client_config
 
     env = {"PATH": _path_without_clients(), "COPILOT_HOME": str(tmp_path / "copilot-home")}
@@ -344,5 +342,3 @@ def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path
                 assert path.read_text() == original, client
             leftovers = [p.name for p in path.parent.iterdir() if "agentlog" in p.name]
             assert leftovers == [], (client, leftovers)
-    with pytest.raises(AssertionError):  # the check above can fail: a changed file
-        assert '{"a": 1}\n' == original
