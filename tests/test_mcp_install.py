@@ -342,3 +342,26 @@ def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path
                 assert path.read_text() == original, client
             leftovers = [p.name for p in path.parent.iterdir() if "agentlog" in p.name]
             assert leftovers == [], (client, leftovers)
+
+
+def test_codex_is_always_registered_in_its_file(home: Path, tmp_path: Path) -> None:
+    """With `codex` on PATH the file is still edited by agentlog (its CLI drops a user's
+    inline comments and its `remove` exits 0 when nothing is there): the first install says
+    "registered", the second "unchanged", comments stay, the CLI is never run."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "argv.txt"
+    _fake_client(bin_dir, "codex", log)
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    cfg = codex_home / "config.toml"
+    original = 'model = "o9"  # my favourite\n'
+    cfg.write_text(original)
+    env = {"PATH": _path_without_clients(bin_dir), "CODEX_HOME": str(codex_home)}
+    first = run_cli(home, "mcp", "install", "codex", env=env)
+    assert first.returncode == 0 and "registered (" in first.stdout.decode()
+    second = run_cli(home, "mcp", "install", "codex", env=env)
+    assert "already registered (unchanged)" in second.stdout.decode()
+    assert "# my favourite" in cfg.read_text() and not log.exists()
+    assert run_cli(home, "mcp", "uninstall", "codex", env=env).returncode == 0
+    assert cfg.read_text() == original and not log.exists()

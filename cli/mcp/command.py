@@ -74,8 +74,10 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
                                     mc.json_client_entry(client, command))
     elif client == "opencode":
         got = mc.register_opencode_file(mc.opencode_config(), command)
-    elif mc.has_cli(client) and not use_file:
-        got = mc.register_cli(client, command)
+    elif client == "claude" and mc.has_cli(client) and not use_file:
+        got = mc.register_cli(client, command)  # codex: always the file (its CLI rewrites
+        # config.toml and drops the user's inline comments; its `remove` exits 0 when
+        # nothing is there, so what happened could not be said)
     elif client == "claude":
         if not use_file:
             raise click.ClickException(
@@ -121,7 +123,7 @@ def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
         got = mc.unregister_json_file(mc.json_client_config(client))
     elif client == "opencode":
         got = mc.unregister_opencode_file(mc.opencode_config())
-    elif mc.has_cli(client) and not use_file:
+    elif client == "claude" and mc.has_cli(client) and not use_file:
         got = mc.unregister_cli(client)
     elif client == "claude":
         got = mc.unregister_claude_file(mc.claude_json())
