@@ -307,13 +307,13 @@ def test_uninstall_removes_the_hooks_install_added(home: Path) -> None:
     assert "hooks" in json.loads(settings.read_text())
 
 
-NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro")
+NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro", "amp", "cline")
 
 
 def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path) -> None:
     """install + uninstall leaves each client's settings as they were: a file with other
     settings and servers (kept byte for byte), and no file at all (none left behind)."""
-    from cli.services.settings.mcp_clients import json_client_config
+    from cli.services.settings.mcp_clients import json_client_config, servers_key
 
     env = {"PATH": _path_without_clients(), "COPILOT_HOME": str(tmp_path / "copilot-home")}
     for client in NEW_CLIENTS:
@@ -330,7 +330,7 @@ def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path
             assert "registered" in got.stdout.decode(), client
             again = run_cli(home, "mcp", "install", client, env=env)
             assert "already registered (unchanged)" in again.stdout.decode(), client
-            entry = json.loads(path.read_text())["mcpServers"]["agentlog"]
+            entry = json.loads(path.read_text())[servers_key(client)]["agentlog"]
             assert entry["args"][-3:] == ["--home", str(home), "mcp"], client
             if client == "copilot":
                 assert entry["type"] == "local" and entry["tools"] == ["*"]

@@ -15,7 +15,8 @@ import click
 from cli.services.config import Home, get_home
 
 NAME = "agentlog"
-CLIENTS = ("claude", "codex", "opencode", "gemini", "qwen", "cursor", "copilot", "kiro")
+CLIENTS = ("claude", "codex", "opencode", "gemini", "qwen", "cursor", "copilot", "kiro",
+           "amp", "cline")
 
 
 @click.group(invoke_without_command=True)
@@ -71,7 +72,8 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
         return
     if client in mc.JSON_CLIENTS:
         got = mc.register_json_file(mc.json_client_config(client),
-                                    mc.json_client_entry(client, command))
+                                    mc.json_client_entry(client, command),
+                                    mc.servers_key(client))
     elif client == "opencode":
         got = mc.register_opencode_file(mc.opencode_config(), command)
     elif client == "claude" and mc.has_cli(client) and not use_file:
@@ -120,7 +122,7 @@ def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
     from cli.services.settings import mcp_clients as mc
 
     if client in mc.JSON_CLIENTS:
-        got = mc.unregister_json_file(mc.json_client_config(client))
+        got = mc.unregister_json_file(mc.json_client_config(client), mc.servers_key(client))
     elif client == "opencode":
         got = mc.unregister_opencode_file(mc.opencode_config())
     elif client == "claude" and mc.has_cli(client) and not use_file:

@@ -123,7 +123,18 @@ JSON_CLIENTS: dict[str, tuple[str, str | None, str]] = {
     "cursor": (".cursor/mcp.json", None, "plain"),
     "copilot": (".copilot/mcp-config.json", "COPILOT_HOME", "copilot"),
     "kiro": (".kiro/settings/mcp.json", None, "plain"),
+    # ampcode.com/manual (MCP): user settings, servers under the literal key "amp.mcpServers"
+    "amp": (".config/amp/settings.json", None, "plain"),
+    # docs.cline.bot (MCP, configuring servers): the VS Code extension's settings (Linux path)
+    "cline": (".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+              "cline_mcp_settings.json", None, "plain"),
 }
+# The object holding the servers, when it is not `mcpServers`.
+SERVERS_KEY: dict[str, str] = {"amp": "amp.mcpServers"}
+
+
+def servers_key(client: str) -> str:
+    return SERVERS_KEY.get(client, "mcpServers")
 
 
 def json_client_config(client: str, env: dict[str, str] | None = None) -> Path:
@@ -141,19 +152,19 @@ def json_client_entry(client: str, command: list[str]) -> dict[str, Any]:
     return {"command": command[0], "args": command[1:]}
 
 
-def register_json_file(path: Path, entry: dict[str, Any]) -> Outcome:
-    """Our entry in `mcpServers` of a JSON settings file (see `settings.files`: format
-    kept, atomic, byte-identical after install + uninstall)."""
+def register_json_file(path: Path, entry: dict[str, Any], key: str = "mcpServers") -> Outcome:
+    """Our entry in `key` (`mcpServers`) of a JSON settings file (see `settings.files`:
+    format kept, atomic, byte-identical after install + uninstall)."""
     state = {"had": False}
 
     def change(data: dict[str, Any]) -> None:
-        servers = data.setdefault("mcpServers", {})
+        servers = data.setdefault(key, {})
         if not isinstance(servers, dict):
-            raise sf.SettingsError(f"{path}: 'mcpServers' is not an object")
+            raise sf.SettingsError(f"{path}: '{key}' is not an object")
         state["had"] = NAME in servers
         servers[NAME] = _merge(servers.get(NAME), entry)
 
-    changed = sf.edit_json(path, change, clean=lambda d: NAME not in d.get("mcpServers", {}))
+    changed = sf.edit_json(path, change, clean=lambda d: NAME not in d.get(key, {}))
     return Outcome(_action(changed, state["had"]), str(path))
 
 
@@ -172,17 +183,17 @@ def register_claude_file(path: Path, command: list[str]) -> Outcome:
     return Outcome(_action(changed, state["had"]), str(path))
 
 
-def unregister_json_file(path: Path) -> Outcome:
-    return unregister_claude_file(path)
+def unregister_json_file(path: Path, key: str = "mcpServers") -> Outcome:
+    return unregister_claude_file(path, key)
 
 
-def unregister_claude_file(path: Path) -> Outcome:
+def unregister_claude_file(path: Path, key: str = "mcpServers") -> Outcome:
     def change(data: dict[str, Any]) -> None:
-        servers = data.get("mcpServers")
+        servers = data.get(key)
         if isinstance(servers, dict) and NAME in servers:
             del servers[NAME]
             if not servers:
-                del data["mcpServers"]
+                del data[key]
 
     return Outcome("removed" if sf.edit_json(path, change, removing=True) else "absent",
                    str(path))
@@ -338,7 +349,7 @@ def snippet(client: str, command: list[str]) -> str:
         entry = {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
         return json.dumps({"mcpServers": {NAME: entry}}, indent=2)
     if client in JSON_CLIENTS:
-        return json.dumps({"mcpServers": {NAME: json_client_entry(client, command)}},
+        return json.dumps({servers_key(client): {NAME: json_client_entry(client, command)}},
                           indent=2)
     if client == "codex":
         args = ", ".join(json.dumps(a) for a in command[1:])
