@@ -319,7 +319,7 @@ def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path
     for client in NEW_CLIENTS:
         path = json_client_config(client, {**os.environ, **env})
         for original in ('{\n    "theme": "dark",\n    "mcpServers": {\n        "x": {\n'
-                         '            "command": "y"\n        }\n    }\n}\n', None):
+                         '            "command": "y"\n        }\n    }\n}\n', "", "\n", None):
             if original is None:
                 path.unlink(missing_ok=True)
             else:

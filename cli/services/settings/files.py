@@ -176,7 +176,8 @@ def edit_json(path: Path, change: Callable[[dict[str, Any]], None], *,
     new = dump_json_like(data, old)
     if removing:
         had_orig = orig_path(path).exists()
-        new = restored(path, new, lambda text: bool(json.loads(text) == data))
+        new = restored(path, new,  # an empty file meant {}
+                       lambda text: bool((json.loads(text) if text.strip() else {}) == data))
         changed = write_text(path, old, new)
         if had_orig or new_path(path).exists():
             changed = _after_clean_removal(path, new, data == {}) or changed
