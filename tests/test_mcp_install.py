@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 
@@ -365,3 +367,28 @@ def test_codex_is_always_registered_in_its_file(home: Path, tmp_path: Path) -> N
     assert "# my favourite" in cfg.read_text() and not log.exists()
     assert run_cli(home, "mcp", "uninstall", "codex", env=env).returncode == 0
     assert cfg.read_text() == original and not log.exists()
+
+
+@pytest.mark.parametrize("original", [
+    None, "", "\n", '{\n  "theme": "x"\n}\n', '{"mcp": {}}\n',
+    '{\n  // hi\n  "mcp": {"o": {"type": "local", "command": ["x"]}},\n}\n',
+])
+def test_opencode_round_trips_byte_identical(home: Path, tmp_path: Path,
+                                             original: str | None) -> None:
+    """install + uninstall leaves opencode.json as it was (no empty "mcp" left, a created
+    file removed, no backups beside it) for a missing, empty, plain and commented file."""
+    xdg = tmp_path / "xdg"
+    folder = xdg / "opencode"
+    folder.mkdir(parents=True)
+    path = folder / "opencode.json"
+    if original is not None:
+        path.write_text(original)
+    env = {"PATH": _path_without_clients(), "XDG_CONFIG_HOME": str(xdg)}
+    assert run_cli(home, "mcp", "install", "opencode", env=env).returncode == 0
+    gone = run_cli(home, "mcp", "uninstall", "opencode", env=env)
+    assert gone.returncode == 0 and "removed from" in gone.stdout.decode()
+    if original is None:
+        assert not path.exists()
+    else:
+        assert path.read_text() == original
+    assert [p.name for p in folder.iterdir() if "agentlog" in p.name] == []

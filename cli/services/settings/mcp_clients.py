@@ -283,13 +283,16 @@ def opencode_entry(command: list[str]) -> dict[str, Any]:
     return {"type": "local", "command": command, "enabled": True}
 
 
+OPENCODE_SCHEMA = "https://opencode.ai/config.json"
+
+
 def register_opencode_file(path: Path, command: list[str]) -> Outcome:
     from cli.services.settings import jsonc as je
 
     entry = opencode_entry(command)
     old = sf.read_text(path)
     if old is None or not old.strip():
-        body = {"$schema": "https://opencode.ai/config.json", "mcp": {NAME: entry}}
+        body = {"$schema": OPENCODE_SCHEMA, "mcp": {NAME: entry}}
         changed = sf.edit_json(path, lambda d: d.update(body), clean=lambda d: True)
         return Outcome("added" if changed else "unchanged", str(path))
     try:
@@ -324,10 +327,32 @@ def unregister_opencode_file(path: Path) -> Outcome:
         if text == old:
             return Outcome("absent", str(path))
         gone = je.parse(text)
-        text = sf.restored(path, text, lambda pristine: bool(je.parse(pristine) == gone))
+        bare, bare_text = gone, text
+        if isinstance(gone, dict) and gone.get("mcp") == {}:  # our entry was its last
+            bare_text = je.remove_member(text, ["mcp"])
+            bare = je.parse(bare_text)
+        created = bare in ({"$schema": OPENCODE_SCHEMA}, {})
+
+        def same(pristine: str) -> bool:
+            if not pristine.strip():  # a blank file: install wrote only the schema and mcp
+                return created
+            return bool(je.parse(pristine) in (gone, bare))
+
+        had_orig = sf.orig_path(path).exists()
+        text = sf.restored(path, text, same)
     except je.JsoncError as exc:
         raise sf.SettingsError(f"{path}: {exc}") from exc
+    marker = sf.new_path(path)
+    if created and marker.exists():  # the install created this file: remove it
+        path.unlink(missing_ok=True)
+        marker.unlink()
+        sf.backup_path(path).unlink(missing_ok=True)
+        return Outcome("removed", str(path))
+    if had_orig and sf.orig_path(path).exists():  # not restored: drop the empty "mcp" we made
+        text = bare_text
     sf.write_text(path, old, text)
+    if had_orig and not sf.orig_path(path).exists():  # back to the user's bytes
+        sf.backup_path(path).unlink(missing_ok=True)
     return Outcome("removed", str(path))
 
 
