@@ -392,3 +392,23 @@ def test_opencode_round_trips_byte_identical(home: Path, tmp_path: Path,
     else:
         assert path.read_text() == original
     assert [p.name for p in folder.iterdir() if "agentlog" in p.name] == []
+
+
+@pytest.mark.parametrize("client", ["gemini", "amp", "opencode"])
+def test_dangling_link_stays_dangling(home: Path, tmp_path: Path, client: str) -> None:
+    """A settings file that is a dangling link into a dotfiles folder: install writes the
+    target through the link, uninstall removes the target it created; the link stays."""
+    from cli.services.settings.mcp_clients import json_client_config, opencode_config
+
+    env = {"PATH": _path_without_clients(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    full = {**os.environ, **env}
+    path = opencode_config(full) if client == "opencode" else json_client_config(client, full)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = tmp_path / "dots" / "settings.json"
+    target.parent.mkdir()
+    path.symlink_to(target)
+    assert run_cli(home, "mcp", "install", client, env=env).returncode == 0
+    assert path.is_symlink() and "agentlog" in target.read_text()
+    assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0
+    assert path.is_symlink() and not target.exists()
+    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []

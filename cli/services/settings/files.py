@@ -127,12 +127,18 @@ def keep_orig(path: Path, old: str | None, clean: bool = True) -> None:
         _atomic(new_path(path), "", None)  # the install creates this file
 
 
+def remove_created(path: Path) -> None:
+    """Remove a file the install created; through a symbolic link (a dangling one before the
+    install) the target goes and the link stays, as it was."""
+    (path.resolve() if path.is_symlink() else path).unlink(missing_ok=True)
+
+
 def _after_clean_removal(path: Path, text: str, empty: bool) -> bool:
     """After an uninstall that left the file as agentlog found it: no `.bak` beside it, and
     a file the install created and the uninstall emptied is removed; True when removed."""
     created = new_path(path)
     if empty and created.exists():
-        path.unlink(missing_ok=True)
+        remove_created(path)
         created.unlink()
         backup_path(path).unlink(missing_ok=True)
         return True

@@ -344,7 +344,7 @@ def unregister_opencode_file(path: Path) -> Outcome:
         raise sf.SettingsError(f"{path}: {exc}") from exc
     marker = sf.new_path(path)
     if created and marker.exists():  # the install created this file: remove it
-        path.unlink(missing_ok=True)
+        sf.remove_created(path)
         marker.unlink()
         sf.backup_path(path).unlink(missing_ok=True)
         return Outcome("removed", str(path))
