@@ -295,6 +295,8 @@ def finish(home: Home, p: Plan | None = None) -> dict[str, Any]:
     from eventlog.forget import scrub_free_pages
     from projections.rebuild import rebuild
 
+    if not home.has_log():
+        raise NotFound(f"no history at {home.root}: nothing to finish")
     log = home.log()
     pages = scrub_free_pages(log)
     for leftover in home.root.glob("history.db.reindex-*"):
