@@ -242,8 +242,8 @@ def _free_pages_estimate(log: EventLog) -> int:
     with log.read_txn() as txn:
         st = env.stat()
         used += st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]
-        for name in (b"events", b"keys", b"state", b"meta", b"scrub"):
-            db = log.db(name) if name != b"scrub" else None
+        for name in (b"events", b"keys", b"state", b"meta"):
+            db = log.db(name)
             if db is None:
                 continue
             s = txn.stat(db)
