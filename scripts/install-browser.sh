@@ -3,7 +3,11 @@
 # browser). A failed install is an error: the browser tests would otherwise not run. Outside
 # CI, set AGENTLOG_NO_BROWSER=1 to go on without it (the browser tests then skip, saying why).
 set -u
-if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then
+# (and tmux, for the terminal browser's test under a real terminal: tests/test_tui_tmux.py)
+missing=""
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing="chromium"
+command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+if [ -z "$missing" ]; then
     exit 0
 fi
 fail() {
@@ -20,9 +24,10 @@ if [ "$(id -u)" != "0" ]; then
     command -v sudo >/dev/null 2>&1 || fail "chromium is missing and this user is not root (no sudo)"
     SUDO="sudo -n"
 fi
-echo "install-browser: installing Debian chromium…" >&2
+echo "install-browser: installing Debian's$missing…" >&2
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
-    || fail "apt-get install chromium failed"
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1 \
+    || fail "apt-get install$missing failed"
 [ -x /usr/bin/chromium ] || fail "chromium installed but /usr/bin/chromium is missing"
 exit 0

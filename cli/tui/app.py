@@ -240,8 +240,10 @@ class BrowseApp(App[model.Choice]):
         table.clear()
         for row in rows.rows:
             text = row.text if len(row.text) <= SNIPPET_CHARS else row.text[:SNIPPET_CHARS]
-            table.add_row(when(row.at), row.agent[:8], short_project(row.project), text,
-                          key=row.key)
+            # Text cells, never strings: a string cell is Rich markup, and a transcript's
+            # "[/home/…]" ended the browser with a MarkupError (found under tmux)
+            table.add_row(Text(when(row.at)), Text(row.agent[:8]),
+                          Text(short_project(row.project)), Text(text), key=row.key)
         self.shown = (rows.query, rows.filters)
         self.set_status(rows.problem or rows.note)
         if not rows.rows:
@@ -251,7 +253,7 @@ class BrowseApp(App[model.Choice]):
             self.preview(rows.rows[0])
 
     def set_status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(Text(text))  # plain: it may quote a query
 
     # --- preview ----------------------------------------------------------------------
     def highlighted(self) -> model.Row | None:
