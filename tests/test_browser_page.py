@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import need, run_cli
+from tests.conftest import run_cli
 from tests.pagedata import (
     PROJECT,
     PROMPTED,
@@ -30,7 +30,7 @@ from tests.pagedata import (
     WIN_UPPER,
     make_page_history,
 )
-from tests.test_browser import ARGS, CHROMIUM
+from tests.test_browser import browser as browser  # the one headless Chromium fixture
 from tests.test_http_server import Served, start_server, stop
 
 pytestmark = pytest.mark.browser
@@ -62,17 +62,6 @@ def served(home: Path) -> Iterator[Served]:
     s = start_server(home)
     yield s
     stop(s)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def open_page(served: Served, browser: Any, **kwargs: Any) -> tuple[Any, Any, list[str]]:

@@ -9,16 +9,14 @@ History forms' labels beside their inputs; an underscore visible at 1× (a scree
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import need
 from tests.readerdata import OLD, PROJECT, READ, make_reader_history
-from tests.test_browser import ARGS, CHROMIUM
+from tests.test_browser import browser as browser  # the one headless Chromium fixture
 from tests.test_http_server import Served, start_server, stop
 
 pytestmark = pytest.mark.browser
@@ -43,18 +41,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     s = start_server(home)
     yield s
     stop(s)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium (absent: a skip saying why, a failure under CI=true)."""
-    from playwright.sync_api import sync_playwright
-
-    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is absent (scripts/install-browser.sh installs it)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def open_page(served: Served, browser: Any, **kwargs: Any) -> tuple[Any, Any, list[str]]:
