@@ -21,7 +21,9 @@ Promises:
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from projections.errors import TeamError as TeamError  # its home; re-exported for the engine
@@ -152,6 +154,30 @@ class Deadline:
                 s.shutdown(socket.SHUT_RDWR)
         except (OSError, ValueError, Exception):
             pass
+
+
+@contextlib.contextmanager
+def writing(url: str, during: str = "") -> Iterator[Any]:
+    """A write connection (`WRITE_TIMEOUTS`) whose psycopg errors leave as one line: a lost
+    or silent server is `ServerUnavailable` ("the next sync resumes"), anything the server
+    refused is `TeamError`. `during`: what was going on, for the message ("while
+    projecting"). Closed at the end."""
+    psycopg = driver()
+    where = f" {during}" if during else ""
+    con = connect(url)
+    try:
+        yield con
+    except psycopg.OperationalError as exc:
+        if expired(con):
+            raise ServerUnavailable(f"the team server did not answer within "
+                                    f"{WRITE_TIMEOUTS[1]} s{where}: the next sync resumes"
+                                    ) from None
+        raise ServerUnavailable(redact(f"team server{where}: {explain(exc)} (the next sync "
+                                       "resumes)")) from None
+    except psycopg.Error as exc:  # refused by a policy or a privilege, bad schema
+        raise TeamError(redact(f"team server refused{where}: {explain(exc)}")) from None
+    finally:
+        con.close()
 
 
 def expired(con: Any) -> bool:

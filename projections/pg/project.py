@@ -35,14 +35,10 @@ from typing import Any
 from projections import db
 from projections.pg import rank, schema
 from projections.pg.conn import (
-    WRITE_TIMEOUTS,
-    ServerUnavailable,
     TeamError,
     connect,
     driver,
-    expired,
-    explain,
-    redact,
+    writing,
 )
 from projections.rows import COLUMNS, Row
 from projections.text import fold
@@ -127,21 +123,8 @@ def project(
     """Bring the server's projection up to every host's shipped head (or `max_batches`).
     A server error is one `TeamError` line (`ServerUnavailable` when it went away or
     stopped answering: the next run resumes from the projection's checkpoint)."""
-    psycopg = driver()
-    con = connect(url)
-    try:
+    with writing(url, "while projecting") as con:
         return _project(con, url, scratch_dir, hosts, batch, batch_bytes, max_batches, rebuild)
-    except psycopg.OperationalError as exc:
-        if expired(con):
-            raise ServerUnavailable(f"the team server did not answer within "
-                                    f"{WRITE_TIMEOUTS[1]} s while projecting: the next sync "
-                                    "resumes") from None
-        raise ServerUnavailable(redact(f"team server, while projecting: {explain(exc)} "
-                                       "(the next sync resumes)")) from None
-    except psycopg.Error as exc:
-        raise TeamError(redact(f"team server refused the projection: {explain(exc)}")) from None
-    finally:
-        con.close()
 
 
 def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, batch: int,

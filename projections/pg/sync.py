@@ -31,14 +31,9 @@ from eventlog import EventLog, chain, codec
 from eventlog.records import RawRecord
 from projections.pg import schema
 from projections.pg.conn import (
-    WRITE_TIMEOUTS,
-    ServerUnavailable,
     TeamError,
-    connect,
-    driver,
-    expired,
-    explain,
     redact,
+    writing,
 )
 
 BATCH = 1000
@@ -168,21 +163,9 @@ def sync(
     on_batch: Callable[[int, int], None] | None = None,
 ) -> SyncResult:
     """Ship everything the server lacks of `log` for `host`, batch by batch."""
-    psycopg = driver()
-
     started = time.monotonic()
-    con = connect(url)
-    try:
+    with writing(url) as con:
         return _sync(con, log, host, label, batch, batch_bytes, max_batches, on_batch, started)
-    except psycopg.OperationalError as exc:
-        if expired(con):
-            raise ServerUnavailable(f"the team server did not answer within "
-                                    f"{WRITE_TIMEOUTS[1]} s: the next sync resumes") from None
-        raise ServerUnavailable(redact(f"team server: {explain(exc)}")) from None
-    except psycopg.Error as exc:  # refused by a policy or a privilege, bad schema
-        raise TeamError(redact(f"team server refused: {explain(exc)}")) from None
-    finally:
-        con.close()
 
 
 def _sync(con: Any, log: EventLog, host: str, label: str | None, batch: int, batch_bytes: int,
