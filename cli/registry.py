@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "show": "cli.commands.search:show",
     "conversation": "cli.commands.search:conversation",
     "reindex": "cli.commands.search:reindex",
+    "embed": "cli.commands.search:embed",
     "mcp": "cli.mcp.command:mcp",
     "serve": "cli.web.command:serve",
     "browse": "cli.tui.command:browse",
@@ -49,6 +50,7 @@ HELP: dict[str, str] = {
     "show": "Show one source document by hit id.",
     "conversation": "Page through a conversation.",
     "reindex": "Rebuild history.db from the log.",
+    "embed": "Embed the history for search by meaning (else done in the background).",
     "mcp": "Run the MCP server on stdio, or register it with a client.",
     "serve": "Serve the HTTP API and the dashboard on loopback.",
     "browse": "Search as you type in the terminal; Enter resumes the session in its agent.",
@@ -69,7 +71,8 @@ HELP: dict[str, str] = {
 # Commands that only read the home: a home that does not exist is a mistake (a typo in
 # --home or AGENTLOG_HOME), never silently an empty history. The others create it.
 READ_ONLY = frozenset({"browse", "search", "show", "conversation", "history", "export",
-                       "verify", "audit", "backup", "restore", "reindex", "secrets"})
+                       "verify", "audit", "backup", "restore", "reindex", "secrets",
+                       "embed"})
 
 # Commands whose work turns the cyclic collector back on itself (`cli.services.startup`): a
 # one-shot `capture` imports the log and the capture engine quietly too, and its pass

@@ -36,6 +36,7 @@ from projections.search import fts_search, plain_search
 from projections.text import SNIPPET_CHARS, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
+MODES = ("words", "meaning", "hybrid")
 MAX_ITEM_CHARS = 16_000
 MAX_RUN_LOG_BYTES = 64 * 1024
 _ID = re.compile(r"^[a-z][a-z_]*:[^\x00-\x1f\x7f]+$")
@@ -165,10 +166,19 @@ def search(
     engine: str | None = None,
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
+    mode: str = "words",
+    related: bool = False,
+    meaning_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
     of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
-    (the compact answer of MCP's `search_history`)."""
+    (the compact answer of MCP's `search_history`). `mode`: "words" (every query word, the
+    seed's contract), "meaning" (nearest by the embedding projection in `meaning_dir`,
+    default `meaning/` beside history.db) or "hybrid" (both, fused by reciprocal rank).
+    `related`: in "words" mode, when fewer than `limit` hits, add `related` (meaning hits
+    not among them). Then `coverage.meaning` says how much is embedded."""
+    if mode not in MODES:
+        raise QueryError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
     tokens = query_tokens(query)
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
@@ -183,12 +193,79 @@ def search(
                 "coverage": empty_coverage()}
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
-    if tokens:
-        rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+    words = fts_search if use == "fts5" else plain_search
+    folder = Path(meaning_dir) if meaning_dir else Path(db_path).parent / "meaning"
+    more: list[tuple[Any, ...]] | None = None
+    if tokens and mode == "words":
+        rows = words(con, tokens, flt, n)
+        if related and len(rows) < n:
+            known = {r[0] for r in rows}
+            more = [r for r in _by_meaning(con, folder, query, flt, n)
+                    if r[0] not in known][: n - len(rows)]
+    elif tokens and mode == "meaning":
+        # exact matches first when there are few (a needle is never lost), then by meaning
+        exact = words(con, tokens, flt, n + 1)
+        rows = exact if len(exact) <= n else []
+        known = {r[0] for r in rows}
+        rows += [r for r in _by_meaning(con, folder, query, flt, n) if r[0] not in known]
+        rows = rows[:n]
+    elif tokens:
+        rows = fuse(words(con, tokens, flt, n), _by_meaning(con, folder, query, flt, n), n)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    return {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
-            "coverage": cov}
+    out: dict[str, Any] = {"engine": use, "mode": mode,
+                           "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+                           "coverage": cov}
+    if mode != "words" or related:
+        cov["meaning"] = _meaning_coverage(con, folder)
+    if more is not None:
+        out["related"] = [{**_hit(r, tokens, snippet_chars, role), "related": True}
+                          for r in more]
+    return out
+
+
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+
+
+def fuse(first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], n: int
+         ) -> list[tuple[Any, ...]]:
+    """The best `n` rows of two ranked lists by reciprocal rank fusion (row[0] is the rowid;
+    ties keep the first list's order)."""
+    score: dict[int, float] = {}
+    row_of: dict[int, tuple[Any, ...]] = {}
+    for ranked in (first, second):
+        for rank, row in enumerate(ranked):
+            score[row[0]] = score.get(row[0], 0.0) + 1.0 / (RRF_K + rank + 1)
+            row_of.setdefault(row[0], row)
+    order = sorted(row_of, key=lambda rid: -score[rid])
+    return [row_of[rid] for rid in order[:n]]
+
+
+def _by_meaning(con: sqlite3.Connection, folder: Path, query: str, flt: Any, n: int
+                ) -> list[tuple[Any, ...]]:
+    """The `n` best rows by meaning that pass the filters (duplicates dropped)."""
+    from projections import meaning
+    from projections.search import take
+
+    near = meaning.nearest(folder, query, max(n * 10, 100))
+    if not near:
+        return []
+    ids = {rowid: ident for rowid, ident, _ in near}
+    where, params = flt.where("d")
+    rows = take(con, n, where, params)([[rowid for rowid, _, _ in near]], False)
+    # a chunk whose rowid now holds another document (history.db rebuilt since) is not it
+    return [r for r in rows if ids.get(r[0]) == r[1]]
+
+
+def _meaning_coverage(con: sqlite3.Connection, folder: Path) -> dict[str, Any]:
+    from projections import meaning
+
+    store = meaning.Store.reader(folder)
+    try:
+        return meaning.describe(store, con)
+    finally:
+        if store is not None:
+            store.close()
 
 
 def empty_coverage() -> dict[str, Any]:

@@ -68,6 +68,9 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     agent_vars = {var for a in registry.REGISTRY for var, _ in a.env} - {"XDG_DATA_HOME"}
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "AGENTLOG_HOME", *sorted(agent_vars)):
         monkeypatch.delenv(var, raising=False)
+    # No capture loop starts the embedding child (a model load per idle home): the tests of
+    # search by meaning embed themselves, and test_meaning turns it back on to test it.
+    monkeypatch.setenv("AGENTLOG_EMBED", "0")
     # No test may run a real agent CLI (answers): stand-ins that fail come first on PATH.
     # Tests of answers put their own fake binaries in front of these.
     stubs = tmp_path / "no-agent-clis"

@@ -70,6 +70,9 @@ def _emit(obj: Any) -> None:
 @click.option("--include-archived/--exclude-archived", default=True, show_default=True,
               help="Archived sessions are searched too (each hit says `archived`); "
                    "--exclude-archived skips them.")
+@click.option("--mode", type=click.Choice(["words", "meaning", "hybrid"]), default=None,
+              help="words: every word, literally; meaning: nearest by meaning (any language);"
+                   " hybrid: both, fused (default; config.json search.mode).")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
@@ -80,9 +83,9 @@ def _emit(obj: Any) -> None:
 def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
            since: str | None, until: str | None, limit: int | None, include_archived: bool,
-           as_json: bool, want_answer: bool = False, postgres: str | None = None,
-           host: str | None = None) -> None:
-    """Search the history for QUERY (literal words, all required)."""
+           mode: str | None, as_json: bool, want_answer: bool = False,
+           postgres: str | None = None, host: str | None = None) -> None:
+    """Search the history for QUERY: by its words and by meaning (--mode)."""
     from cli.services.search import find
     from projections.errors import QueryError
 
@@ -105,7 +108,8 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
         else:
             if host is not None:
                 raise QueryError("host", "needs --postgres (a local history has one host)")
-            result = find(home, text, options, limit, include_archived=include_archived)
+            result = find(home, text, options, limit, include_archived=include_archived,
+                          mode=mode)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -168,9 +172,14 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     pending = (f" ({cov['sourcesPending']} with bytes not yet indexed)"
                if cov["sourcesPending"] else "")
-    summary = (f"{len(result['hits'])} hit(s) [{result['engine']}] · {cov['events']} events"
+    how = result["engine"] + (f" · {result['mode']}" if result.get("mode") else "")
+    summary = (f"{len(result['hits'])} hit(s) [{how}] · {cov['events']} events"
                f" indexed · {cov['sources']} sources{pending}"
                f" · last capture {last}")
+    by_meaning = cov.get("meaning")
+    if by_meaning is not None and by_meaning["pendingDocuments"]:
+        summary += (f" · {by_meaning['pendingDocuments']} document(s) not embedded yet"
+                    " (`agentlog embed`)")
     if cov.get("capturing"):
         summary += " · capturing" + ("" if cov.get("caughtUp") else
                                      f" ({cov.get('pendingFiles') or 0} files pending)")
@@ -301,11 +310,41 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
                    f" in {out['seconds']} s [{out['engine']}]")
 
 
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--seconds", type=float, default=None,
+              help="Stop after this long (the rest later); default: until done.")
+@click.option("--again", is_flag=True, help="Drop the embeddings and embed everything anew.")
+@click.pass_context
+def embed(ctx: click.Context, as_json: bool, seconds: float | None, again: bool) -> None:
+    """Embed history.db's documents for search by meaning (the capture loop of `mcp`,
+    `serve` and `capture --watch` does it in the background)."""
+    from cli.services.search import embed as run_embed
+
+    home = get_home(ctx)
+    bar = _Progress("embed", "documents") if sys.stderr.isatty() and not as_json else None
+    try:
+        out = run_embed(home, seconds=seconds, again=again, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if as_json:
+        _emit(out)
+    elif out["busy"]:
+        click.echo("another process is embedding this home; its progress shows in"
+                   " `agentlog search --json` (coverage.meaning)")
+    else:
+        left = f", {out['pendingDocuments']} documents left" if out["pendingDocuments"] else ""
+        click.echo(f"embedded {out['chunks']} chunk(s) of {out['documents']} document(s) in"
+                   f" {out['seconds']} s; {out['total']} chunks in all{left} [{out['model']}]")
+
+
 class _Progress:
     """A one-line progress bar on stderr (TTY only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "reindex", unit: str = "events") -> None:
         self._last = -1
+        self._what, self._unit = what, unit
 
     def __call__(self, done: int, total: int) -> None:
         pct = int(done * 100 / total) if total else 100
@@ -313,8 +352,8 @@ class _Progress:
             return
         self._last = pct
         filled = pct * 30 // 100
-        sys.stderr.write(f"\rreindex [{'#' * filled}{'.' * (30 - filled)}] {pct:3d}% "
-                         f"{done}/{total} events")
+        sys.stderr.write(f"\r{self._what} [{'#' * filled}{'.' * (30 - filled)}] {pct:3d}% "
+                         f"{done}/{total} {self._unit}")
         sys.stderr.flush()
 
     def close(self) -> None:

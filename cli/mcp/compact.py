@@ -89,11 +89,34 @@ def coverage_line(cov: dict[str, Any]) -> str | None:
 
 
 def search_text(result: dict[str, Any], query: str) -> str:
-    """The readable answer: one header line per run of hits of one session, one line a hit."""
+    """The readable answer: one header line per run of hits of one session, one line a hit;
+    then the `related` hits (by meaning, not containing every word) the same way."""
     hits = result.get("hits", [])
     engine = "" if result.get("engine", "fts5") == "fts5" else f", {result.get('engine')} engine"
-    lines = [f"{len(hits)} hits for {query!r} (times UTC{engine})" if hits
-             else f"no hits for {query!r}{engine}"]
+    mode = result.get("mode", "words")
+    by = "" if mode == "words" else f", by {mode}"
+    lines = [f"{len(hits)} hits for {query!r} (times UTC{engine}{by})" if hits
+             else f"no hits for {query!r}{engine}{by}"]
+    _hit_lines(lines, hits)
+    related = result.get("related") or []
+    if related:
+        lines.append(f"related by meaning (not every word of the query): {len(related)}")
+        _hit_lines(lines, related)
+    note = coverage_line(result.get("coverage") or {})
+    if note:
+        lines.append(note)
+    answer = result.get("answer")
+    if isinstance(answer, dict):
+        if answer.get("text"):
+            lines.append(f"answer: {answer['text']}")
+        elif answer.get("error"):
+            lines.append(f"answer: none ({answer['error']})")
+    if hits or related:
+        lines.append("get_conversation(id) reads a hit in context")
+    return "\n".join(lines)
+
+
+def _hit_lines(lines: list[str], hits: list[dict[str, Any]]) -> None:
     group: tuple[Any, ...] | None = None
     for h in hits:
         key = (h.get("agent"), h.get("session"), h.get("project"), h.get("host"))
@@ -111,18 +134,6 @@ def search_text(result: dict[str, Any], query: str) -> str:
         flag = " (archived)" if h.get("archived") else ""
         lines.append(f"- {h.get('id')} {when(h.get('at'))}{role}{flag}: "
                      f"{_line(str(h.get('snippet') or ''), 400)}")
-    note = coverage_line(result.get("coverage") or {})
-    if note:
-        lines.append(note)
-    answer = result.get("answer")
-    if isinstance(answer, dict):
-        if answer.get("text"):
-            lines.append(f"answer: {answer['text']}")
-        elif answer.get("error"):
-            lines.append(f"answer: none ({answer['error']})")
-    if hits:
-        lines.append("get_conversation(id) reads a hit in context")
-    return "\n".join(lines)
 
 
 def search_answer(result: dict[str, Any], query: str, detail: str) -> tuple[dict[str, Any], str]:
@@ -134,6 +145,10 @@ def search_answer(result: dict[str, Any], query: str, detail: str) -> tuple[dict
         "hits": [compact_hit(h) for h in result.get("hits", [])],
         "coverage": compact_coverage(result.get("coverage") or {}),
     }
+    if result.get("mode", "words") != "words":
+        out["mode"] = result["mode"]
+    if result.get("related"):
+        out["related"] = [compact_hit(h) for h in result["related"]]
     if "answer" in result:
         out["answer"] = result["answer"]
     return out, search_text(result, query)

@@ -67,6 +67,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+        "mode": {"type": "string", "enum": ["words", "meaning", "hybrid"]},
         "answer": {
             "type": "boolean",
             "default": False,
@@ -137,7 +138,7 @@ def _integer(value: Any, name: str) -> int | None:
 
 def search_args(args: dict[str, Any]) -> dict[str, Any]:
     """Check `search_history` arguments for shape; values are the query API's to judge."""
-    _check_keys(args, ("query", "filters", "limit", "answer", "detail"), "")
+    _check_keys(args, ("query", "filters", "limit", "mode", "answer", "detail"), "")
     query = args.get("query")
     if not isinstance(query, str):
         raise ArgumentProblem("query: expected a string")
@@ -159,10 +160,14 @@ def search_args(args: dict[str, Any]) -> dict[str, Any]:
         answer = False
     if not isinstance(answer, bool):
         raise ArgumentProblem("answer: expected true or false")
+    mode = args.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        raise ArgumentProblem("mode: expected a string")
     return {
         "query": query,
         "filters": filters,
         "limit": _integer(args.get("limit"), "limit"),
+        "mode": mode,
         "answer": answer,
     }
 

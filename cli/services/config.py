@@ -51,6 +51,10 @@ class Home:
         return self.root / "history.db"
 
     @property
+    def meaning_dir(self) -> Path:
+        return self.root / "meaning"
+
+    @property
     def archive_dir(self) -> Path:
         return self.root / "archive"
 

@@ -309,6 +309,11 @@ def finish(home: Home, p: Plan | None = None) -> dict[str, Any]:
         out["journalLinesDropped"] = _journal(home, p)
     out["backupsReplaced"] = _backups(home)
     out["teamScratchRemoved"] = _team_scratch(home)
+    # embeddings are derived from the forgotten text too: dropped, made again in the
+    # background from what history.db still holds (docs/search.md "By meaning")
+    from projections.meaning import drop
+
+    out["embeddingsDropped"] = drop(home.meaning_dir)
     return out
 
 

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
-         include_archived: bool = True, catch_up: bool = True) -> dict[str, Any]:
+         include_archived: bool = True, catch_up: bool = True,
+         mode: str | None = None) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
@@ -42,10 +43,37 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home))
+                        engine=search_engine(home), mode=mode or search_mode(home))
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
+
+
+def search_mode(home: Home) -> str:
+    """The terminal's default mode: config.json `search.mode`, else hybrid."""
+    value = (home.config.get("search") or {}).get("mode", "hybrid")
+    return str(value)
+
+
+def embed(home: Home, *, seconds: float | None = None, again: bool = False,
+          progress: Any = None) -> dict[str, Any]:
+    """`agentlog embed`: history.db caught up, then the embedding projection
+    (`projections.meaning.step`); what it did."""
+    import time
+
+    from cli.services.catchup import ensure_current
+    from projections import meaning
+
+    ensure_current_quietly(home, ensure_current)
+    started = time.monotonic()
+    if again:
+        meaning.drop(home.meaning_dir)
+    step = meaning.step(home.history_db, home.meaning_dir, budget_s=seconds,
+                        progress=progress, threads=None)
+    return {"busy": step.busy, "chunks": step.chunks, "documents": step.documents,
+            "total": step.total, "pendingDocuments": step.pending, "reset": step.reset,
+            "seconds": round(time.monotonic() - started, 1), "model": meaning.model_id(),
+            "folder": str(home.meaning_dir)}
 
 
 def keep_lists(home: Home) -> bool:

