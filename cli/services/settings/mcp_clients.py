@@ -288,12 +288,24 @@ def unregister_jsonc_file(path: Path, key: str, old: str) -> Outcome:
     return Outcome("removed", str(path))
 
 
+def _orig_has(path: Path, key: str, load: Any) -> bool:
+    """Whether the user's original bytes (`.agentlog.orig`) held `key` themselves: then an
+    uninstall that empties it keeps it empty, as it was."""
+    pristine = sf.read_text(sf.orig_path(path))
+    if pristine is None:
+        return False
+    try:
+        return key in load(path, pristine)
+    except sf.SettingsError:
+        return False
+
+
 def unregister_claude_file(path: Path, key: str = "mcpServers") -> Outcome:
     def change(data: dict[str, Any]) -> None:
         servers = data.get(key)
         if isinstance(servers, dict) and NAME in servers:
             del servers[NAME]
-            if not servers:
+            if not servers and not _orig_has(path, key, sf.load_json):
                 del data[key]
 
     return Outcome("removed" if sf.edit_json(path, change, removing=True) else "absent",
@@ -528,7 +540,7 @@ def unregister_goose_file(path: Path) -> Outcome:
         extensions = _goose_extensions(doc, path)
         if extensions is not None and NAME in extensions:
             del extensions[NAME]
-            if not extensions:
+            if not extensions and not _orig_has(path, "extensions", sf.load_yaml):
                 del doc["extensions"]
 
     return Outcome("removed" if sf.edit_yaml(path, change, removing=True) else "absent",
