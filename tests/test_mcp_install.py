@@ -626,7 +626,7 @@ def test_an_empty_servers_object_of_the_user_stays(home: Path, client: str) -> N
     env = {"PATH": _path_without_clients()}
     path = json_client_config(client, {**os.environ, **env})
     path.parent.mkdir(parents=True, exist_ok=True)
-    original = '{\n  "%s": {}\n}\n' % servers_key(client)
+    original = '{\n  "' + servers_key(client) + '": {}\n}\n'
     path.write_text(original)
     assert run_cli(home, "mcp", "install", client, env=env).returncode == 0
     assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0

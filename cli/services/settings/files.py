@@ -269,7 +269,7 @@ def plain(node: Any) -> Any:
 
 def load_yaml(path: Path, text: str | None) -> Any:
     """The round-trip document of `text` (an empty mapping for no text)."""
-    from ruamel.yaml import CommentedMap
+    from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.error import YAMLError
 
     try:
