@@ -138,8 +138,8 @@ JSON_CLIENTS: dict[str, tuple[str, str | None, str]] = {
 SERVERS_KEY: dict[str, str] = {"amp": "amp.mcpServers", "crush": "mcp"}
 # Clients that read their file as JSON with comments: a file that is not plain JSON is
 # edited surgically (`settings.jsonc`: only the text of our member changes, comments and
-# trailing commas stay). Gemini CLI and Qwen Code strip comments before parsing; Amp's
-# settings and Crush's crush.json are documented as JSONC.
+# trailing commas stay). Crush documents crush.json as JSONC (docs/config, Legacy JSON);
+# Gemini CLI (and Qwen Code, its fork) and Amp read their settings with comments allowed.
 JSONC_CLIENTS = frozenset({"gemini", "qwen", "amp", "crush"})
 
 
