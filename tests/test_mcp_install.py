@@ -547,11 +547,14 @@ def test_goose_keeps_keys_the_user_added_and_refuses_wrong_shapes(home: Path) ->
     path = goose_config({**os.environ, **env})
     path.parent.mkdir(parents=True, exist_ok=True)
     assert run_cli(home, "mcp", "install", "goose", env=env).returncode == 0
-    path.write_text(path.read_text().replace("timeout: 300", "timeout: 600\n    bundled: false"))
+    path.write_text(path.read_text().replace("timeout: 300", "timeout: 600\n    bundled: false")
+                    .replace("enabled: true", "enabled: false"))
     again = run_cli(home, "mcp", "install", "goose", env=env)
-    assert "replaced our earlier entry" in again.stdout.decode()  # our timeout is set again
+    assert "replaced our earlier entry" in again.stdout.decode()  # enabled again
     entry = YAML(typ="safe").load(path.read_text())["extensions"]["agentlog"]
-    assert entry["bundled"] is False and entry["timeout"] == 300
+    assert entry["bundled"] is False and entry["timeout"] == 600 and entry["enabled"] is True
+    third = run_cli(home, "mcp", "install", "goose", env=env)
+    assert "already registered (unchanged)" in third.stdout.decode()
     for text in ("extensions: [1]\n", "extensions:\n  agentlog: 3\n", "a: [\n"):
         path.write_text(text)
         for verb in ("install", "uninstall"):

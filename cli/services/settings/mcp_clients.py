@@ -482,6 +482,8 @@ def goose_config(env: dict[str, str] | None = None) -> Path:
 
 
 GOOSE_DESCRIPTION = "Search the history of AI coding agents (agentlog)"
+# Keys of our entry set only when missing (what runs, and that it is enabled, is always ours).
+GOOSE_DEFAULTS = frozenset({"description", "envs", "env_keys", "timeout"})
 
 
 def goose_entry(command: list[str]) -> dict[str, Any]:
@@ -506,7 +508,8 @@ def _goose_extensions(doc: Any, path: Path) -> Any:
 
 def register_goose_file(path: Path, command: list[str]) -> Outcome:
     """`extensions.agentlog` in Goose's config.yaml (ruamel.yaml's round trip: comments and
-    layout kept; keys the user added to our entry kept)."""
+    layout kept; keys the user added to our entry kept, and their description, envs and
+    timeout; `type`, `name`, `cmd`, `args` and `enabled: true` are set each time)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     entry = goose_entry(command)
@@ -523,6 +526,8 @@ def register_goose_file(path: Path, command: list[str]) -> Outcome:
             mine = CommentedMap()
             extensions[NAME] = mine
         for key, value in entry.items():
+            if key in GOOSE_DEFAULTS and key in mine:
+                continue  # the user's description, envs or timeout stay
             if sf.plain(mine.get(key)) != value:
                 mine[key] = CommentedSeq(value) if isinstance(value, list) else (
                     CommentedMap(value) if isinstance(value, dict) else value)
