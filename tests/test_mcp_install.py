@@ -635,3 +635,22 @@ def test_an_empty_servers_object_of_the_user_stays(home: Path, client: str) -> N
     assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0
     assert path.read_text() == original
     assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []
+
+
+@pytest.mark.parametrize("text", [
+    '{ // broken\n  "a": [1,\n', '{ // servers of the wrong shape\n  "mcpServers": [1],\n}\n',
+])
+def test_a_jsonc_file_agentlog_cannot_edit_is_left_alone(home: Path, text: str) -> None:
+    from cli.services.settings.mcp_clients import json_client_config
+
+    env = {"PATH": _path_without_clients()}
+    path = json_client_config("gemini", {**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    for verb in ("install", "uninstall"):
+        proc = run_cli(home, "mcp", verb, "gemini", env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1 and "Traceback" not in err, (verb, err)
+        assert str(path) in err and len(err.strip().splitlines()) == 1, err
+        assert path.read_text() == text
+        assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []

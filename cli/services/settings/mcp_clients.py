@@ -230,7 +230,7 @@ def register_jsonc_file(path: Path, entry: dict[str, Any], key: str, old: str) -
     try:
         data = je.parse(old)
     except je.JsoncError as exc:
-        raise sf.SettingsError(f"{path}: {exc}") from exc
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
     if not isinstance(data, dict):
         raise sf.SettingsError(f"{path}: expected a JSON object")
     servers = data.get(key)
@@ -243,7 +243,7 @@ def register_jsonc_file(path: Path, entry: dict[str, Any], key: str, old: str) -
     try:
         text = je.set_member(old, [key, NAME], new)
     except je.JsoncError as exc:
-        raise sf.SettingsError(f"{path}: {exc}") from exc
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
     if mine is None:
         sf.keep_orig(path, old)
     sf.write_text(path, old, text)
@@ -273,7 +273,7 @@ def unregister_jsonc_file(path: Path, key: str, old: str) -> Outcome:
         had_orig = sf.orig_path(path).exists()
         text = sf.restored(path, text, same)
     except je.JsoncError as exc:
-        raise sf.SettingsError(f"{path}: {exc}") from exc
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
     marker = sf.new_path(path)
     if bare == {} and marker.exists():  # the install created this file: remove it
         sf.remove_created(path)
