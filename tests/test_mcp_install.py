@@ -397,15 +397,21 @@ def test_opencode_round_trips_byte_identical(home: Path, tmp_path: Path,
     assert [p.name for p in folder.iterdir() if "agentlog" in p.name] == []
 
 
-@pytest.mark.parametrize("client", ["gemini", "amp", "opencode"])
+@pytest.mark.parametrize("client", ["gemini", "amp", "opencode", "crush", "goose", "continue"])
 def test_dangling_link_stays_dangling(home: Path, tmp_path: Path, client: str) -> None:
     """A settings file that is a dangling link into a dotfiles folder: install writes the
     target through the link, uninstall removes the target it created; the link stays."""
-    from cli.services.settings.mcp_clients import json_client_config, opencode_config
+    from cli.services.settings.mcp_clients import (
+        continue_block,
+        goose_config,
+        json_client_config,
+        opencode_config,
+    )
 
     env = {"PATH": _path_without_clients(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     full = {**os.environ, **env}
-    path = opencode_config(full) if client == "opencode" else json_client_config(client, full)
+    where = {"opencode": opencode_config, "goose": goose_config, "continue": continue_block}
+    path = where[client](full) if client in where else json_client_config(client, full)
     path.parent.mkdir(parents=True, exist_ok=True)
     target = tmp_path / "dots" / "settings.json"
     target.parent.mkdir()
@@ -414,7 +420,7 @@ def test_dangling_link_stays_dangling(home: Path, tmp_path: Path, client: str) -
     assert path.is_symlink() and "agentlog" in target.read_text()
     assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0
     assert path.is_symlink() and not target.exists()
-    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []
+    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name and p != path] == []
 
 
 JSONC_SETTINGS = """{
