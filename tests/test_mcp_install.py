@@ -309,7 +309,7 @@ def test_uninstall_removes_the_hooks_install_added(home: Path) -> None:
     assert "hooks" in json.loads(settings.read_text())
 
 
-NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro", "amp", "cline")
+NEW_CLIENTS = ("gemini", "qwen", "cursor", "copilot", "kiro", "amp", "cline", "crush")
 
 
 def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path) -> None:
@@ -336,6 +336,9 @@ def test_every_json_client_round_trips_byte_identical(home: Path, tmp_path: Path
             assert entry["args"][-3:] == ["--home", str(home), "mcp"], client
             if client == "copilot":
                 assert entry["type"] == "local" and entry["tools"] == ["*"]
+            if client == "crush":
+                assert entry["type"] == "stdio" and entry["command"].endswith(
+                    ("agentlog", "python", "python3")), entry
             gone = run_cli(home, "mcp", "uninstall", client, env=env)
             assert gone.returncode == 0 and "removed from" in gone.stdout.decode(), client
             if original is None:
@@ -394,15 +397,21 @@ def test_opencode_round_trips_byte_identical(home: Path, tmp_path: Path,
     assert [p.name for p in folder.iterdir() if "agentlog" in p.name] == []
 
 
-@pytest.mark.parametrize("client", ["gemini", "amp", "opencode"])
+@pytest.mark.parametrize("client", ["gemini", "amp", "opencode", "crush", "goose", "continue"])
 def test_dangling_link_stays_dangling(home: Path, tmp_path: Path, client: str) -> None:
     """A settings file that is a dangling link into a dotfiles folder: install writes the
     target through the link, uninstall removes the target it created; the link stays."""
-    from cli.services.settings.mcp_clients import json_client_config, opencode_config
+    from cli.services.settings.mcp_clients import (
+        continue_block,
+        goose_config,
+        json_client_config,
+        opencode_config,
+    )
 
     env = {"PATH": _path_without_clients(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     full = {**os.environ, **env}
-    path = opencode_config(full) if client == "opencode" else json_client_config(client, full)
+    where = {"opencode": opencode_config, "goose": goose_config, "continue": continue_block}
+    path = where[client](full) if client in where else json_client_config(client, full)
     path.parent.mkdir(parents=True, exist_ok=True)
     target = tmp_path / "dots" / "settings.json"
     target.parent.mkdir()
@@ -411,4 +420,243 @@ def test_dangling_link_stays_dangling(home: Path, tmp_path: Path, client: str) -
     assert path.is_symlink() and "agentlog" in target.read_text()
     assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0
     assert path.is_symlink() and not target.exists()
+    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name and p != path] == []
+
+
+JSONC_SETTINGS = """{
+  // my settings: agentlog must keep this comment
+  "theme": "dark", /* and this one */
+  "%s": {
+    "x": {"command": "y"}, // another server
+  },
+}
+"""
+
+
+@pytest.mark.parametrize("client", ["gemini", "qwen", "amp", "crush"])
+@pytest.mark.parametrize("shape", ["servers", "no servers", "comment only"])
+def test_jsonc_settings_round_trip_byte_identical(home: Path, tmp_path: Path, client: str,
+                                                  shape: str) -> None:
+    """A settings file with comments and trailing commas (JSONC, which these clients read)
+    is edited surgically: comments stay while installed, the second install is unchanged,
+    another home replaces our entry, and uninstall gives the exact bytes back."""
+    import json5
+
+    from cli.services.settings.mcp_clients import json_client_config, servers_key
+
+    key = servers_key(client)
+    original = {
+        "servers": JSONC_SETTINGS % key,
+        "no servers": '{\n  // only a comment and a setting\n  "theme": "dark",\n}\n',
+        "comment only": "// nothing set yet\n{}\n",
+    }[shape]
+    env = {"PATH": _path_without_clients()}
+    path = json_client_config(client, {**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(original)
+    first = run_cli(home, "mcp", "install", client, env=env)
+    assert first.returncode == 0, first.stderr.decode()
+    assert "registered (" in first.stdout.decode()
+    again = run_cli(home, "mcp", "install", client, env=env)
+    assert "already registered (unchanged)" in again.stdout.decode(), again.stderr.decode()
+    text = path.read_text()
+    for comment in ("// my settings", "/* and this one */", "// another server",
+                    "// only a comment", "// nothing set yet"):
+        assert (comment in text) == (comment in original), (comment, text)
+    data = json5.loads(text)
+    assert data[key]["agentlog"]["args"][-3:] == ["--home", str(home), "mcp"]
+    if shape == "servers":
+        assert data[key]["x"] == {"command": "y"}
+    moved = run_cli(tmp_path / "other-home", "mcp", "install", client, env=env)
+    assert "replaced our earlier entry" in moved.stdout.decode(), moved.stderr.decode()
+    assert json5.loads(path.read_text())[key]["agentlog"]["args"][-2] == str(
+        tmp_path / "other-home")
+    gone = run_cli(home, "mcp", "uninstall", client, env=env)
+    assert gone.returncode == 0 and "removed from" in gone.stdout.decode(), gone.stderr
+    assert path.read_text() == original
     assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []
+    absent = run_cli(home, "mcp", "uninstall", client, env=env)
+    assert "was not registered" in absent.stdout.decode() and path.read_text() == original
+
+
+GOOSE_CONFIG = """# my goose settings
+GOOSE_PROVIDER: anthropic  # the provider
+GOOSE_MODEL: "claude-sonnet-4-5"
+extensions:
+  developer:
+    bundled: true
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+  filesystem:
+    type: stdio
+    name: filesystem
+    enabled: false
+    cmd: npx
+    args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]  # flow style kept
+    envs: {}
+    timeout: 300
+"""
+
+
+@pytest.mark.parametrize("original", [
+    None, "", "\n", GOOSE_CONFIG, "GOOSE_MODE: smart_approve  # no extensions yet\n",
+    "extensions: {}\n",
+])
+def test_goose_round_trips_byte_identical(home: Path, tmp_path: Path,
+                                          original: str | None) -> None:
+    """`extensions.agentlog` in Goose's config.yaml: a stdio extension as its config-files
+    guide shows it; comments kept while installed; install + uninstall gives the exact bytes
+    back, and a file the install created goes again."""
+    from ruamel.yaml import YAML
+
+    from cli.services.settings.mcp_clients import goose_config
+
+    env = {"PATH": _path_without_clients()}
+    path = goose_config({**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if original is not None:
+        path.write_text(original)
+    first = run_cli(home, "mcp", "install", "goose", env=env)
+    assert first.returncode == 0, first.stderr.decode()
+    assert "registered (" in first.stdout.decode()
+    again = run_cli(home, "mcp", "install", "goose", env=env)
+    assert "already registered (unchanged)" in again.stdout.decode(), again.stderr.decode()
+    text = path.read_text()
+    data = YAML(typ="safe").load(text)
+    entry = data["extensions"]["agentlog"]
+    assert entry["type"] == "stdio" and entry["enabled"] is True and entry["name"] == "agentlog"
+    assert entry["args"][-3:] == ["--home", str(home), "mcp"] and entry["timeout"] == 300
+    if original == GOOSE_CONFIG:
+        assert "# my goose settings" in text and "# the provider" in text
+        assert "# flow style kept" in text and data["extensions"]["filesystem"]["cmd"] == "npx"
+        moved = run_cli(tmp_path / "other-home", "mcp", "install", "goose", env=env)
+        assert "replaced our earlier entry" in moved.stdout.decode()
+        assert YAML(typ="safe").load(path.read_text())["extensions"]["agentlog"]["args"][-2] \
+            == str(tmp_path / "other-home")
+    gone = run_cli(home, "mcp", "uninstall", "goose", env=env)
+    assert gone.returncode == 0 and "removed from" in gone.stdout.decode(), gone.stderr
+    if original is None:
+        assert not path.exists()
+    else:
+        assert path.read_text() == original
+    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []
+
+
+def test_goose_keeps_keys_the_user_added_and_refuses_wrong_shapes(home: Path) -> None:
+    from ruamel.yaml import YAML
+
+    from cli.services.settings.mcp_clients import goose_config
+
+    env = {"PATH": _path_without_clients()}
+    path = goose_config({**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert run_cli(home, "mcp", "install", "goose", env=env).returncode == 0
+    path.write_text(path.read_text().replace("timeout: 300", "timeout: 600\n    bundled: false")
+                    .replace("enabled: true", "enabled: false"))
+    again = run_cli(home, "mcp", "install", "goose", env=env)
+    assert "replaced our earlier entry" in again.stdout.decode()  # enabled again
+    entry = YAML(typ="safe").load(path.read_text())["extensions"]["agentlog"]
+    assert entry["bundled"] is False and entry["timeout"] == 600 and entry["enabled"] is True
+    third = run_cli(home, "mcp", "install", "goose", env=env)
+    assert "already registered (unchanged)" in third.stdout.decode()
+    for text in ("extensions: [1]\n", "extensions:\n  agentlog: 3\n", "a: [\n"):
+        path.write_text(text)
+        for verb in ("install", "uninstall"):
+            proc = run_cli(home, "mcp", verb, "goose", env=env)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1, (text, verb, err)
+            assert "Traceback" not in err and str(path) in err, err
+            assert len(err.strip().splitlines()) == 1, err
+            assert path.read_text() == text
+
+
+def test_continue_block_file_is_written_and_removed(home: Path, tmp_path: Path) -> None:
+    """Continue reads every YAML block in its global mcpServers folder: agentlog writes its
+    own `agentlog.yaml` there (name, version, schema, one stdio server), leaves the others
+    alone, and uninstall deletes it; a foreign `agentlog.yaml` is never overwritten."""
+    from ruamel.yaml import YAML
+
+    from cli.services.settings.mcp_clients import continue_block
+
+    env = {"PATH": _path_without_clients()}
+    path = continue_block({**os.environ, **env})
+    path.parent.mkdir(parents=True)
+    theirs = path.parent / "playwright.yaml"
+    theirs.write_text("name: Playwright\nversion: 0.0.1\nschema: v1\nmcpServers: []\n")
+    config = path.parent.parent / "config.yaml"
+    config.write_text("name: mine  # untouched\n")
+    first = run_cli(home, "mcp", "install", "continue", env=env)
+    assert first.returncode == 0 and "registered (" in first.stdout.decode(), first.stderr
+    again = run_cli(home, "mcp", "install", "continue", env=env)
+    assert "already registered (unchanged)" in again.stdout.decode()
+    block = YAML(typ="safe").load(path.read_text())
+    assert (block["name"], block["version"], block["schema"]) == ("agentlog", "0.0.1", "v1")
+    (server,) = block["mcpServers"]
+    assert server["name"] == "agentlog" and server["type"] == "stdio"
+    assert server["args"][-3:] == ["--home", str(home), "mcp"]
+    moved = run_cli(tmp_path / "other-home", "mcp", "install", "continue", env=env)
+    assert "replaced our earlier entry" in moved.stdout.decode()
+    gone = run_cli(home, "mcp", "uninstall", "continue", env=env)
+    assert gone.returncode == 0 and "removed from" in gone.stdout.decode()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["playwright.yaml"]
+    assert config.read_text() == "name: mine  # untouched\n"
+    assert "was not registered" in run_cli(home, "mcp", "uninstall", "continue",
+                                           env=env).stdout.decode()
+    foreign = "name: agentlog\nversion: 9\nschema: v1\n"
+    path.write_text(foreign)
+    for verb in ("install", "uninstall"):
+        proc = run_cli(home, "mcp", verb, "continue", env=env)
+        assert proc.returncode == 1 and "not written by agentlog" in proc.stderr.decode()
+        assert path.read_text() == foreign
+
+
+def test_print_snippets_of_the_yaml_and_crush_clients(home: Path) -> None:
+    from ruamel.yaml import YAML
+
+    for client in ("crush", "goose", "continue"):
+        proc = run_cli(home, "mcp", "install", client, "--print")
+        assert proc.returncode == 0, proc.stderr
+        head, body = proc.stdout.decode().split("\n", 1)
+        assert head.startswith(("# edit ", "# write ")), head
+        data = YAML(typ="safe").load(body)  # JSON is YAML too
+        entry = {"crush": lambda d: d["mcp"]["agentlog"],
+                 "goose": lambda d: d["extensions"]["agentlog"],
+                 "continue": lambda d: d["mcpServers"][0]}[client](data)
+        assert entry["args"][-3:] == ["--home", str(home), "mcp"], client
+
+
+@pytest.mark.parametrize("client", ["gemini", "cursor", "crush"])
+def test_an_empty_servers_object_of_the_user_stays(home: Path, client: str) -> None:
+    """A file whose servers object was already empty gets it back, empty, byte for byte."""
+    from cli.services.settings.mcp_clients import json_client_config, servers_key
+
+    env = {"PATH": _path_without_clients()}
+    path = json_client_config(client, {**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = '{\n  "' + servers_key(client) + '": {}\n}\n'
+    path.write_text(original)
+    assert run_cli(home, "mcp", "install", client, env=env).returncode == 0
+    assert run_cli(home, "mcp", "uninstall", client, env=env).returncode == 0
+    assert path.read_text() == original
+    assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []
+
+
+@pytest.mark.parametrize("text", [
+    '{ // broken\n  "a": [1,\n', '{ // servers of the wrong shape\n  "mcpServers": [1],\n}\n',
+])
+def test_a_jsonc_file_agentlog_cannot_edit_is_left_alone(home: Path, text: str) -> None:
+    from cli.services.settings.mcp_clients import json_client_config
+
+    env = {"PATH": _path_without_clients()}
+    path = json_client_config("gemini", {**os.environ, **env})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    for verb in ("install", "uninstall"):
+        proc = run_cli(home, "mcp", verb, "gemini", env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1 and "Traceback" not in err, (verb, err)
+        assert str(path) in err and len(err.strip().splitlines()) == 1, err
+        assert path.read_text() == text
+        assert [p.name for p in path.parent.iterdir() if "agentlog" in p.name] == []

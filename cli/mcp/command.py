@@ -16,7 +16,7 @@ from cli.services.config import Home, get_home
 
 NAME = "agentlog"
 CLIENTS = ("claude", "codex", "opencode", "gemini", "qwen", "cursor", "copilot", "kiro",
-           "amp", "cline")
+           "amp", "cline", "crush", "goose", "continue")
 
 
 @click.group(invoke_without_command=True)
@@ -57,7 +57,8 @@ _SAID = {"added": "registered", "replaced": "replaced our earlier entry (new com
 def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
             with_hooks: bool) -> None:
     """Register `agentlog mcp` (with this home) with an agent: claude, codex, opencode,
-    gemini, qwen, cursor, copilot or kiro (their settings files, docs/mcp.md).
+    gemini, qwen, cursor, copilot, kiro, amp, cline, crush, goose or continue (their
+    settings files, docs/mcp.md).
 
     Idempotent: a second run, another --home or a moved venv replaces our entry."""
     from cli.services.settings import mcp_clients as mc
@@ -73,7 +74,11 @@ def install(ctx: click.Context, client: str, print_only: bool, use_file: bool,
     if client in mc.JSON_CLIENTS:
         got = mc.register_json_file(mc.json_client_config(client),
                                     mc.json_client_entry(client, command),
-                                    mc.servers_key(client))
+                                    mc.servers_key(client), jsonc=client in mc.JSONC_CLIENTS)
+    elif client == "goose":
+        got = mc.register_goose_file(mc.goose_config(), command)
+    elif client == "continue":
+        got = mc.register_continue_block(mc.continue_block(), command)
     elif client == "opencode":
         got = mc.register_opencode_file(mc.opencode_config(), command)
     elif client == "claude" and mc.has_cli(client) and not use_file:
@@ -122,7 +127,12 @@ def uninstall(client: str, use_file: bool, keep_hooks: bool = False) -> None:
     from cli.services.settings import mcp_clients as mc
 
     if client in mc.JSON_CLIENTS:
-        got = mc.unregister_json_file(mc.json_client_config(client), mc.servers_key(client))
+        got = mc.unregister_json_file(mc.json_client_config(client), mc.servers_key(client),
+                                      jsonc=client in mc.JSONC_CLIENTS)
+    elif client == "goose":
+        got = mc.unregister_goose_file(mc.goose_config())
+    elif client == "continue":
+        got = mc.unregister_continue_block(mc.continue_block())
     elif client == "opencode":
         got = mc.unregister_opencode_file(mc.opencode_config())
     elif client == "claude" and mc.has_cli(client) and not use_file:

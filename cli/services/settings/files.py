@@ -1,11 +1,12 @@
-"""Safe edits of other programs' settings files (Claude Code, Codex, opencode).
+"""Safe edits of other programs' settings files (Claude Code, Codex, opencode, Goose).
 
 Promises:
 - an edit never writes a file whose content would not change (install twice = one write);
 - before a file is changed its current bytes are copied to `<name>.agentlog.bak`, and the
   new content replaces it atomically (temp file + rename, mode kept);
 - JSON is re-emitted with the indentation, key order, ASCII escaping and final newline it
-  had; TOML is edited with tomlkit, which keeps comments and layout;
+  had; TOML is edited with tomlkit and YAML with ruamel.yaml's round trip, which keep
+  comments and layout;
 - the first edit of a file that holds nothing of agentlog's also keeps its bytes in
   `<name>.agentlog.orig`; when a later edit only removes what agentlog added and the result
   means exactly what that copy held, its bytes are written back (and the copy and the
@@ -243,3 +244,88 @@ def prune_empty(container: dict[str, Any], *keys: str) -> None:
         value = container.get(key)
         if isinstance(value, dict | list) and not value:
             del container[key]
+
+
+# --- YAML ---------------------------------------------------------------------------------
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # the round-trip loader and dumper: comments, order and quoting kept
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long path onto a second line
+    return yaml
+
+
+def plain(node: Any) -> Any:
+    """A ruamel.yaml tree as plain dicts, lists and scalars (for comparing meanings)."""
+    if isinstance(node, dict):
+        return {str(k): plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain(v) for v in node]
+    return node
+
+
+def load_yaml(path: Path, text: str | None) -> Any:
+    """The round-trip document of `text` (an empty mapping for no text)."""
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = _yaml().load(text or "")
+    except YAMLError as exc:
+        raise SettingsError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); "
+                            "fix it or edit it by hand") from exc
+    if doc is None:
+        return CommentedMap()
+    if not isinstance(doc, dict):
+        raise SettingsError(f"{path}: expected a YAML mapping")
+    return doc
+
+
+def dump_yaml(doc: Any) -> str:
+    import io
+
+    out = io.StringIO()
+    _yaml().dump(doc, out)
+    return out.getvalue()
+
+
+def edit_yaml(path: Path, change: Callable[[Any], None], *, removing: bool = False,
+              clean: Callable[[Any], bool] | None = None) -> bool:
+    """Apply `change` to the ruamel.yaml document of `path`; True when the file changed."""
+    old = read_text(path)
+    if removing and old is None:
+        return False
+    doc = load_yaml(path, old)
+    before = plain(doc)
+    was_clean = clean is not None and clean(copy.deepcopy(before))
+    change(doc)
+    after = plain(doc)
+    if after == before and old is not None:
+        return False
+    new = dump_yaml(doc)
+    if removing:
+        had_orig = orig_path(path).exists()
+
+        def same(text: str) -> bool:
+            return bool(plain(load_yaml(path, text)) == after)
+
+        new = restored(path, new, same)
+        changed = write_text(path, old, new)
+        if had_orig or new_path(path).exists():
+            changed = _after_clean_removal(path, new, not after) or changed
+        return changed
+    if new != old:
+        keep_orig(path, old, was_clean)
+    return write_text(path, old, new)
+
+
+def write_owned(path: Path, text: str) -> bool:
+    """Write a file agentlog owns whole (no backup beside it); False when already `text`."""
+    if read_text(path) == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic(path, text, None)
+    return True

@@ -1,4 +1,4 @@
-"""Registering `agentlog mcp` with Claude Code, Codex and opencode, idempotently.
+"""Registering `agentlog mcp` with the agents' MCP clients, idempotently.
 
 Promises (docs/mcp.md#register):
 - one entry named `agentlog` per client: installing again, with another `--home` or from a
@@ -7,7 +7,9 @@ Promises (docs/mcp.md#register):
 - files are edited through `settings_files` (backup, atomic, format kept): Codex's
   config.toml with tomlkit (a file already broken by duplicate `[mcp_servers.agentlog]`
   tables is repaired), opencode's `opencode.jsonc` (read first when present, comments kept)
-  or `opencode.json`, Claude Code's `~/.claude.json` (`--file` only: its CLI owns it);
+  or `opencode.json`, Claude Code's `~/.claude.json` (`--file` only: its CLI owns it); the
+  `JSON_CLIENTS` files (a JSONC one edited surgically, comments kept), Goose's config.yaml
+  with ruamel.yaml, and Continue's block file `mcpServers/agentlog.yaml` written whole;
 - the client's own CLI is used for Claude Code and Codex when it is on PATH: the old entry
   is removed first, so a second run never fails with "already exists".
 """
@@ -128,9 +130,17 @@ JSON_CLIENTS: dict[str, tuple[str, str | None, str]] = {
     # docs.cline.bot (MCP, configuring servers): the VS Code extension's settings (Linux path)
     "cline": (".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
               "cline_mcp_settings.json", None, "plain"),
+    # github.com/charmbracelet/crush docs/config (Legacy JSON; the MCP shape: crush.json's
+    # schema and README): `mcp.<name>` = {type: "stdio", command, args}, JSONC allowed
+    "crush": (".config/crush/crush.json", "XDG_CONFIG_HOME", "crush"),
 }
 # The object holding the servers, when it is not `mcpServers`.
-SERVERS_KEY: dict[str, str] = {"amp": "amp.mcpServers"}
+SERVERS_KEY: dict[str, str] = {"amp": "amp.mcpServers", "crush": "mcp"}
+# Clients that read their file as JSON with comments: a file that is not plain JSON is
+# edited surgically (`settings.jsonc`: only the text of our member changes, comments and
+# trailing commas stay). Crush documents crush.json as JSONC (docs/config, Legacy JSON);
+# Gemini CLI (and Qwen Code, its fork) and Amp read their settings with comments allowed.
+JSONC_CLIENTS = frozenset({"gemini", "qwen", "amp", "crush"})
 
 
 def servers_key(client: str) -> str:
@@ -141,6 +151,8 @@ def json_client_config(client: str, env: dict[str, str] | None = None) -> Path:
     """The settings file of a `JSON_CLIENTS` client (its folder moved by its variable)."""
     e = os.environ if env is None else env
     rel, var, _ = JSON_CLIENTS[client]
+    if var == "XDG_CONFIG_HOME" and e.get(var):  # the file's path below ~/.config
+        return Path(e[var]) / Path(rel).relative_to(".config")
     if var and e.get(var):
         return Path(e[var]) / Path(rel).name
     return Path(e.get("HOME") or Path.home()) / rel
@@ -149,12 +161,31 @@ def json_client_config(client: str, env: dict[str, str] | None = None) -> Path:
 def json_client_entry(client: str, command: list[str]) -> dict[str, Any]:
     if JSON_CLIENTS[client][2] == "copilot":
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
+    if JSON_CLIENTS[client][2] == "crush":
+        return {"type": "stdio", "command": command[0], "args": command[1:]}
     return {"command": command[0], "args": command[1:]}
 
 
-def register_json_file(path: Path, entry: dict[str, Any], key: str = "mcpServers") -> Outcome:
+def _plain_json(text: str | None) -> bool:
+    """True when `text` is missing, blank or plain JSON (no comments, no trailing commas)."""
+    if text is None or not text.strip():
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def register_json_file(path: Path, entry: dict[str, Any], key: str = "mcpServers", *,
+                       jsonc: bool = False) -> Outcome:
     """Our entry in `key` (`mcpServers`) of a JSON settings file (see `settings.files`:
-    format kept, atomic, byte-identical after install + uninstall)."""
+    format kept, atomic, byte-identical after install + uninstall); with `jsonc`, a file
+    holding comments or trailing commas is edited surgically (`register_jsonc_file`)."""
+    if jsonc:
+        old = sf.read_text(path)
+        if not _plain_json(old):
+            return register_jsonc_file(path, entry, key, old or "")
     state = {"had": False}
 
     def change(data: dict[str, Any]) -> None:
@@ -183,8 +214,90 @@ def register_claude_file(path: Path, command: list[str]) -> Outcome:
     return Outcome(_action(changed, state["had"]), str(path))
 
 
-def unregister_json_file(path: Path, key: str = "mcpServers") -> Outcome:
+def unregister_json_file(path: Path, key: str = "mcpServers", *, jsonc: bool = False) -> Outcome:
+    if jsonc:
+        old = sf.read_text(path)
+        if not _plain_json(old):
+            return unregister_jsonc_file(path, key, old or "")
     return unregister_claude_file(path, key)
+
+
+def register_jsonc_file(path: Path, entry: dict[str, Any], key: str, old: str) -> Outcome:
+    """Our entry in `key` of a JSONC file: only the text of `key.agentlog` is inserted or
+    replaced (comments, trailing commas and layout elsewhere stay byte for byte)."""
+    from cli.services.settings import jsonc as je
+
+    try:
+        data = je.parse(old)
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
+    if not isinstance(data, dict):
+        raise sf.SettingsError(f"{path}: expected a JSON object")
+    servers = data.get(key)
+    if servers is not None and not isinstance(servers, dict):
+        raise sf.SettingsError(f"{path}: '{key}' is not an object")
+    mine = (servers or {}).get(NAME)
+    new = _merge(mine, entry)
+    if mine == new:
+        return Outcome("unchanged", str(path))
+    try:
+        text = je.set_member(old, [key, NAME], new)
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
+    if mine is None:
+        sf.keep_orig(path, old)
+    sf.write_text(path, old, text)
+    return Outcome("replaced" if mine is not None else "added", str(path))
+
+
+def unregister_jsonc_file(path: Path, key: str, old: str) -> Outcome:
+    """Remove `key.agentlog` from a JSONC file (and `key` when ours was its last member and
+    agentlog made it); the user's original bytes come back when the meaning is theirs."""
+    from cli.services.settings import jsonc as je
+
+    try:
+        text = je.remove_member(old, [key, NAME])
+        if text == old:
+            return Outcome("absent", str(path))
+        gone = je.parse(text)
+        bare, bare_text = gone, text
+        if isinstance(gone, dict) and gone.get(key) == {}:  # our entry was its last
+            bare_text = je.remove_member(text, [key])
+            bare = je.parse(bare_text)
+
+        def same(pristine: str) -> bool:
+            if not pristine.strip():
+                return bool(bare == {})
+            return bool(je.parse(pristine) in (gone, bare))
+
+        had_orig = sf.orig_path(path).exists()
+        text = sf.restored(path, text, same)
+    except je.JsoncError as exc:
+        raise sf.SettingsError(f"{path}: {exc}; fix it or edit it by hand") from exc
+    marker = sf.new_path(path)
+    if bare == {} and marker.exists():  # the install created this file: remove it
+        sf.remove_created(path)
+        marker.unlink()
+        sf.backup_path(path).unlink(missing_ok=True)
+        return Outcome("removed", str(path))
+    if had_orig and sf.orig_path(path).exists():  # not restored: drop the empty key we made
+        text = bare_text
+    sf.write_text(path, old, text)
+    if had_orig and not sf.orig_path(path).exists():  # back to the user's bytes
+        sf.backup_path(path).unlink(missing_ok=True)
+    return Outcome("removed", str(path))
+
+
+def _orig_has(path: Path, key: str, load: Any) -> bool:
+    """Whether the user's original bytes (`.agentlog.orig`) held `key` themselves: then an
+    uninstall that empties it keeps it empty, as it was."""
+    pristine = sf.read_text(sf.orig_path(path))
+    if pristine is None:
+        return False
+    try:
+        return key in load(path, pristine)
+    except sf.SettingsError:
+        return False
 
 
 def unregister_claude_file(path: Path, key: str = "mcpServers") -> Outcome:
@@ -192,7 +305,7 @@ def unregister_claude_file(path: Path, key: str = "mcpServers") -> Outcome:
         servers = data.get(key)
         if isinstance(servers, dict) and NAME in servers:
             del servers[NAME]
-            if not servers:
+            if not servers and not _orig_has(path, key, sf.load_json):
                 del data[key]
 
     return Outcome("removed" if sf.edit_json(path, change, removing=True) else "absent",
@@ -356,6 +469,140 @@ def unregister_opencode_file(path: Path) -> Outcome:
     return Outcome("removed", str(path))
 
 
+# --- YAML clients: Goose (its config.yaml) and Continue (a block file of our own) ----------
+
+
+def goose_config(env: dict[str, str] | None = None) -> Path:
+    """Goose's config.yaml: `$XDG_CONFIG_HOME/goose/config.yaml`, else ~/.config/goose/
+    (block.github.io/goose/docs/guides/config-files)."""
+    e = os.environ if env is None else env
+    base = e.get("XDG_CONFIG_HOME") or os.path.join(e.get("HOME") or os.path.expanduser("~"),
+                                                    ".config")
+    return Path(base) / "goose" / "config.yaml"
+
+
+GOOSE_DESCRIPTION = "Search the history of AI coding agents (agentlog)"
+# Keys of our entry set only when missing (what runs, and that it is enabled, is always ours).
+GOOSE_DEFAULTS = frozenset({"description", "envs", "env_keys", "timeout"})
+
+
+def goose_entry(command: list[str]) -> dict[str, Any]:
+    """A stdio extension as Goose's config-files guide shows it."""
+    return {"type": "stdio", "name": NAME, "description": GOOSE_DESCRIPTION, "enabled": True,
+            "cmd": command[0], "args": command[1:], "envs": {}, "env_keys": [],
+            "timeout": 300}
+
+
+def _goose_extensions(doc: Any, path: Path) -> Any:
+    extensions = doc.get("extensions")
+    if extensions is None:
+        return None
+    if not isinstance(extensions, dict):
+        raise sf.SettingsError(f"{path}: 'extensions' is not a mapping; fix it or edit it by "
+                               "hand")
+    if NAME in extensions and not isinstance(extensions[NAME], dict):
+        raise sf.SettingsError(f"{path}: 'extensions.{NAME}' is not a mapping; fix it or edit "
+                               "it by hand")
+    return extensions
+
+
+def register_goose_file(path: Path, command: list[str]) -> Outcome:
+    """`extensions.agentlog` in Goose's config.yaml (ruamel.yaml's round trip: comments and
+    layout kept; keys the user added to our entry kept, and their description, envs and
+    timeout; `type`, `name`, `cmd`, `args` and `enabled: true` are set each time)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    entry = goose_entry(command)
+    state = {"had": False}
+
+    def change(doc: Any) -> None:
+        extensions = _goose_extensions(doc, path)
+        if extensions is None:
+            extensions = CommentedMap()
+            doc["extensions"] = extensions
+        mine = extensions.get(NAME)
+        state["had"] = mine is not None
+        if mine is None:
+            mine = CommentedMap()
+            extensions[NAME] = mine
+        for key, value in entry.items():
+            if key in GOOSE_DEFAULTS and key in mine:
+                continue  # the user's description, envs or timeout stay
+            if sf.plain(mine.get(key)) != value:
+                mine[key] = CommentedSeq(value) if isinstance(value, list) else (
+                    CommentedMap(value) if isinstance(value, dict) else value)
+
+    def clean(data: Any) -> bool:
+        extensions = data.get("extensions")
+        return not isinstance(extensions, dict) or NAME not in extensions
+
+    changed = sf.edit_yaml(path, change, clean=clean)
+    return Outcome(_action(changed, state["had"]), str(path))
+
+
+def unregister_goose_file(path: Path) -> Outcome:
+    def change(doc: Any) -> None:
+        extensions = _goose_extensions(doc, path)
+        if extensions is not None and NAME in extensions:
+            del extensions[NAME]
+            if not extensions and not _orig_has(path, "extensions", sf.load_yaml):
+                del doc["extensions"]
+
+    return Outcome("removed" if sf.edit_yaml(path, change, removing=True) else "absent",
+                   str(path))
+
+
+CONTINUE_HEADER = ("# agentlog's MCP server for Continue: written by `agentlog mcp install "
+                   "continue`,\n# removed by `agentlog mcp uninstall continue`\n")
+
+
+def continue_block(env: dict[str, str] | None = None) -> Path:
+    """Our own block file in Continue's global folder: `$CONTINUE_GLOBAL_DIR` or
+    ~/.continue, `mcpServers/agentlog.yaml` (docs.continue.dev/customize/deep-dives/mcp)."""
+    e = os.environ if env is None else env
+    base = e.get("CONTINUE_GLOBAL_DIR") or os.path.join(
+        e.get("HOME") or os.path.expanduser("~"), ".continue")
+    return Path(base) / "mcpServers" / f"{NAME}.yaml"
+
+
+def continue_text(command: list[str]) -> str:
+    """The block file: the metadata a standalone block needs, then one stdio server."""
+    from ruamel.yaml.comments import CommentedMap
+
+    server = CommentedMap([("name", NAME), ("type", "stdio"), ("command", command[0]),
+                           ("args", list(command[1:]))])
+    block = CommentedMap([("name", NAME), ("version", "0.0.1"), ("schema", "v1"),
+                          ("mcpServers", [server])])
+    return CONTINUE_HEADER + sf.dump_yaml(block)
+
+
+def _ours(path: Path, text: str) -> bool:
+    if not text.startswith(CONTINUE_HEADER):
+        raise sf.SettingsError(f"{path}: not written by agentlog; rename it or edit it by hand")
+    return True
+
+
+def register_continue_block(path: Path, command: list[str]) -> Outcome:
+    """Write our block file whole (Continue loads every YAML file of its mcpServers folder):
+    nothing of the user's is edited, and uninstall deletes the file."""
+    old = sf.read_text(path)
+    if old is not None:
+        _ours(path, old)
+    new = continue_text(command)
+    if not sf.write_owned(path, new):
+        return Outcome("unchanged", str(path))
+    return Outcome("replaced" if old is not None else "added", str(path))
+
+
+def unregister_continue_block(path: Path) -> Outcome:
+    old = sf.read_text(path)
+    if old is None:
+        return Outcome("absent", str(path))
+    _ours(path, old)
+    sf.remove_created(path)
+    return Outcome("removed", str(path))
+
+
 def program() -> list[str]:
     """The absolute agentlog program (this venv's script, else PATH, else `python -m`)."""
     exe = Path(sys.executable).parent / "agentlog"
@@ -376,6 +623,10 @@ def snippet(client: str, command: list[str]) -> str:
     if client in JSON_CLIENTS:
         return json.dumps({servers_key(client): {NAME: json_client_entry(client, command)}},
                           indent=2)
+    if client == "goose":
+        return sf.dump_yaml({"extensions": {NAME: goose_entry(command)}})
+    if client == "continue":
+        return continue_text(command)
     if client == "codex":
         args = ", ".join(json.dumps(a) for a in command[1:])
         return f"[mcp_servers.{NAME}]\ncommand = {json.dumps(command[0])}\nargs = [{args}]\n"
@@ -388,4 +639,8 @@ def cli_command(client: str, command: list[str]) -> list[str]:
     """The client's own registration command (for a `JSON_CLIENTS` client: the file)."""
     if client in JSON_CLIENTS:
         return ["edit", str(json_client_config(client))]
+    if client == "goose":
+        return ["edit", str(goose_config())]
+    if client == "continue":
+        return ["write", str(continue_block())]
     return add_argv(client, command)
