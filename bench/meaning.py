@@ -36,14 +36,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, pct, workdir
 
-sys.path.pop(0)  # bench/http.py would shadow the standard library's http (usearch imports it)
+# bench/http.py would shadow the standard library's http (usearch imports it)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 sys.path.insert(0, str(ROOT))
-from eventlog import EventLog
-from projections import meaning, query
-from projections.catchup import catch_up
-from projections.db import connect
-from tests.corpus_home import capture_all, corpus_roots, source_bytes
+from eventlog import EventLog  # noqa: E402
+from projections import meaning, query  # noqa: E402
+from projections.catchup import catch_up  # noqa: E402
+from projections.db import connect  # noqa: E402
+from tests.corpus_home import capture_all, corpus_roots, source_bytes  # noqa: E402
 
 STOP = frozenset((
     "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and",
