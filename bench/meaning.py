@@ -47,7 +47,7 @@ from projections.db import connect  # noqa: E402
 from tests.corpus_home import capture_all, corpus_roots, source_bytes  # noqa: E402
 
 STOP = frozenset((
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and",
+    "a", "an", "the", "s", "t", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and",
     "or", "not", "no", "is", "are", "be", "been", "was", "were", "it", "its", "this",
     "that", "these", "those", "my", "me", "i", "you", "your", "we", "our", "they", "their",
     "he", "she", "his", "her", "do", "does", "did", "can", "could", "would", "should",
@@ -157,10 +157,27 @@ def cli_p50(home: Path, text: str, mode: str, reps: int = 7) -> float:
     return statistics.median(times)
 
 
+def export(db: Path, queries: list[dict[str, Any]], dest: Path) -> None:
+    from projections.meaning.build import chunk_rows
+
+    con = connect(db, readonly=True)
+    rows = con.execute("SELECT rowid, id, kind, role, session, text FROM documents"
+                       " ORDER BY rowid").fetchall()
+    session = {int(r[0]): str(r[4]) for r in rows}
+    owners, texts = chunk_rows(con, rows, {})
+    con.close()
+    chunks = [{"session": session[o[0]], "text": t} for o, t in zip(owners, texts, strict=True)]
+    dest.write_text(json.dumps({"chunks": chunks, "queries": queries}, ensure_ascii=False),
+                    encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--export", type=Path, metavar="FILE",
+                    help="also write the chunks (session, text) and the queries as JSON, for"
+                         " bench/meaning_models.py (other models, in another venv)")
     args = ap.parse_args()
     spec = json.loads((ROOT / "bench" / "meaning_queries.json").read_text(encoding="utf-8"))
     with workdir(args.keep, "agentlog-bench-meaning-") as work:
@@ -207,6 +224,8 @@ def main() -> None:
         out["cli_words_p50_s"] = round(words_p50, 3)
         out["cli_hybrid_p50_s"] = round(hybrid_p50, 3)
         out["cli_hybrid_vs_words"] = round(hybrid_p50 / words_p50, 2)
+        if args.export:
+            export(db, good, args.export)
         if args.json:
             print(json.dumps(out, indent=1, ensure_ascii=False))
         else:

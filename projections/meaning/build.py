@@ -20,7 +20,7 @@ from projections import db
 from projections.meaning.model import CHUNK_CHARS, Model, model_id
 from projections.meaning.store import Store, writer_lock
 
-__all__ = ["Step", "chunks_of", "step"]
+__all__ = ["Step", "chunk_rows", "chunks_of", "describe", "step"]
 
 MIN_CHARS = 4
 PROMPT_CHARS = 160   # of the prompt before an answer
@@ -89,19 +89,7 @@ def _step(db_path: Path, folder: Path, model: Model | None, budget_s: float | No
                 " WHERE rowid > ? ORDER BY rowid LIMIT ?", (store.done, READ_DOCS)).fetchall()
             if not rows:
                 break
-            owners: list[tuple[int, str]] = []
-            texts: list[str] = []
-            for rowid, ident, kind, role, session, text in rows:
-                prompt = None
-                if kind == "transcript" and role == "assistant" and session:
-                    prompt = prompts.get(session)
-                    if prompt is None:
-                        prompt = _prompt_before(con, session, rowid)
-                for piece in chunks_of(role, kind, text or "", prompt):
-                    owners.append((int(rowid), str(ident)))
-                    texts.append(piece)
-                if kind == "transcript" and role == "user" and session and text:
-                    prompts[session] = text
+            owners, texts = chunk_rows(con, rows, prompts)
             if model is None and texts:
                 from projections.cpus import usable
                 from projections.meaning.model import load
@@ -124,6 +112,27 @@ def _step(db_path: Path, folder: Path, model: Model | None, budget_s: float | No
     finally:
         con.close()
         store.close()
+
+
+def chunk_rows(con: sqlite3.Connection, rows: list[Any], prompts: dict[str, str]
+               ) -> tuple[list[tuple[int, str]], list[str]]:
+    """The chunks of documents (rowid, id, kind, role, session, text) read in rowid order:
+    their owners (rowid, id) and texts; `prompts` (session → its latest user prompt) carries
+    the neighbour of an answer from one batch to the next."""
+    owners: list[tuple[int, str]] = []
+    texts: list[str] = []
+    for rowid, ident, kind, role, session, text in rows:
+        prompt = None
+        if kind == "transcript" and role == "assistant" and session:
+            prompt = prompts.get(session)
+            if prompt is None:
+                prompt = _prompt_before(con, session, rowid)
+        for piece in chunks_of(role, kind, text or "", prompt):
+            owners.append((int(rowid), str(ident)))
+            texts.append(piece)
+        if kind == "transcript" and role == "user" and session and text:
+            prompts[session] = text
+    return owners, texts
 
 
 def _check_identity(con: sqlite3.Connection, store: Store) -> bool:
