@@ -33,9 +33,10 @@ from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionErr
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
-from projections.text import SNIPPET_CHARS, query_tokens, snippet
+from projections.text import SNIPPET_CHARS, query_prefixes, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
+GROUPS = ("conversation",)
 MAX_ITEM_CHARS = 16_000
 MAX_RUN_LOG_BYTES = 64 * 1024
 _ID = re.compile(r"^[a-z][a-z_]*:[^\x00-\x1f\x7f]+$")
@@ -165,11 +166,19 @@ def search(
     engine: str | None = None,
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
+    prefix: bool = False,
+    group: str | None = None,
 ) -> dict[str, Any]:
-    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
-    of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
-    (the compact answer of MCP's `search_history`)."""
+    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md), plus
+    `suggestions` when there is no hit; snippets of at most `snippet_chars` characters
+    (40..320); with `role`, each hit's `role` too (the compact answer of MCP's
+    `search_history`). `prefix`: a token written `zebra*` matches the words starting with
+    it (the terminal's; elsewhere `*` is punctuation). `group="conversation"`: at most one
+    hit, the best, per conversation."""
     tokens = query_tokens(query)
+    if group is not None and group not in GROUPS:
+        raise QueryError("group", f"must be one of {', '.join(GROUPS)}; got {group!r}")
+    prefixes = query_prefixes(query) if prefix else set()
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
         raise QueryError("snippet_chars", f"must be an integer 40..{SNIPPET_CHARS}")
@@ -180,15 +189,31 @@ def search(
     con = _open(Path(db_path))
     if con is None:
         return {"engine": engine or ("fts5" if db.fts5_available() else "plain"), "hits": [],
-                "coverage": empty_coverage()}
+                "coverage": empty_coverage(), "suggestions": {}}
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
-    if tokens:
-        rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+    grouped = group is not None
+    if tokens and use == "fts5":
+        rows = fts_search(con, tokens, flt, n, prefixes=prefixes, group=grouped)
+    elif tokens:
+        rows = plain_search(con, tokens, flt, n, group=grouped)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    return {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
-            "coverage": cov}
+    result = {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+              "coverage": cov}
+    if not rows:
+        result["suggestions"] = _suggestions(con, use, [t for t in tokens if t not in prefixes])
+    return result
+
+
+def _suggestions(con: sqlite3.Connection, engine: str, words: list[str]) -> dict[str, Any]:
+    """{query word: nearest indexed words} of the words no document holds (fts5 only: the
+    plain engine has no vocabulary)."""
+    if engine != "fts5" or not words:  # (no word: no hit, nothing to suggest)
+        return {}
+    from projections.suggest import suggest  # (rapidfuzz: only when nothing was found)
+
+    return dict(suggest(con, words))
 
 
 def empty_coverage() -> dict[str, Any]:
