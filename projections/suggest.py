@@ -5,11 +5,13 @@ Promises:
   a token FTS5 does not index as one term), and only when no document holds it: its term
   (FTS5's own folding, `rank.tokens.index_term`) is not in `documents_fts_terms`
   (fts5vocab, projections.db);
-- the candidates are the index's terms that start with the word's first character (as
-  Lucene's spell checker does by default: a first letter is rarely the typo, and it keeps
-  the scan to a slice of the vocabulary) within `max_edits` of it by Levenshtein distance
-  (rapidfuzz, in C): 1 for words of up to 5 characters, 2 for longer ones, none under
-  `MIN_CHARS`;
+- the candidates are the index's terms that start with the word's first two characters,
+  or with its first and third (a character too many, or two swapped, at the second place),
+  within `max_edits` of it by Levenshtein distance (rapidfuzz, in C): 1 for words of up to
+  5 characters, 2 for longer ones, none under `MIN_CHARS`. A typo in the first character,
+  or a wrong or missing second one, is not suggested for: fts5vocab costs ~4 µs a term
+  read, and one first letter's share of 1.85M terms took 0.2–0.45 s (two characters'
+  shares: docs/search.md "Did you mean");
 - the best `SUGGESTIONS` by distance, then document frequency (more first), then the term;
 - bounded: fts5vocab counts a term's documents by walking its doclist, so the words in
   more than `rank.hot_df()` documents (their counts are `rank_terms.df`) are stepped over
@@ -59,14 +61,16 @@ def _held(con: sqlite3.Connection, term: str) -> bool:
 
 
 def nearest(con: sqlite3.Connection, term: str, n: int = SUGGESTIONS) -> list[str]:
-    """The `n` indexed terms nearest `term` (same first character, within `max_edits`)."""
+    """The `n` indexed terms nearest `term` (starting as it does, within `max_edits`)."""
     from rapidfuzz.distance import Levenshtein
     from rapidfuzz.process import extract
 
     edits = max_edits(term)
     if edits == 0:
         return []
-    df = _terms(con, term[0])
+    df: dict[str, int] = {}
+    for start in dict.fromkeys((term[:2], term[0] + term[2])):
+        df.update(_terms(con, start))
     found = extract(term, list(df), scorer=Levenshtein.distance, score_cutoff=edits,
                     limit=None)
     best = sorted(found, key=lambda m: (m[1], -df[m[0]], m[0]))
@@ -80,8 +84,9 @@ def _lower(ch: str) -> str:
 
 
 def _terms(con: sqlite3.Connection, first: str) -> dict[str, int]:
-    """The indexed terms starting with `first`, with their document counts: the common ones
-    from `rank_terms`, the rest from fts5vocab in the ranges between them."""
+    """The indexed terms starting with `first` (at most `MAX_TERMS`), with their document
+    counts: the common ones from `rank_terms`, the rest from fts5vocab in the ranges between
+    them."""
     last = first + _BEFORE  # >= every term starting with `first`
     try:
         hot = dict(con.execute("SELECT term, df FROM rank_terms WHERE term >= ? AND term <= ?",

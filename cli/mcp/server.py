@@ -67,6 +67,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+        "group": {"type": "string", "enum": ["conversation"],
+                  "description": "One hit (the best) per conversation."},
         "answer": {
             "type": "boolean",
             "default": False,
@@ -137,7 +139,7 @@ def _integer(value: Any, name: str) -> int | None:
 
 def search_args(args: dict[str, Any]) -> dict[str, Any]:
     """Check `search_history` arguments for shape; values are the query API's to judge."""
-    _check_keys(args, ("query", "filters", "limit", "answer", "detail"), "")
+    _check_keys(args, ("query", "filters", "limit", "group", "answer", "detail"), "")
     query = args.get("query")
     if not isinstance(query, str):
         raise ArgumentProblem("query: expected a string")
@@ -159,12 +161,18 @@ def search_args(args: dict[str, Any]) -> dict[str, Any]:
         answer = False
     if not isinstance(answer, bool):
         raise ArgumentProblem("answer: expected true or false")
-    return {
+    group = args.get("group")
+    if group is not None and not isinstance(group, str):
+        raise ArgumentProblem("group: expected a string")
+    found = {
         "query": query,
         "filters": filters,
         "limit": _integer(args.get("limit"), "limit"),
         "answer": answer,
     }
+    if group is not None:
+        found["group"] = group
+    return found
 
 
 def _detail(args: dict[str, Any]) -> str:

@@ -99,10 +99,12 @@ def search(
     *,
     snippet_chars: int | None = None,
     role: bool = False,
+    group: str | None = None,
 ) -> dict[str, Any]:
     """Search the history; with `answer`, add an answer grounded in the top hits.
     `snippet_chars` and `role`: shorter snippets and each hit's role (MCP's compact answer;
-    the team server cuts its snippets instead)."""
+    the team server cuts its snippets instead); `group`: "conversation" for one hit per
+    conversation (a local history's). The query is literal: `*` is punctuation here."""
     if not isinstance(query, str):
         raise BadInput("query: expected a string")
     from cli.services.search import require_words
@@ -112,6 +114,8 @@ def search(
     if home.postgres is not None:
         from projections.pg import query as pg
 
+        if group is not None:
+            raise BadInput("group: only on a local history (not with --postgres)")
         result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
         if snippet_chars is not None:
             for hit in result.get("hits", []):
@@ -123,6 +127,8 @@ def search(
             raise BadInput("host: only with a team server (mcp/serve --postgres)")
         reading = first_pass(home)  # a new home's first capture pass: wait up to ~3 s
         more: dict[str, Any] = {"role": role}
+        if group is not None:
+            more["group"] = group
         if snippet_chars is not None:
             more["snippet_chars"] = snippet_chars
         result = _call(

@@ -22,7 +22,7 @@ from cli.services import calls
 from cli.services.config import Home
 from cli.services.errors import AgentlogError, BadInput
 
-SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "answer")
+SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "group", "answer")
 
 
 class BadRequest(BadInput):
@@ -94,6 +94,7 @@ def search(request: Request) -> dict[str, Any]:
         filters or None,
         p.get("limit") or None,
         bool_param("answer", p.get("answer")),
+        group=p.get("group") or None,
     )
 
 
