@@ -56,6 +56,13 @@ def suggest(con: sqlite3.Connection, words: list[str]) -> dict[str, list[str]]:
 
 
 def _held(con: sqlite3.Connection, term: str) -> bool:
+    """Whether a document holds `term`: a common word is in `rank_terms` (fts5vocab would
+    walk its whole doclist to count it), any other is asked of fts5vocab."""
+    try:
+        if con.execute("SELECT 1 FROM rank_terms WHERE term = ?", (term,)).fetchone():
+            return True
+    except sqlite3.OperationalError:  # (a file without the rank tables)
+        pass
     return con.execute("SELECT 1 FROM documents_fts_terms WHERE term = ?",
                        (term,)).fetchone() is not None
 

@@ -67,8 +67,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-        "group": {"type": "string", "enum": ["conversation"],
-                  "description": "One hit (the best) per conversation."},
+        "group": {"type": "string", "enum": ["conversation"]},  # one hit a conversation
         "answer": {
             "type": "boolean",
             "default": False,
