@@ -111,15 +111,17 @@ def test_rank_top_never_answers_a_prefix_from_the_lists(
     db.create_schema(con, engine="fts5")
     con.execute("BEGIN")
     for i in range(40):
-        text = "zebra zebra" if i % 2 else f"zebrafish {'x ' * (i % 5)}"
+        text = "zebra " * (i // 2 + 1) if i % 2 else f"zebrafish {'x ' * (i % 5)}"
         put_document(con, {"id": f"transcript:{i}", "kind": "transcript", "agent": "claude",
                            "at": 1000 + i, "session": "s", "role": "user", "text": text})
     con.execute("COMMIT")
     rank.build(con)
     assert champions.candidates(con, "zebra") is not None  # a list the door could use
-    match = rank.Match("documents_fts", '"zebra" *', "1", [], ["zebra"], True)
-    pick = search.take(con, 10, "1", [])
-    assert rank.top(con, match, 10, 40, pick) is None
+    word = rank.Match("documents_fts", '"zebra"', "1", [], ["zebra"])
+    assert rank.certified(con, ["zebra"], 2, search.take(con, 2, "1", [])) is not None
+    assert rank.top(con, word, 2, 40, search.take(con, 2, "1", [])) is not None
+    match = word._replace(expr='"zebra" *', prefix=True)
+    assert rank.top(con, match, 2, 40, search.take(con, 2, "1", [])) is None
     con.close()
     query.close_connections()
     got = query.search(path, "zebra*", limit=20, prefix=True)
