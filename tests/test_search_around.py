@@ -35,6 +35,7 @@ MESSAGES = [
     ("m6", "t4", "zebras at the zoo"),
     ("m7", "t5", "a tank of goldfish"),
     ("m8", "t6", "goldfish goldfish goldfish"),
+    ("m9", "t7", "我们使用中文搜索"),
 ]
 
 
@@ -86,6 +87,8 @@ def test_prefix_matches_words_starting_with_it(hhome: Path) -> None:
     # one character: the word itself; a CJK run matches as a substring with or without `*`
     assert ids(query.search(db_path, "a*", limit=50, prefix=True)) == ["message:m7",
                                                                        "message:m4"]
+    for text in ("中文*", "中文", "中*", "文搜*"):
+        assert ids(query.search(db_path, text, prefix=True)) == ["message:m9"], text
 
 
 def test_prefix_is_ranked_by_the_reference(hhome: Path) -> None:
@@ -280,7 +283,7 @@ def test_http(hhome: Path) -> None:
     assert [h["id"] for h in get(q="zebra*", limit="50").json()["hits"]] == ["message:m5"]
     hits = get(q="zebrafish", group="conversation").json()["hits"]
     assert [h["conversation"] for h in hits] == ["thread:t1", "thread:t2"]
-    assert get(q="zebrafish", group="").json()["hits"].__len__() == 4  # empty: no grouping
+    assert len(get(q="zebrafish", group="").json()["hits"]) == 4  # empty: no grouping
     assert get(q="zebrafsh").json()["suggestions"] == {"zebrafsh": ["zebrafish", "zebras"]}
     bad = get(q="zebrafish", group="session")
     assert bad.status_code == 400 and "group" in bad.json()["error"]
