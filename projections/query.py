@@ -33,10 +33,11 @@ from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionErr
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
-from projections.text import SNIPPET_CHARS, query_tokens, snippet
+from projections.text import SNIPPET_CHARS, query_prefixes, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
 MODES = ("words", "meaning", "hybrid")
+GROUPS = ("conversation",)
 MAX_ITEM_CHARS = 16_000
 MAX_RUN_LOG_BYTES = 64 * 1024
 _ID = re.compile(r"^[a-z][a-z_]*:[^\x00-\x1f\x7f]+$")
@@ -166,20 +167,29 @@ def search(
     engine: str | None = None,
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
+    prefix: bool = False,
+    group: str | None = None,
     mode: str = "words",
     related: bool = False,
     meaning_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
-    of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
-    (the compact answer of MCP's `search_history`). `mode`: "words" (every query word, the
-    seed's contract), "meaning" (nearest by the embedding projection in `meaning_dir`,
-    default `meaning/` beside history.db) or "hybrid" (both, fused by reciprocal rank).
-    `related`: in "words" mode, when fewer than `limit` hits, add `related` (meaning hits
-    not among them). Then `coverage.meaning` says how much is embedded."""
+    """Search the history: {"engine", "mode", "hits", "coverage"} (see docs/search.md), plus
+    `suggestions` when there is no hit; snippets of at most `snippet_chars` characters
+    (40..320); with `role`, each hit's `role` too (the compact answer of MCP's
+    `search_history`). `prefix`: a token written `zebra*` matches the words starting with
+    it (the terminal's; elsewhere `*` is punctuation). `group="conversation"`: at most one
+    hit, the best, per conversation. `mode`: "words" (every query word, the seed's
+    contract), "meaning" (exact matches when there are at most `limit`, then the nearest by
+    the embedding projection in `meaning_dir`, default `meaning/` beside history.db) or
+    "hybrid" (both, fused by reciprocal rank). `related`: in "words" mode, when fewer than
+    `limit` hits, add `related` (meaning hits not among them). In every mode but plain
+    words, `coverage.meaning` says how much is embedded."""
     if mode not in MODES:
         raise QueryError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
     tokens = query_tokens(query)
+    if group is not None and group not in GROUPS:
+        raise QueryError("group", f"must be one of {', '.join(GROUPS)}; got {group!r}")
+    prefixes = query_prefixes(query) if prefix else set()
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
         raise QueryError("snippet_chars", f"must be an integer 40..{SNIPPET_CHARS}")
@@ -190,37 +200,73 @@ def search(
     con = _open(Path(db_path))
     if con is None:
         return {"engine": engine or ("fts5" if db.fts5_available() else "plain"), "hits": [],
-                "coverage": empty_coverage()}
+                "coverage": empty_coverage(), "suggestions": {}}
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
-    words = fts_search if use == "fts5" else plain_search
+    grouped = group is not None
+
+    def words(k: int) -> list[tuple[Any, ...]]:
+        if use == "fts5":
+            return fts_search(con, tokens, flt, k, prefixes=prefixes, group=grouped)
+        return plain_search(con, tokens, flt, k, group=grouped)
+
     folder = Path(meaning_dir) if meaning_dir else Path(db_path).parent / "meaning"
     more: list[tuple[Any, ...]] | None = None
     if tokens and mode == "words":
-        rows = words(con, tokens, flt, n)
+        rows = words(n)
         if related and len(rows) < n:
             known = {r[0] for r in rows}
-            more = [r for r in _by_meaning(con, folder, query, flt, n)
+            more = [r for r in _by_meaning(con, folder, query, flt, n, grouped)
                     if r[0] not in known][: n - len(rows)]
     elif tokens and mode == "meaning":
         # exact matches first when there are few (a needle is never lost), then by meaning
-        exact = words(con, tokens, flt, n + 1)
+        exact = words(n + 1)
         rows = exact if len(exact) <= n else []
-        known = {r[0] for r in rows}
-        rows += [r for r in _by_meaning(con, folder, query, flt, n) if r[0] not in known]
-        rows = rows[:n]
+        rows = _one_each(rows + _by_meaning(con, folder, query, flt, n, grouped), n, grouped)
     elif tokens:
-        rows = fuse(words(con, tokens, flt, n), _by_meaning(con, folder, query, flt, n), n)
+        rows = _one_each(fuse(words(n), _by_meaning(con, folder, query, flt, n, grouped), n * 2),
+                         n, grouped)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    out: dict[str, Any] = {"engine": use, "mode": mode,
-                           "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
-                           "coverage": cov}
+    result: dict[str, Any] = {"engine": use, "mode": mode,
+                              "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+                              "coverage": cov}
     if mode != "words" or related:
         cov["meaning"] = _meaning_coverage(con, folder)
     if more is not None:
-        out["related"] = [{**_hit(r, tokens, snippet_chars, role), "related": True}
-                          for r in more]
+        result["related"] = [{**_hit(r, tokens, snippet_chars, role), "related": True}
+                             for r in more]
+    if not rows:
+        result["suggestions"] = _suggestions(con, use, [t for t in tokens if t not in prefixes])
+    return result
+
+
+def _suggestions(con: sqlite3.Connection, engine: str, words: list[str]) -> dict[str, Any]:
+    """{query word: nearest indexed words} of the words no document holds (fts5 only: the
+    plain engine has no vocabulary)."""
+    if engine != "fts5" or not words:  # (no word: no hit, nothing to suggest)
+        return {}
+    from projections.suggest import suggest  # (rapidfuzz: only when nothing was found)
+
+    return dict(suggest(con, words))
+
+
+_CONVERSATION = 10  # the column of a hit row (`search._HIT_COLS`) naming its conversation
+
+
+def _one_each(rows: list[tuple[Any, ...]], n: int, grouped: bool) -> list[tuple[Any, ...]]:
+    """The first `n` rows, each rowid once; `grouped`: each conversation once too."""
+    out: list[tuple[Any, ...]] = []
+    seen: set[Any] = set()
+    for r in rows:
+        key = (0, r[_CONVERSATION] or r[0]) if grouped else (1, r[0])
+        if key in seen or (grouped and (1, r[0]) in seen):
+            continue
+        seen.add(key)
+        seen.add((1, r[0]))
+        out.append(r)
+        if len(out) >= n:
+            break
     return out
 
 
@@ -241,9 +287,10 @@ def fuse(first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], n: int
     return [row_of[rid] for rid in order[:n]]
 
 
-def _by_meaning(con: sqlite3.Connection, folder: Path, query: str, flt: Any, n: int
-                ) -> list[tuple[Any, ...]]:
-    """The `n` best rows by meaning that pass the filters (duplicates dropped)."""
+def _by_meaning(con: sqlite3.Connection, folder: Path, query: str, flt: Any, n: int,
+                grouped: bool = False) -> list[tuple[Any, ...]]:
+    """The `n` best rows by meaning that pass the filters (duplicates dropped; `grouped`:
+    one a conversation)."""
     from projections import meaning
     from projections.search import take
 
@@ -252,9 +299,9 @@ def _by_meaning(con: sqlite3.Connection, folder: Path, query: str, flt: Any, n: 
         return []
     ids = {rowid: ident for rowid, ident, _ in near}
     where, params = flt.where("d")
-    rows = take(con, n, where, params)([[rowid for rowid, _, _ in near]], False)
+    rows = take(con, len(near), where, params)([[rowid for rowid, _, _ in near]], False)
     # a chunk whose rowid now holds another document (history.db rebuilt since) is not it
-    return [r for r in rows if ids.get(r[0]) == r[1]]
+    return _one_each([r for r in rows if ids.get(r[0]) == r[1]], n, grouped)
 
 
 def _meaning_coverage(con: sqlite3.Connection, folder: Path) -> dict[str, Any]:

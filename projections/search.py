@@ -14,7 +14,11 @@ plain: case/diacritic-folded literal substring AND over every token, newest firs
 SQLite has no FTS5 or when the caller asks for it. Slower, substring semantics.
 
 Both engines drop hits whose (kind, role, text) repeat an earlier hit (resumed and forked
-sessions copy records).
+sessions copy records). `group`: at most one hit per conversation (its best), over at most
+`GROUP_ROWS` ranked matches. `prefixes` (the terminal's `zebra*`): those tokens match the
+words starting with them (FTS5's `"zebra" *`); such a query is always ranked by the
+reference statement (no champion list answers a prefix); CJK and literal parts, and the
+plain engine, match substrings anyway.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from projections.filters import Filters
 from projections.text import fold, fts_phrase
 
 __all__ = ["fts_search", "plain_search", "take"]
+
+GROUP_ROWS = 5_000  # ranked matches a per-conversation search looks through at most
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
@@ -53,12 +59,14 @@ def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 def fts_search(
     con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int, *,
-    lists: bool = True,
+    lists: bool = True, prefixes: frozenset[str] | set[str] = frozenset(), group: bool = False,
 ) -> list[tuple[Any, ...]]:
-    """The best `limit` hits over every match (`lists=False`: never from a champion list)."""
+    """The best `limit` hits over every match (`lists=False`: never from a champion list);
+    `prefixes`: tokens that match words starting with them; `group`: one hit a
+    conversation."""
     main, grams, lits = _plan(tokens)
     if not main and not grams:
-        return plain_search(con, tokens, filters, limit)
+        return plain_search(con, tokens, filters, limit, group=group)
     where, params = filters.where("d")
     conds = [where]
     cparams: list[Any] = list(params)
@@ -69,35 +77,44 @@ def fts_search(
         conds.append("instr(fold(d.text), ?) > 0")
         cparams.append(fold(lit))
     if main:
-        table, expr = "documents_fts", " AND ".join(fts_phrase(t) for t in main)
+        table = "documents_fts"
+        expr = " AND ".join(fts_phrase(t) + (" *" if t in prefixes else "") for t in main)
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
-    words = main if lists and main and not grams and not lits else []
-    match = rank.Match(table, expr, " AND ".join(conds), cparams, words)
+    prefix = any(t in prefixes for t in main)
+    words = main if lists and main and not grams and not lits and not prefix else []
+    match = rank.Match(table, expr, " AND ".join(conds), cparams, words, prefix)
     # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe may
-    # need more than one page).
-    page = max(limit * 4, 40)
-    pick = take(con, limit, where, params)
+    # need more than one page; one hit a conversation, more rows a page).
+    page = max(limit * 20, 200) if group else max(limit * 4, 40)
+    pick = take(con, limit, where, params, group=group)
     hits = rank.top(con, match, limit, page, pick)
     if hits is None:
         hits = pick(ranking.pages(con, table, expr, match.conds, cparams, page), True)
     return hits
 
 
-def take(con: sqlite3.Connection, limit: int, where: str, params: list[Any]) -> rank.Take:
+def take(con: sqlite3.Connection, limit: int, where: str, params: list[Any], *,
+         group: bool = False) -> rank.Take:
     """The hits (at most `limit`) of rowid pages in ranking order: rows fetched, duplicates
     dropped, and the filters (`where` over the row `d`, `Filters.where`) applied unless the
-    pages are `filtered` already (in SQL)."""
+    pages are `filtered` already (in SQL). `group`: only the first (best) hit of each
+    conversation, looking through at most `GROUP_ROWS` rowids."""
 
     def pick(pages: Iterable[list[int]], filtered: bool) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, ...]] = set()
+        looked = 0
         for rowids in pages:
+            if group:
+                rowids = rowids[: GROUP_ROWS - looked]
+                looked += len(rowids)
             if filtered:
-                out += _fetch_dedup(con, rowids, limit - len(out), seen)
+                out += _fetch_dedup(con, rowids, limit - len(out), seen, group=group)
             else:
-                out += _fetch_dedup(con, rowids, limit - len(out), seen, where, params)
-            if len(out) >= limit:
+                out += _fetch_dedup(con, rowids, limit - len(out), seen, where, params,
+                                    group=group)
+            if len(out) >= limit or (group and looked >= GROUP_ROWS):
                 break
         return out
 
@@ -109,8 +126,8 @@ def _cjk_expr(grams: list[str]) -> str:
 
 
 def _fetch_dedup(
-    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, str, str]],
-    where: str = "1", params: list[Any] | None = None,
+    con: sqlite3.Connection, rowids: list[int], limit: int, seen: set[tuple[str, ...]],
+    where: str = "1", params: list[Any] | None = None, *, group: bool = False,
 ) -> list[tuple[Any, ...]]:
     """The rows of `rowids` (in that order) that satisfy `where`, duplicates dropped, at most
     `limit`."""
@@ -125,7 +142,7 @@ def _fetch_dedup(
         by_id = {int(r[0]): r for r in rows}
         for rid in chunk:
             row = by_id.get(rid)
-            if row is None or not _fresh(row, seen):
+            if row is None or not _fresh(row, seen, group):
                 continue
             out.append(tuple(row))
             if len(out) >= limit:
@@ -133,17 +150,23 @@ def _fetch_dedup(
     return out
 
 
-def _fresh(row: Any, seen: set[tuple[str, str, str]]) -> bool:
+def _fresh(row: Any, seen: set[tuple[str, ...]], group: bool = False) -> bool:
     # the text itself (not a digest): no hashlib on the search path, and no collisions
     key = (str(row[2]), str(row[12]), str(row[15]))
     if key in seen:
         return False
+    if group:  # a 1-tuple: never equal to a (kind, role, text) key
+        conv = (str(row[10] or row[1]),)
+        if conv in seen:
+            return False
+        seen.add(conv)
     seen.add(key)
     return True
 
 
 def plain_search(
-    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int
+    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int, *,
+    group: bool = False,
 ) -> list[tuple[Any, ...]]:
     where, params = filters.where("d")
     conds = [where] + ["instr(fold(d.text), ?) > 0"] * len(tokens)
@@ -153,17 +176,17 @@ def plain_search(
         " ORDER BY d.at DESC, d.rowid DESC LIMIT ?"
     )
     out: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, str, str]] = set()
-    fetch = limit * 3
+    seen: set[tuple[str, ...]] = set()
+    fetch = max(limit * 20, 200) if group else limit * 3
     offset = 0
     while len(out) < limit:
         rows = con.execute(sql + " OFFSET ?", [*params, fetch, offset]).fetchall()
         for row in rows:
-            if _fresh(row, seen):
+            if _fresh(row, seen, group):
                 out.append(tuple(row))
                 if len(out) >= limit:
                     break
-        if len(rows) < fetch:
+        if len(rows) < fetch or (group and offset + fetch >= GROUP_ROWS):
             break
         offset += fetch
     return out

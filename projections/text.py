@@ -6,7 +6,9 @@ Promises:
   contains only letters, digits and marks);
 - `fold` is the case/diacritic folding of the plain engine (NFD, combining marks dropped,
   lower case), close to FTS5's `unicode61 remove_diacritics 2`;
-- snippets are plain text of at most `SNIPPET_CHARS` characters.
+- snippets are plain text of at most `SNIPPET_CHARS` characters;
+- `query_prefixes` names the tokens written with a trailing `*` (at least `MIN_PREFIX`
+  characters): the terminal's prefix search; elsewhere `*` is ordinary punctuation.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from projections.errors import QueryError
 MAX_QUERY_CHARS = 1000
 MAX_TOKENS = 32
 SNIPPET_CHARS = 320
+MIN_PREFIX = 2  # `a*` is the word "a"; `*` alone is punctuation (no word)
 
 _TOKEN = re.compile(r"[^\W_]+")
 _SPACE = re.compile(r"\s+")
@@ -41,6 +44,24 @@ def query_tokens(query: object) -> list[str]:
     if len(seen) > MAX_TOKENS:
         raise QueryError("query", f"{len(seen)} words exceeds the limit of {MAX_TOKENS}")
     return seen
+
+
+def query_prefixes(query: str) -> set[str]:
+    """The tokens of `query` (as `query_tokens` gives them) written with a trailing `*` and
+    at least `MIN_PREFIX` characters (`zebra*`, not `a*`, `*` or `foo*bar`): each matches
+    the words starting with it. A token also written without `*` is a word (the word
+    implies the prefix)."""
+    q = unicodedata.normalize("NFC", query.strip())
+    starred: set[str] = set()
+    plain: set[str] = set()
+    for m in _TOKEN.finditer(q):
+        tok, end = m.group(0), m.end()
+        if (q[end : end + 1] == "*" and _TOKEN.match(q, end + 1) is None
+                and len(tok) >= MIN_PREFIX):
+            starred.add(tok)
+        else:
+            plain.add(tok)
+    return starred - plain
 
 
 def fts_phrase(token: str) -> str:

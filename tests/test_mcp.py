@@ -71,7 +71,8 @@ async def test_tool_listing(home: Path, mode: str) -> None:
     assert '"null"' not in listing
     search = tools["search_history"].input_schema
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "filters", "limit", "mode", "answer", "detail"}
+    assert set(search["properties"]) == {"query", "filters", "limit", "mode", "group", "answer",
+                                         "detail"}
     assert set(search["properties"]["filters"]["properties"]) == {
         "project", "session", "job", "agent", "kind", "since", "until"}
     assert search["properties"]["limit"]["maximum"] == 50

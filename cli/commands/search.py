@@ -21,7 +21,7 @@ from cli.services.dates import HELP as DATE_HELP
 from readers.registry import search_agents as _search_agents
 
 _OPTION = {"query": "QUERY", "id": "ID", "after": "--after", "limit": "--limit",
-           "include_archived": "--include-archived"}
+           "include_archived": "--include-archived", "per_conversation": "--per-conversation"}
 
 
 def _bad(ctx: click.Context, exc: Exception) -> NoReturn:
@@ -73,6 +73,8 @@ def _emit(obj: Any) -> None:
 @click.option("--mode", type=click.Choice(["words", "meaning", "hybrid"]), default=None,
               help="words: every word, literally; meaning: nearest by meaning (any language);"
                    " hybrid: both, fused (default; config.json search.mode).")
+@click.option("--per-conversation", "per_conversation", is_flag=True,
+              help="At most one hit (the best) per conversation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_history JSON.")
 @click.option("--answer", "want_answer", is_flag=True,
               help="Also answer from the top hits with one cheap model (docs/answers.md).")
@@ -84,8 +86,10 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
            session: str | None, job: str | None, agent: str | None, kind: str | None,
            since: str | None, until: str | None, limit: int | None, include_archived: bool,
            mode: str | None, as_json: bool, want_answer: bool = False,
-           postgres: str | None = None, host: str | None = None) -> None:
-    """Search the history for QUERY: by its words and by meaning (--mode)."""
+           postgres: str | None = None, host: str | None = None,
+           per_conversation: bool = False) -> None:
+    """Search the history for QUERY: by its words (`word*`: words starting with "word") and by
+    meaning (--mode)."""
     from cli.services.search import find
     from projections.errors import QueryError
 
@@ -99,6 +103,8 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             from projections.text import query_tokens
 
             query_tokens(text)  # validate before touching the team server
+            if per_conversation:
+                raise QueryError("per_conversation", "searches a local history only")
             from cli.services.team_sync import team_search
 
             filters: dict[str, Any] = dict(options)
@@ -109,7 +115,8 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             if host is not None:
                 raise QueryError("host", "needs --postgres (a local history has one host)")
             result = find(home, text, options, limit, include_archived=include_archived,
-                          mode=mode)
+                          mode=mode, prefix=True,
+                          group="conversation" if per_conversation else None)
     except QueryError as exc:
         _bad(ctx, exc)
     if want_answer:
@@ -168,6 +175,9 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
         again = _resume_line(hit)
         if again:
             click.echo(click.style(again, dim=True) if color else again)
+    near = [" or ".join(words) for words in (result.get("suggestions") or {}).values()]
+    if not result["hits"] and near:  # one word's nearest words, then the next word's
+        click.echo(f"no hits — did you mean: {'; '.join(near)}?")
     cov = result["coverage"]
     last = _when(cov.get("lastCaptureAt")) if cov.get("lastCaptureAt") else "never"
     pending = (f" ({cov['sourcesPending']} with bytes not yet indexed)"

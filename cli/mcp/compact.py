@@ -111,6 +111,9 @@ def search_text(result: dict[str, Any], query: str) -> str:
             lines.append(f"answer: {answer['text']}")
         elif answer.get("error"):
             lines.append(f"answer: none ({answer['error']})")
+    near = [" or ".join(words) for words in (result.get("suggestions") or {}).values()]
+    if not hits and near:
+        lines.append(f"did you mean: {'; '.join(near)}?")
     if hits or related:
         lines.append("get_conversation(id) reads a hit in context")
     return "\n".join(lines)
@@ -149,6 +152,8 @@ def search_answer(result: dict[str, Any], query: str, detail: str) -> tuple[dict
         out["mode"] = result["mode"]
     if result.get("related"):
         out["related"] = [compact_hit(h) for h in result["related"]]
+    if result.get("suggestions"):  # (an empty one says nothing)
+        out["suggestions"] = result["suggestions"]
     if "answer" in result:
         out["answer"] = result["answer"]
     return out, search_text(result, query)

@@ -68,6 +68,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
         "mode": {"type": "string", "enum": ["words", "meaning", "hybrid"]},
+        "group": {"type": "string", "enum": ["conversation"]},  # one hit a conversation
         "answer": {
             "type": "boolean",
             "default": False,
@@ -138,7 +139,7 @@ def _integer(value: Any, name: str) -> int | None:
 
 def search_args(args: dict[str, Any]) -> dict[str, Any]:
     """Check `search_history` arguments for shape; values are the query API's to judge."""
-    _check_keys(args, ("query", "filters", "limit", "mode", "answer", "detail"), "")
+    _check_keys(args, ("query", "filters", "limit", "mode", "group", "answer", "detail"), "")
     query = args.get("query")
     if not isinstance(query, str):
         raise ArgumentProblem("query: expected a string")
@@ -163,13 +164,19 @@ def search_args(args: dict[str, Any]) -> dict[str, Any]:
     mode = args.get("mode")
     if mode is not None and not isinstance(mode, str):
         raise ArgumentProblem("mode: expected a string")
-    return {
+    group = args.get("group")
+    if group is not None and not isinstance(group, str):
+        raise ArgumentProblem("group: expected a string")
+    found = {
         "query": query,
         "filters": filters,
         "limit": _integer(args.get("limit"), "limit"),
         "mode": mode,
         "answer": answer,
     }
+    if group is not None:
+        found["group"] = group
+    return found
 
 
 def _detail(args: dict[str, Any]) -> str:

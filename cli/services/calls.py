@@ -100,12 +100,14 @@ def search(
     snippet_chars: int | None = None,
     role: bool = False,
     mode: str | None = None,
+    group: str | None = None,
 ) -> dict[str, Any]:
     """Search the history; with `answer`, add an answer grounded in the top hits.
     `snippet_chars` and `role`: shorter snippets and each hit's role (MCP's compact answer;
     the team server cuts its snippets instead). `mode` (words, the default, keeps the seed's
     literal hits; meaning, hybrid): in words mode fewer than `limit` hits bring `related`
-    hits by meaning."""
+    hits by meaning. `group`: "conversation" for one hit per conversation (a local
+    history's). The query is literal: `*` is punctuation here."""
     if not isinstance(query, str):
         raise BadInput("query: expected a string")
     from cli.services.search import require_words
@@ -117,6 +119,8 @@ def search(
 
         if mode not in (None, "words"):
             raise BadInput("mode: the team server searches by words only (docs/team.md)")
+        if group is not None:
+            raise BadInput("group: only on a local history (not with --postgres)")
         result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
         if snippet_chars is not None:
             for hit in result.get("hits", []):
@@ -129,6 +133,8 @@ def search(
         reading = first_pass(home)  # a new home's first capture pass: wait up to ~3 s
         more: dict[str, Any] = {"role": role, "mode": mode or "words",
                                 "related": mode in (None, "words")}
+        if group is not None:
+            more["group"] = group
         if snippet_chars is not None:
             more["snippet_chars"] = snippet_chars
         result = _call(

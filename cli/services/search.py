@@ -13,9 +13,12 @@ if TYPE_CHECKING:
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
-         include_archived: bool = True, catch_up: bool = True,
-         mode: str | None = None) -> dict[str, Any]:
-    """The search of `agentlog search`: validate, catch history.db up, query.
+         include_archived: bool = True, catch_up: bool = True, prefix: bool = False,
+         group: str | None = None, mode: str | None = None) -> dict[str, Any]:
+    """The search of `agentlog search`: validate, catch history.db up, query. `prefix`:
+    `zebra*` matches the words starting with "zebra" (the terminal's); `group`:
+    "conversation" for one hit per conversation; `mode`: words, meaning or hybrid (default:
+    `search_mode`).
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     `catch_up=False` queries history.db as it is (`agentlog browse` catches up once, not at
@@ -43,7 +46,8 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home), mode=mode or search_mode(home))
+                        engine=search_engine(home), prefix=prefix, group=group,
+                        mode=mode or search_mode(home))
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)

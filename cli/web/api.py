@@ -22,7 +22,7 @@ from cli.services import calls
 from cli.services.config import Home
 from cli.services.errors import AgentlogError, BadInput
 
-SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "mode", "answer")
+SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "mode", "group", "answer")
 
 
 class BadRequest(BadInput):
@@ -95,6 +95,7 @@ def search(request: Request) -> dict[str, Any]:
         p.get("limit") or None,
         bool_param("answer", p.get("answer")),
         mode=p.get("mode") or None,
+        group=p.get("group") or None,
     )
 
 

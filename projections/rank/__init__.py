@@ -40,13 +40,15 @@ Take = Callable[[Iterable[list[int]], bool], list[Any]]
 class Match(NamedTuple):
     """What a full-text query matches: the rows of `table MATCH expr` whose `documents` row
     `d` satisfies `conds` (with `params`). `words`: the query's tokens when the match is
-    their AND and `conds` only the caller's filters (champion lists may answer), else []."""
+    their AND and `conds` only the caller's filters (champion lists may answer), else [].
+    `prefix`: `expr` holds a prefix query (`"zebra" *`): no accelerator answers it."""
 
     table: str
     expr: str
     conds: str
     params: list[Any]
     words: list[str]
+    prefix: bool = False
 
 
 def top(con: sqlite3.Connection, match: Match, limit: int, page: int,
@@ -56,7 +58,10 @@ def top(con: sqlite3.Connection, match: Match, limit: int, page: int,
     the caller's hits (at most `limit`) of rowids given in ranking order, page by page:
     duplicates dropped and, unless `filtered` (the pages come from SQL that applied
     `conds`), the caller's filters applied. `page`: the rowids a page of the full ranking
-    holds."""
+    holds. None for a prefix query (`match.prefix`): the lists know whole words only, and
+    the reference ranks it."""
+    if match.prefix:
+        return None
     if match.words:
         hits = certified(con, match.words, limit, take)
         if hits is not None:
