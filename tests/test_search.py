@@ -40,7 +40,7 @@ def ids(res: dict[str, Any]) -> set[str]:
 
 def test_hit_shape_and_links(hdb: Path) -> None:
     res = query.search(hdb, "café")
-    assert set(res) == {"engine", "hits", "coverage"} and res["engine"] == "fts5"
+    assert set(res) == {"engine", "mode", "hits", "coverage"} and res["engine"] == "fts5"
     assert ids(res) == {"message:m1", "transcript:claude:u2"}
     for hit in res["hits"]:
         assert set(hit) == HIT_FIELDS

@@ -72,7 +72,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "answer": {
             "type": "boolean",
             "default": False,
-            "description": "Also answer with a cheap model (spends tokens).",
+            "description": "Answer with a cheap model (costs tokens).",
         },
         "detail": _DETAIL,
     },
@@ -84,13 +84,13 @@ CONVERSATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "description": "A hit's id or session."},
-        "after": {"type": "string", "description": "The previous page's next."},
+        "after": {"type": "string", "description": "Previous page's next."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
         "maxChars": {"type": "integer", "minimum": 40, "maximum": MAX_ITEM_CHARS,
                      "default": MAX_CHARS,
                      "description": "Text per item."},
         "toolOutput": {"type": "boolean", "default": False,
-                       "description": "Show tool outputs (else folded)."},
+                       "description": "Show tool output."},
         "detail": {k: v for k, v in _DETAIL.items() if k != "description"},
     },
     "required": ["id"],
@@ -101,7 +101,7 @@ TOOLS = [
     types.Tool(
         name="search_history",
         description=(
-            "Search past coding-agent sessions, messages, decisions and run logs (local index)."
+            "Search past coding-agent sessions, messages, decisions and run logs."
         ),
         input_schema=SEARCH_SCHEMA,
         annotations=_READ_ONLY,
