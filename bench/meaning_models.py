@@ -23,12 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# bench/http.py would shadow the standard library's http (wordllama's imports reach it)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
 def use_m3() -> Callable[[list[str]], Any]:
@@ -106,6 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file", type=Path)
     ap.add_argument("--minilm-tokenizer", type=Path)
+    ap.add_argument("--only", action="append", help="these candidates only (repeatable)")
     args = ap.parse_args()
     data = json.loads(args.file.read_text(encoding="utf-8"))
     candidates: dict[str, Callable[[], Callable[[list[str]], Any]]] = {
@@ -115,11 +120,16 @@ def main() -> None:
         candidates["minilm-int8"] = lambda: minilm(tokenizer)
     print(f"{len(data['chunks'])} chunks, {len(data['queries'])} queries")
     for name, make in candidates.items():
+        if args.only and name not in args.only:
+            continue
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
             encode = make()
         except ImportError as exc:
             print(f"{name:12} not installed ({exc})")
+            continue
+        except Exception as exc:  # e.g. a model that wants the network
+            print(f"{name:12} failed to load ({type(exc).__name__}: {str(exc)[:200]})")
             continue
         result = evaluate(encode, data["chunks"], data["queries"])
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

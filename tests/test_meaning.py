@@ -195,3 +195,44 @@ def test_forget_drops_the_embeddings(embedded: Home) -> None:
         (embedded.meaning_dir / store_mod.VECTORS).stat().st_size == 0
     result = query.search(embedded.history_db, "video game translation", mode="meaning")
     assert "message:m-ru" not in ids(result)
+
+
+def test_the_query_server_answers_like_a_scan(embedded: Home) -> None:
+    import subprocess
+    import sys
+
+    from projections.meaning import find, serve
+    from tests.conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "--home", str(embedded.root),
+                             "embed", "--serve", "--idle", "20", "--json"], cwd=str(ROOT),
+                            stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not serve.serving(embedded.meaning_dir) and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.1)
+        text = "video game translation is broken"
+        asked = serve.ask(embedded.meaning_dir, text, 5)
+        assert asked is not None
+        assert asked == find.scan(embedded.meaning_dir, text, 5, load())
+        # the search path asks it (no model in this call) and gets the same first hit
+        assert ids(query.search(embedded.history_db, text, mode="meaning",
+                                limit=1)) == ["message:m-ru"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert not serve.serving(embedded.meaning_dir)
+
+
+def test_search_starts_the_query_server_once(embedded: Home,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.services import search as svc
+
+    started: list[list[str]] = []
+    monkeypatch.setattr("subprocess.Popen", lambda args, **kw: started.append(args))
+    monkeypatch.setenv("AGENTLOG_EMBED", "0")
+    assert not svc.keep_serving(embedded) and not started  # turned off
+    monkeypatch.setenv("AGENTLOG_EMBED", "1")
+    assert svc.keep_serving(embedded)
+    assert started[0][-2:] == ["embed", "--serve"]

@@ -325,13 +325,26 @@ def reindex(ctx: click.Context, as_json: bool, engine: str | None) -> None:
 @click.option("--seconds", type=float, default=None,
               help="Stop after this long (the rest later); default: until done.")
 @click.option("--again", is_flag=True, help="Drop the embeddings and embed everything anew.")
+@click.option("--serve", "serve", is_flag=True,
+              help="Instead: answer searches by meaning from one loaded model until idle"
+                   " (`agentlog search` starts it).")
+@click.option("--idle", type=float, default=900.0, show_default=True,
+              help="With --serve: exit after this many seconds without a question.")
 @click.pass_context
-def embed(ctx: click.Context, as_json: bool, seconds: float | None, again: bool) -> None:
+def embed(ctx: click.Context, as_json: bool, seconds: float | None, again: bool,
+          serve: bool, idle: float) -> None:
     """Embed history.db's documents for search by meaning (the capture loop of `mcp`,
     `serve` and `capture --watch` does it in the background)."""
     from cli.services.search import embed as run_embed
 
     home = get_home(ctx)
+    if serve:
+        from projections.meaning.serve import serve as run_server
+
+        answered = run_server(home.meaning_dir, idle)
+        if as_json:
+            _emit({"answered": answered})
+        return
     bar = _Progress("embed", "documents") if sys.stderr.isatty() and not as_json else None
     try:
         out = run_embed(home, seconds=seconds, again=again, progress=bar)

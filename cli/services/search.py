@@ -45,9 +45,11 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
         if project_key(str(project).rstrip("/") or "/") not in known:
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
+    mode = mode or search_mode(home)
+    if mode != "words":
+        keep_serving(home)
     result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home), prefix=prefix, group=group,
-                        mode=mode or search_mode(home))
+                        engine=search_engine(home), prefix=prefix, group=group, mode=mode)
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
@@ -57,6 +59,28 @@ def search_mode(home: Home) -> str:
     """The terminal's default mode: config.json `search.mode`, else hybrid."""
     value = (home.config.get("search") or {}).get("mode", "hybrid")
     return str(value)
+
+
+def keep_serving(home: Home) -> bool:
+    """Start the query server of search by meaning (`agentlog embed --serve`, detached; it
+    exits after 15 idle minutes) when the home has embeddings and none answers: this search
+    loads the model itself, the next ones ask the server. Whether one was started."""
+    import os
+
+    from projections.meaning.serve import serving
+
+    if os.environ.get("AGENTLOG_EMBED", "1") == "0":  # no background process (the tests)
+        return False
+    folder = home.meaning_dir
+    if not (folder / "meaning.db").is_file() or serving(folder):
+        return False
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--home", str(home.root), "embed", "--serve"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return True
 
 
 def embed(home: Home, *, seconds: float | None = None, again: bool = False,

@@ -23,7 +23,7 @@ from projections.meaning.store import Store, writer_lock
 __all__ = ["Step", "chunk_rows", "chunks_of", "describe", "step"]
 
 MIN_CHARS = 4
-PROMPT_CHARS = 160   # of the prompt before an answer
+PROMPT_CHARS = 80    # of the prompt before an answer
 PIECES = 3           # pieces of a long tool output or broker text
 SKIP_ROLES = frozenset({"thinking", "tool_use", "system"})
 READ_DOCS = 512      # documents read per batch

@@ -23,7 +23,7 @@ DIM = 512
 NAME = "use-multilingual-v3"
 # Characters of one chunk the model reads: the encoder averages over tokens, and cost is
 # linear in tokens (docs/search.md "By meaning": the cap's measured recall and cost).
-CHUNK_CHARS = 400
+CHUNK_CHARS = 200
 
 
 def model_id() -> str:

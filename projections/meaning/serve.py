@@ -1,0 +1,122 @@
+"""The query server of an embedding projection: one process that keeps the model loaded and
+answers `nearest` for a folder over a Unix socket, so a one-shot `agentlog search` asks it
+(~ms) instead of loading the model and numpy (~1 s). Started by the terminal's search when
+none answers (`agentlog embed --serve`); exits after `idle_s` without a question.
+
+The socket lives in a private folder of this user (`<tmp>/agentlog-<uid>/`, mode 0700,
+refused when another user owns it), named by a digest of the projection's folder (a home's
+path may be longer than a socket path may be). One request a connection: a JSON line
+`{"q": query, "k": k}`, answered by a JSON line `{"near": [[rowid, id, similarity], ...]}`
+(document ids and rowids, never text). A server that does not answer within 2 s is not
+asked again by that process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["ask", "serve", "socket_path"]
+
+TIMEOUT_S = 2.0
+_dead: set[str] = set()
+
+
+def socket_path(folder: Path) -> Path | None:
+    """Where the folder's server listens; None when the private folder is not ours."""
+    base = Path(tempfile.gettempdir()) / f"agentlog-{os.getuid()}"
+    try:
+        base.mkdir(mode=0o700, exist_ok=True)
+        st = base.stat()
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    digest = hashlib.blake2b(str(folder.resolve()).encode(), digest_size=12).hexdigest()
+    return base / f"meaning-{digest}.sock"
+
+
+def ask(folder: Path, query: str, k: int) -> list[tuple[int, str, float]] | None:
+    """The server's answer, or None (none runs, or it failed: the caller scans itself)."""
+    path = socket_path(folder)
+    if path is None or str(path) in _dead or not path.exists():
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(TIMEOUT_S)
+            s.connect(str(path))
+            s.sendall(json.dumps({"q": query, "k": k}).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                part = s.recv(65536)
+                if not part:
+                    break
+                data += part
+        near = json.loads(data)["near"]
+        return [(int(r), str(i), float(v)) for r, i, v in near]
+    except (OSError, ValueError, KeyError, TypeError):
+        _dead.add(str(path))
+        return None
+
+
+def serving(folder: Path) -> bool:
+    """Whether a server answers for the folder now (a connect, no question)."""
+    path = socket_path(folder)
+    if path is None or not path.exists():
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(0.5)
+            s.connect(str(path))
+        return True
+    except OSError:
+        return False
+
+
+def serve(folder: Path, idle_s: float = 900.0) -> int:
+    """Answer until `idle_s` pass without a question; the questions answered. Returns 0 at
+    once when another server holds the socket."""
+    from projections.meaning.find import scan
+    from projections.meaning.model import load
+
+    path = socket_path(folder)
+    if path is None or serving(folder):
+        return 0
+    model = load()
+    path.unlink(missing_ok=True)
+    answered = 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        old = os.umask(0o177)
+        try:
+            srv.bind(str(path))
+        finally:
+            os.umask(old)
+        srv.listen(16)
+        srv.settimeout(idle_s)
+        last = time.monotonic()
+        try:
+            while time.monotonic() - last < idle_s:
+                try:
+                    conn, _ = srv.accept()
+                except TimeoutError:
+                    break
+                with conn:
+                    conn.settimeout(TIMEOUT_S)
+                    try:
+                        line = conn.makefile("rb").readline(1 << 16)
+                        req = json.loads(line)
+                        near = scan(folder, str(req["q"]), max(1, min(int(req["k"]), 1000)),
+                                    model)
+                        conn.sendall(json.dumps({"near": near}).encode() + b"\n")
+                        answered += 1
+                    except (OSError, ValueError, KeyError, TypeError):
+                        pass
+                last = time.monotonic()
+        finally:
+            path.unlink(missing_ok=True)
+    return answered
