@@ -124,12 +124,12 @@ def needles(db: Path, n: int = 40) -> list[tuple[str, str]]:
     return out
 
 
-def recall(db: Path, queries: list[dict[str, Any]], mode: str
+def recall(db: Path, queries: list[dict[str, Any]], mode: str, group: str | None = None
            ) -> tuple[float, dict[str, list[int]]]:
     found = 0
     by_lang: dict[str, list[int]] = {}
     for q in queries:
-        hits = query.search(db, q["q"], limit=10, mode=mode)["hits"]
+        hits = query.search(db, q["q"], limit=10, mode=mode, group=group)["hits"]
         ok = any(any(str(h["session"]).startswith(p) for p in q["sessions"]) for h in hits)
         found += ok
         by_lang.setdefault(q["lang"], [0, 0])
@@ -146,15 +146,43 @@ def needle_recall(db: Path, pairs: list[tuple[str, str]], mode: str) -> float:
     return ok / max(1, len(pairs))
 
 
-def cli_p50(home: Path, text: str, mode: str, reps: int = 7) -> float:
+def cli_p50(home: Path, text: str, mode: str, reps: int = 7, env: dict[str, str] | None = None
+            ) -> float:
     exe = Path(sys.executable).parent / "agentlog"
     times = []
     for _ in range(reps):
         t = time.perf_counter()
         subprocess.run([str(exe), "--home", str(home), "search", text, "--mode", mode, "--json"],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, env=env)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def cli_figures(home: Path, out: dict[str, Any]) -> None:
+    """Whole `agentlog search` processes: words; hybrid loading the model itself (no query
+    server: AGENTLOG_EMBED=0); hybrid asking the query server (started and waited for)."""
+    from projections.meaning.serve import serving
+
+    quiet = {**os.environ, "AGENTLOG_EMBED": "0"}
+    text = "translation file"
+    words = cli_p50(home, text, "words", env=quiet)
+    alone = cli_p50(home, text, "hybrid", env=quiet)
+    exe = Path(sys.executable).parent / "agentlog"
+    server = subprocess.Popen([str(exe), "--home", str(home), "embed", "--serve", "--idle", "120"],
+                              stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not serving(home / "meaning") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        served = cli_p50(home, text, "hybrid", env=quiet)
+    finally:
+        server.terminate()
+        server.wait()
+    out["cli_words_p50_s"] = round(words, 3)
+    out["cli_hybrid_no_server_p50_s"] = round(alone, 3)
+    out["cli_hybrid_p50_s"] = round(served, 3)
+    out["cli_hybrid_vs_words"] = round(served / words, 2)
+    out["cli_hybrid_no_server_vs_words"] = round(alone / words, 2)
 
 
 def export(db: Path, queries: list[dict[str, Any]], dest: Path) -> None:
@@ -171,10 +199,44 @@ def export(db: Path, queries: list[dict[str, Any]], dest: Path) -> None:
                     encoding="utf-8")
 
 
+def scale_figure(work: Path, rows: int, out: dict[str, Any]) -> None:
+    """`nearest` with the model loaded (what `mcp`, `serve` and the query server do) on a
+    projection of `rows` random unit vectors: the exact scan and the two-pass search."""
+    import numpy as np
+
+    from projections.meaning import find
+    from projections.meaning.model import load
+    from projections.meaning.store import Store
+
+    folder = work / f"scale-{rows}"
+    store = Store.writable(folder, meaning.model_id())
+    rng = np.random.default_rng(7)
+    while store.count < rows:
+        n = min(50_000, rows - store.count)
+        v = rng.standard_normal((n, 512), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        store.append([(store.count + i + 1, f"x:{store.count + i}") for i in range(n)], v,
+                     store.count + n)
+    store.close()
+    model = load()
+    texts = ["video game translation", "terminal multiplexer settings", "flaky test fixture"]
+    for label, exact_rows in (("exact", rows + 1), ("two_pass", find.EXACT_ROWS)):
+        find.EXACT_ROWS = exact_rows
+        times = []
+        for i in range(15):
+            t = time.perf_counter()
+            find.scan(folder, texts[i % 3], 10, model)
+            times.append((time.perf_counter() - t) * 1000)
+        out[f"nearest_{rows}_rows_{label}_p50_ms"] = round(pct(times, 50), 1)
+    meaning.drop(folder)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rows", type=int, default=1_000_000,
+                    help="rows of the synthetic projection the search latency is timed on")
     ap.add_argument("--export", type=Path, metavar="FILE",
                     help="also write the chunks (session, text) and the queries as JSON, for"
                          " bench/meaning_models.py (other models, in another venv)")
@@ -212,6 +274,8 @@ def main() -> None:
             out[f"recall10_{mode}_by_lang"] = {k: f"{v[0]}/{v[1]}"
                                                 for k, v in sorted(langs.items())}
             out[f"needles_{mode}"] = round(needle_recall(db, pairs, mode), 3)
+            out[f"recall10_{mode}_per_conversation"] = round(
+                recall(db, good, mode, "conversation")[0], 3)
         lat = []
         for q in good:
             t = time.perf_counter()
@@ -219,11 +283,9 @@ def main() -> None:
             lat.append((time.perf_counter() - t) * 1000)
         out["hybrid_in_process_p50_ms"] = round(pct(lat, 50), 1)
         out["needles"] = len(pairs)
-        words_p50 = cli_p50(home, "translation file", "words")
-        hybrid_p50 = cli_p50(home, "translation file", "hybrid")
-        out["cli_words_p50_s"] = round(words_p50, 3)
-        out["cli_hybrid_p50_s"] = round(hybrid_p50, 3)
-        out["cli_hybrid_vs_words"] = round(hybrid_p50 / words_p50, 2)
+        cli_figures(home, out)
+        if args.rows:
+            scale_figure(work, args.rows, out)
         if args.export:
             export(db, good, args.export)
         if args.json:

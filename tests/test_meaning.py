@@ -236,3 +236,21 @@ def test_search_starts_the_query_server_once(embedded: Home,
     monkeypatch.setenv("AGENTLOG_EMBED", "1")
     assert svc.keep_serving(embedded)
     assert started[0][-2:] == ["embed", "--serve"]
+
+
+def test_the_two_pass_search_finds_what_the_exact_scan_finds(
+        embedded: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    from projections.meaning import find
+
+    queries = ["video game translation is broken", "change the frontend package manager",
+               "terminal multiplexer settings will not load", "zqxjkvbw"]
+    exact = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
+    monkeypatch.setattr(find, "EXACT_ROWS", 0)
+    monkeypatch.setattr(find, "SHORTLIST", 4)  # of 7 rows: the bits pass must choose
+    two = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
+    assert [[d for _, d, _ in r][:1] for r in two] == [[d for _, d, _ in r][:1] for r in exact]
+    for a, b in zip(two, exact, strict=True):  # the same similarities where both have a row
+        same = {d: s for _, d, s in b}
+        for _, d, s in a:
+            if d in same:
+                assert abs(s - same[d]) < 1e-4

@@ -162,7 +162,8 @@ def _prompt_before(con: sqlite3.Connection, session: str, rowid: int) -> str | N
 def describe(store: Store | None, con: sqlite3.Connection) -> dict[str, Any]:
     """What coverage says of the projection."""
     done = store.done if store else 0
-    pending = int(con.execute("SELECT count(*) FROM document_rows WHERE rowid > ?",
-                              (done,)).fetchone()[0])
+    # by rowid (documents get rising rowids): a count(*) of the rest would walk ~1M rows
+    pending = max(0, int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows")
+                         .fetchone()[0]) - done)
     return {"model": store.model if store else None, "chunks": store.count if store else 0,
             "pendingDocuments": pending, "current": bool(store) and pending == 0}

