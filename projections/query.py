@@ -172,6 +172,7 @@ def search(
     mode: str = "words",
     related: bool = False,
     meaning_dir: Path | None = None,
+    meaning_model: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "mode", "hits", "coverage"} (see docs/search.md), plus
     `suggestions` when there is no hit; snippets of at most `snippet_chars` characters
@@ -181,7 +182,8 @@ def search(
     hit, the best, per conversation. `mode`: "words" (every query word, the seed's
     contract), "meaning" (exact matches when there are at most `limit`, then the nearest by
     the embedding projection in `meaning_dir`, default `meaning/` beside history.db) or
-    "hybrid" (both, fused by reciprocal rank). `related`: in "words" mode, when fewer than
+    "hybrid" (both, fused by reciprocal rank); `meaning_model`: the model spec
+    (projections.meaning.model; None: the default). `related`: in "words" mode, when fewer than
     `limit` hits, add `related` (meaning hits not among them). In every mode but plain
     words, `coverage.meaning` says how much is embedded."""
     if mode not in MODES:
@@ -211,21 +213,22 @@ def search(
         return plain_search(con, tokens, flt, k, group=grouped)
 
     folder = Path(meaning_dir) if meaning_dir else Path(db_path).parent / "meaning"
+
+    def by_meaning() -> list[tuple[Any, ...]]:
+        return _by_meaning(con, (folder, meaning_model), query, flt, n, grouped)
+
     more: list[tuple[Any, ...]] | None = None
     if tokens and mode == "words":
         rows = words(n)
         if related and len(rows) < n:
             known = {r[0] for r in rows}
-            more = [r for r in _by_meaning(con, folder, query, flt, n, grouped)
-                    if r[0] not in known][: n - len(rows)]
+            more = [r for r in by_meaning() if r[0] not in known][: n - len(rows)]
     elif tokens and mode == "meaning":
         # exact matches first when there are few (a needle is never lost), then by meaning
         exact = words(n + 1)
-        rows = exact if len(exact) <= n else []
-        rows = _one_each(rows + _by_meaning(con, folder, query, flt, n, grouped), n, grouped)
+        rows = _one_each((exact if len(exact) <= n else []) + by_meaning(), n, grouped)
     elif tokens:
-        rows = _one_each(fuse(words(n), _by_meaning(con, folder, query, flt, n, grouped), n * 2),
-                         n, grouped)
+        rows = _one_each(fuse(words(n), by_meaning(), n * 2), n, grouped)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
     result: dict[str, Any] = {"engine": use, "mode": mode,
@@ -287,14 +290,15 @@ def fuse(first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], n: int
     return [row_of[rid] for rid in order[:n]]
 
 
-def _by_meaning(con: sqlite3.Connection, folder: Path, query: str, flt: Any, n: int,
-                grouped: bool = False) -> list[tuple[Any, ...]]:
-    """The `n` best rows by meaning that pass the filters (duplicates dropped; `grouped`:
-    one a conversation)."""
+def _by_meaning(con: sqlite3.Connection, where_model: tuple[Path, Mapping[str, Any] | None],
+                query: str, flt: Any, n: int, grouped: bool = False) -> list[tuple[Any, ...]]:
+    """The `n` best rows by meaning (the projection's folder and model spec) that pass the
+    filters (duplicates dropped; `grouped`: one a conversation)."""
     from projections import meaning
     from projections.search import take
 
-    near = meaning.nearest(folder, query, max(n * 10, 100))
+    folder, spec = where_model
+    near = meaning.nearest(folder, query, max(n * 10, 100), spec=spec)
     if not near:
         return []
     ids = {rowid: ident for rowid, ident, _ in near}

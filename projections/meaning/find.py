@@ -12,6 +12,7 @@ search), `nearest` asks it over its Unix socket instead and imports neither.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +25,20 @@ EXACT_ROWS = 200_000  # rows scanned exactly; more: sign bits first
 SHORTLIST = 2_000     # rows the bits pass keeps for the exact rescoring
 
 
-def nearest(folder: Path, query: str, k: int, *, model: Model | None = None,
+def nearest(folder: Path, query: str, k: int, *, spec: Mapping[str, Any] | None = None,
             ask: bool = True) -> list[tuple[int, str, float]]:
-    """Up to `k` (doc rowid, doc id, similarity) best first, one per document; [] when the
-    projection is empty or is another model's. `ask`: try the folder's query server first."""
+    """Up to `k` (doc rowid, doc id, similarity) best first, one per document, by the model
+    of `spec` (None: the default); [] when the projection is empty or another model's.
+    `ask`: try the folder's query server first."""
     if not (folder / "meaning.db").is_file():
         return []
-    if ask and model is None:
+    if ask:
         from projections.meaning.serve import ask as ask_server
 
-        answer = ask_server(folder, query, k)
+        answer = ask_server(folder, query, k, model_id(spec))
         if answer is not None:
             return answer
-    return scan(folder, query, k, model or load())
+    return scan(folder, query, k, load(spec))
 
 
 def scan(folder: Path, query: str, k: int, model: Model) -> list[tuple[int, str, float]]:
@@ -46,9 +48,9 @@ def scan(folder: Path, query: str, k: int, model: Model) -> list[tuple[int, str,
         return []
     try:
         rows = store.matrix()
-        if len(rows) == 0 or store.model != model_id():
+        if len(rows) == 0 or store.model != model.id:
             return []
-        return _best(store, rows, model.encode([query])[0], k)
+        return _best(store, rows, model.query(query), k)
     finally:
         store.close()
 

@@ -6,9 +6,10 @@ none answers (`agentlog embed --serve`); exits after `idle_s` without a question
 The socket lives in a private folder of this user (`<tmp>/agentlog-<uid>/`, mode 0700,
 refused when another user owns it), named by a digest of the projection's folder (a home's
 path may be longer than a socket path may be). One request a connection: a JSON line
-`{"q": query, "k": k}`, answered by a JSON line `{"near": [[rowid, id, similarity], ...]}`
-(document ids and rowids, never text). A server that does not answer within 2 s is not
-asked again by that process.
+`{"q": query, "k": k, "m": model id}`, answered by a JSON line `{"near": [[rowid, id,
+similarity], ...]}` (document ids and rowids, never text), or `{"error": …}` when the server
+runs another model. A server that does not answer within 2 s, or errs, is not asked again by
+that process.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import os
 import socket
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ask", "serve", "socket_path"]
 
@@ -41,7 +44,7 @@ def socket_path(folder: Path) -> Path | None:
     return base / f"meaning-{digest}.sock"
 
 
-def ask(folder: Path, query: str, k: int) -> list[tuple[int, str, float]] | None:
+def ask(folder: Path, query: str, k: int, model: str) -> list[tuple[int, str, float]] | None:
     """The server's answer, or None (none runs, or it failed: the caller scans itself)."""
     path = socket_path(folder)
     if path is None or str(path) in _dead or not path.exists():
@@ -50,7 +53,7 @@ def ask(folder: Path, query: str, k: int) -> list[tuple[int, str, float]] | None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(TIMEOUT_S)
             s.connect(str(path))
-            s.sendall(json.dumps({"q": query, "k": k}).encode() + b"\n")
+            s.sendall(json.dumps({"q": query, "k": k, "m": model}).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 part = s.recv(65536)
@@ -78,16 +81,16 @@ def serving(folder: Path) -> bool:
         return False
 
 
-def serve(folder: Path, idle_s: float = 900.0) -> int:
-    """Answer until `idle_s` pass without a question; the questions answered. Returns 0 at
-    once when another server holds the socket."""
+def serve(folder: Path, idle_s: float = 900.0, spec: Mapping[str, Any] | None = None) -> int:
+    """Answer with the model of `spec` until `idle_s` pass without a question; the questions
+    answered. Returns 0 at once when another server holds the socket."""
     from projections.meaning.find import scan
     from projections.meaning.model import load
 
     path = socket_path(folder)
     if path is None or serving(folder):
         return 0
-    model = load()
+    model = load(spec)
     path.unlink(missing_ok=True)
     answered = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
@@ -110,9 +113,12 @@ def serve(folder: Path, idle_s: float = 900.0) -> int:
                     try:
                         line = conn.makefile("rb").readline(1 << 16)
                         req = json.loads(line)
-                        near = scan(folder, str(req["q"]), max(1, min(int(req["k"]), 1000)),
-                                    model)
-                        conn.sendall(json.dumps({"near": near}).encode() + b"\n")
+                        if req.get("m") != model.id:
+                            answer: dict[str, Any] = {"error": f"this server runs {model.id}"}
+                        else:
+                            answer = {"near": scan(folder, str(req["q"]),
+                                                   max(1, min(int(req["k"]), 1000)), model)}
+                        conn.sendall(json.dumps(answer).encode() + b"\n")
                         answered += 1
                     except (OSError, ValueError, KeyError, TypeError):
                         pass

@@ -1,11 +1,11 @@
 """The embedding projection's files, in one folder beside history.db (`meaning/`):
 
-- `vectors.i8`: one row of 512 int8 per chunk (the unit vector × 127, rounded), appended;
-  row k is chunk k; `vectors.b1`: the same rows as 512 sign bits (64 bytes), the first
-  pass of a search over many rows (find.py);
+- `vectors.i8`: one row of `dim` int8 per chunk (the unit vector × 127, rounded; 512 for
+  the default model), appended; row k is chunk k; `vectors.b1`: the same rows as sign bits
+  (64 bytes for 512), the first pass of a search over many rows (find.py);
 - `meaning.db` (SQLite): `chunks(key, doc, id)` — the history.db document (rowid and id) a
   chunk belongs to — and `meta`: the model id, `count` (rows committed) and `done` (the
-  highest history.db rowid read).
+  highest history.db rowid read), and `dim`.
 
 An append writes the rows past `count`, fsyncs them, then commits the chunks and the new
 `count` in one SQLite transaction: rows past `count` are a crashed append's and are cut off
@@ -24,13 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from projections.meaning.model import DIM
-
 __all__ = ["Store", "drop", "writer_lock"]
 
 VECTORS = "vectors.i8"
 BITS = "vectors.b1"
-BIT_BYTES = DIM // 8
+DEFAULT_DIM = 512
 DB = "meaning.db"
 LOCK = "lock"
 
@@ -62,6 +60,7 @@ class Store:
     def __init__(self, folder: Path, con: sqlite3.Connection) -> None:
         self.folder = folder
         self._con = con
+        self.dim = int(self.meta("dim") or DEFAULT_DIM)
 
     @classmethod
     def reader(cls, folder: Path) -> Store | None:
@@ -73,16 +72,16 @@ class Store:
         return cls(folder, con)
 
     @classmethod
-    def writable(cls, folder: Path, model: str) -> Store:
+    def writable(cls, folder: Path, model: str, dim: int = DEFAULT_DIM) -> Store:
         """Open for appends (hold `writer_lock`): a store of another model is dropped first,
         and rows a crashed append left past `count` are cut off."""
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         con = sqlite3.connect(folder / DB, timeout=10, check_same_thread=False)
         con.executescript(_SCHEMA)
         store = cls(folder, con)
-        if store.meta("model") != model:
-            store.reset(model)
-        for name, width in ((VECTORS, DIM), (BITS, BIT_BYTES)):
+        if store.meta("model") != model or store.dim != dim:
+            store.reset(model, dim)
+        for name, width in ((VECTORS, store.dim), (BITS, store.bit_bytes)):
             with open(folder / name, "ab") as f:
                 if f.tell() != store.count * width:
                     f.truncate(store.count * width)
@@ -115,7 +114,7 @@ class Store:
         return None if row is None else (int(row[0]), str(row[1]))
 
     def append(self, chunks: Sequence[tuple[int, str]], vectors: Any, done: int) -> None:
-        """Chunks (doc rowid, doc id) with their unit vectors (n × 512 float32), and the
+        """Chunks (doc rowid, doc id) with their unit vectors (n × dim float32), and the
         highest history.db rowid now read: the rows first (fsynced), then one commit."""
         import numpy as np
 
@@ -123,8 +122,8 @@ class Store:
         if len(chunks):
             rows = np.clip(np.rint(np.asarray(vectors, dtype=np.float32) * 127.0),
                            -127, 127).astype(np.int8)
-            for name, width, data in ((VECTORS, DIM, rows),
-                                      (BITS, BIT_BYTES, np.packbits(rows > 0, axis=1))):
+            for name, width, data in ((VECTORS, self.dim, rows),
+                                      (BITS, self.bit_bytes, np.packbits(rows > 0, axis=1))):
                 with open(self.folder / name, "r+b") as f:
                     f.seek(start * width)
                     f.write(data.tobytes())
@@ -138,35 +137,42 @@ class Store:
                               (start + len(chunks),))
             self._con.execute("INSERT OR REPLACE INTO meta VALUES ('done', ?)", (done,))
 
-    def reset(self, model: str) -> None:
+    @property
+    def bit_bytes(self) -> int:
+        return (self.dim + 7) // 8
+
+    def reset(self, model: str, dim: int) -> None:
         """Everything embedded so far forgotten (another model, or history.db renumbered);
-        the projection is `model`'s from now on."""
+        the projection is `model`'s (rows of `dim`) from now on."""
         with self._con:
             self._con.execute("DELETE FROM chunks")
             self._con.execute("DELETE FROM meta")
             self._con.execute("INSERT INTO meta VALUES ('model', ?)", (model,))
+            self._con.execute("INSERT INTO meta VALUES ('dim', ?)", (dim,))
+        self.dim = dim
         for name in (VECTORS, BITS):
             with open(self.folder / name, "ab") as f:
                 f.truncate(0)
                 os.fsync(f.fileno())
 
     def matrix(self) -> Any:
-        """The committed rows, memory-mapped (count × 512 int8; empty when none)."""
+        """The committed rows, memory-mapped (count × dim int8; empty when none)."""
         import numpy as np
 
         n = self.count
         if n == 0:
-            return np.zeros((0, DIM), dtype=np.int8)
-        return np.memmap(self.folder / VECTORS, dtype=np.int8, mode="r", shape=(n, DIM))
+            return np.zeros((0, self.dim), dtype=np.int8)
+        return np.memmap(self.folder / VECTORS, dtype=np.int8, mode="r", shape=(n, self.dim))
 
     def bits(self) -> Any:
-        """The committed rows' sign bits, memory-mapped (count × 64 uint8)."""
+        """The committed rows' sign bits, memory-mapped (count × dim/8 uint8)."""
         import numpy as np
 
         n = self.count
         if n == 0:
-            return np.zeros((0, BIT_BYTES), dtype=np.uint8)
-        return np.memmap(self.folder / BITS, dtype=np.uint8, mode="r", shape=(n, BIT_BYTES))
+            return np.zeros((0, self.bit_bytes), dtype=np.uint8)
+        return np.memmap(self.folder / BITS, dtype=np.uint8, mode="r",
+                         shape=(n, self.bit_bytes))
 
     def docs(self, keys: Sequence[int]) -> dict[int, tuple[int, str]]:
         """key → (doc rowid, doc id)."""
