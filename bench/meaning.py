@@ -161,7 +161,7 @@ def cli_p50(home: Path, text: str, mode: str, reps: int = 7, env: dict[str, str]
 def cli_figures(home: Path, out: dict[str, Any]) -> None:
     """Whole `agentlog search` processes: words; hybrid loading the model itself (no query
     server: AGENTLOG_EMBED=0); hybrid asking the query server (started and waited for)."""
-    from projections.meaning.serve import serving
+    from projections.meaning.client import serving
 
     quiet = {**os.environ, "AGENTLOG_EMBED": "0"}
     text = "translation file"

@@ -201,7 +201,8 @@ def test_the_query_server_answers_like_a_scan(embedded: Home) -> None:
     import subprocess
     import sys
 
-    from projections.meaning import find, serve
+    from projections.meaning import client as serve
+    from projections.meaning import find
     from tests.conftest import ROOT
 
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "--home", str(embedded.root),

@@ -85,12 +85,12 @@ def keep_serving(home: Home) -> bool:
     loads the model itself, the next ones ask the server. Whether one was started."""
     import os
 
-    from projections.meaning.serve import serving
-
-    if os.environ.get("AGENTLOG_EMBED", "1") == "0":  # no background process (the tests)
-        return False
     folder = home.meaning_dir
-    if not (folder / "meaning.db").is_file() or serving(folder):
+    if os.environ.get("AGENTLOG_EMBED", "1") == "0" or not (folder / "meaning.db").is_file():
+        return False  # (no background process: the tests; nothing embedded: nothing to serve)
+    from projections.meaning.client import serving
+
+    if serving(folder):
         return False
     import subprocess
 

@@ -33,7 +33,7 @@ def nearest(folder: Path, query: str, k: int, *, spec: Mapping[str, Any] | None 
     if not (folder / "meaning.db").is_file():
         return []
     if ask:
-        from projections.meaning.serve import ask as ask_server
+        from projections.meaning.client import ask as ask_server
 
         answer = ask_server(folder, query, k, model_id(spec))
         if answer is not None:

