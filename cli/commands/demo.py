@@ -44,7 +44,19 @@ def demo(ctx: click.Context, dir_: str | None, no_search: bool) -> None:
     for name, phrase in PHRASES.items():
         click.echo(f"\n$ agentlog search {phrase}      # {name}")
         try:
-            ctx.invoke(search, query=tuple(phrase.split()))
+            ctx.invoke(search, query=tuple(phrase.split()), mode="words")
         except SystemExit as exc:  # a search with no hits exits non-zero: keep going
             if exc.code not in (0, None):
                 click.echo(f"(search exited {exc.code})")
+    from cli.services.search import embed
+
+    click.echo("\n$ agentlog embed      # search by meaning: the capture loop does it too")
+    done = embed(home)
+    click.echo(f"embedded {done['chunks']} chunk(s) in {done['seconds']} s")
+    text = "retry a dropped live connection"
+    click.echo(f"\n$ agentlog search --mode meaning {text}      # other words, same task")
+    try:
+        ctx.invoke(search, query=tuple(text.split()), mode="meaning", limit=3)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            click.echo(f"(search exited {exc.code})")

@@ -154,7 +154,10 @@ def _print_hits(result: dict[str, Any], text: str) -> None:
 
     color = sys.stdout.isatty()
     tokens = query_tokens(text)
-    pattern = re.compile("|".join(re.escape(t) for t in tokens), re.I) if tokens else None
+    # whole words (a query's "a" is no highlight inside "cache"); CJK and other scripts
+    # without spaces: the substring, as the CJK index matches it
+    parts = [rf"\b{re.escape(t)}\b" if t.isascii() else re.escape(t) for t in tokens]
+    pattern = re.compile("|".join(parts), re.I) if tokens else None
     for hit in result["hits"]:
         head = f"{_when(hit['at'])}  {hit['agent']:<8} {hit.get('project') or '-'}"
         if hit.get("archived"):
