@@ -12,6 +12,9 @@ Promises:
 - any failure to open or read history.db other than a busy lock (a damaged header, a
   corrupt page, an unreadable file, a broken full-text table) is `ProjectionDamaged`:
   history.db is derived, and rebuilding it from the log is the cure (`damage_named`);
+- a search given a `Cancel` (projections/cancel.py) stops when another thread cancels it
+  and raises `Interrupted` (its statements interrupted: `sqlite3.Connection.interrupt()`
+  on this thread's connection and on the connections of its ranking threads);
 - coverage carries `stale: true` while a drift between history.db and the log is known
   (`verify` found it; a rebuild clears it).
 """
@@ -29,7 +32,15 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from projections import db, stale
-from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionError, QueryError
+from projections.cancel import Cancel, interrupted
+from projections.errors import (
+    BadId,
+    Interrupted,
+    NotFound,
+    ProjectionDamaged,
+    ProjectionError,
+    QueryError,
+)
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import fts_search, plain_search
@@ -81,6 +92,8 @@ def damage_named(fn: Callable[P, R]) -> Callable[P, R]:
             msg = str(exc)
             if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
                 raise
+            if interrupted(exc):  # the caller's Cancel stopped it: superseded, not damage
+                raise Interrupted("superseded") from None
             close_connections()
             where = args[0] if args else kwargs.get("db_path", "history.db")
             raise ProjectionDamaged(f"{where} is damaged ({msg[:120]})") from None
@@ -165,10 +178,12 @@ def search(
     engine: str | None = None,
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
+    cancel: Cancel | None = None,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
     of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
-    (the compact answer of MCP's `search_history`)."""
+    (the compact answer of MCP's `search_history`). With `cancel`, another thread may stop
+    it (`Cancel.cancel()`): it raises `Interrupted` then."""
     tokens = query_tokens(query)
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
@@ -184,7 +199,11 @@ def search(
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
     if tokens:
-        rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+        if cancel is None:
+            rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+        else:
+            with cancel.watching(con):
+                rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
     return {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],

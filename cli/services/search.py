@@ -10,15 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
-         include_archived: bool = True, catch_up: bool = True) -> dict[str, Any]:
+         include_archived: bool = True, catch_up: bool = True,
+         cancel: Cancel | None = None) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     `catch_up=False` queries history.db as it is (`agentlog browse` catches up once, not at
-    every keystroke).
+    every keystroke). With `cancel` (`projections.cancel.Cancel`) another thread may stop
+    the query (not the catch-up): it raises `projections.errors.Interrupted` then (`agentlog
+    browse` stops the search a newer keystroke superseded).
     """
     from cli.services.catchup import ensure_current, search_engine
     from cli.services.dates import plain_dates
@@ -42,7 +46,7 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
             raise QueryError("project", f"unknown project {project!r}; "
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
-                        engine=search_engine(home))
+                        engine=search_engine(home), cancel=cancel)
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)

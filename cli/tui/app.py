@@ -7,6 +7,12 @@ Promises:
   asked for meanwhile next (the ones typed past are never run), a query that differs from
   the last one answered only in whitespace answered at once with its rows; only the newest
   query's answer is drawn (a late answer to an older query is dropped);
+- a keystroke that changes the words or the filters stops the search in flight: each search
+  has its own `projections.cancel.Cancel`, and the key's handler cancels it
+  (`sqlite3.Connection.interrupt()` on the search thread's connection and its ranking
+  threads'); the stopped search raises `Interrupted`, which the search thread drops (it is
+  superseded, never an error shown) before it runs the newest query; `interrupted` counts
+  them;
 - while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
   app makes the ranking lists history.db still wants, one bounded step at a time on a
   thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 SNIPPET_CHARS = 120
 PROJECT_CHARS = 14
@@ -55,6 +62,12 @@ def short_project(project: str | None) -> str:
     return name if len(name) <= PROJECT_CHARS else name[: PROJECT_CHARS - 1] + "…"
 PREVIEW_DELAY = 0.12
 UPKEEP_IDLE = 0.5  # seconds without a keystroke before a step of ranking-list upkeep
+
+
+def same(a: tuple[str, model.Filters], b: tuple[str, model.Filters]) -> bool:
+    """Whether two (query, filters) ask the same: the filters equal, the query differing
+    only in whitespace."""
+    return a[1] == b[1] and " ".join(a[0].split()) == " ".join(b[0].split())
 
 
 class Answered(Message):
@@ -107,6 +120,8 @@ class BrowseApp(App[model.Choice]):
         self._wake = threading.Condition()
         self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
         self._searching = False
+        self._inflight: tuple[tuple[str, model.Filters], Cancel] | None = None  # in flight
+        self.interrupted = 0  # searches stopped because a newer query superseded them
         self._asked = time.monotonic()  # when the last search was asked for
         self._stopping = False
         self._threads: list[threading.Thread] = []
@@ -171,15 +186,22 @@ class BrowseApp(App[model.Choice]):
     @on(Input.Changed, "#query")
     @on(Select.Changed)
     def search(self) -> None:
-        """Ask for the current query's results (the search thread runs the newest asked)."""
+        """Ask for the current query's results (the search thread runs the newest asked);
+        the search in flight is stopped unless it asks the same (its words and filters)."""
         with self._wake:
             self._wanted = self.current()
             self._asked = time.monotonic()
-            self._wake.notify()
+            if self._inflight is not None and not same(self._inflight[0], self._wanted):
+                self._inflight[1].cancel()
+            self._wake.notify_all()  # all: the upkeep thread waits on it too
 
     def _searcher(self) -> None:
         """The search thread: one search at a time, the newest query asked for next; one
-        read connection for the app's life (this thread's, `projections.query._open`)."""
+        read connection for the app's life (this thread's, `projections.query._open`); each
+        search stoppable by its `Cancel` (`search` stops one a newer query supersedes)."""
+        from projections.cancel import Cancel
+        from projections.errors import Interrupted
+
         last: model.Rows | None = None
         while True:
             with self._wake:
@@ -193,18 +215,29 @@ class BrowseApp(App[model.Choice]):
                 continue
             query, filters = wanted
             try:
-                if last is not None and last.filters == filters and (
-                        " ".join(last.query.split()) == " ".join(query.split())):
+                if last is not None and same((last.query, last.filters), wanted):
                     # only whitespace differs: the same words, the same answer
                     rows = model.Rows(query, filters, last.rows, last.problem, last.note)
                 else:
+                    cancel = Cancel()
+                    with self._wake:
+                        self._inflight = (wanted, cancel)
+                        if self._wanted is not None and not same(wanted, self._wanted):
+                            cancel.cancel()  # superseded already (asked before it ran)
                     rows = model.results(self.home, query, filters,
-                                         catch_up=self.searches == 0)
+                                         catch_up=self.searches == 0, cancel=cancel)
                     self.searches += 1
                 last = rows
+            except Interrupted:  # a newer query superseded it: nothing to draw
+                self.interrupted += 1
+                with self._wake:
+                    if self._wanted is None:  # (never so: its Cancel only stops it) ask
+                        self._wanted = wanted  # again rather than leave nothing drawn
+                continue
             finally:
                 with self._wake:
                     self._searching = False
+                    self._inflight = None
             if self._stopping:
                 return
             self.post_message(Answered(rows))  # thread-safe; never waits for the app

@@ -6,6 +6,8 @@ Promises:
   `agentlog search`, every filter it has) or, for an empty query with a project chosen, that
   project's sessions, newest first (`projections.sessions.sessions_of`); a query the search
   refuses (no searchable word, a bad filter) is a `Rows` with `problem` set, never raised;
+  a search stopped by its `cancel` (a newer query superseded it) raises
+  `projections.errors.Interrupted`: it has no rows to show, and is no problem;
 - `window` reads the conversation through `cli.services.calls.conversation` (MCP's and the
   page's call) page by page until the hit is found (at most `MAX_ITEMS` items) and keeps
   `BEFORE` items before it and `AFTER` after it (the preview draws a bounded window);
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 LIMIT = 30
 PAGE = 100
@@ -72,11 +75,12 @@ class Rows:
 
 
 def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = None,
-            catch_up: bool = False) -> Rows:
+            catch_up: bool = False, cancel: Cancel | None = None) -> Rows:
     """The rows for `query` under `filters` (see the module's promises); history.db is
-    caught up first only with `catch_up` (the command catches up once, before the app)."""
+    caught up first only with `catch_up` (the command catches up once, before the app);
+    `cancel` stops the search from another thread (`Interrupted` raised)."""
     from cli.services.errors import AgentlogError
-    from projections.errors import ProjectionError
+    from projections.errors import Interrupted, ProjectionError
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     out = Rows(query, filters)
@@ -84,7 +88,8 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
         if query.strip():
             from cli.services.search import find
 
-            found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up)
+            found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up,
+                         cancel=cancel)
             out.rows = [_hit_row(h) for h in found["hits"]]
             out.note = f"{len(out.rows)} hit(s) [{found['engine']}]"
         elif filters.project:
@@ -92,6 +97,8 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
             out.note = f"{len(out.rows)} session(s) of {filters.project}"
         else:
             out.note = "type to search; choose a project to list its sessions"
+    except Interrupted:
+        raise  # superseded: nothing to show, and no problem
     except (ProjectionError, AgentlogError) as exc:
         out.problem = getattr(exc, "message", None) or str(exc)
         param = getattr(exc, "param", None)
