@@ -196,3 +196,59 @@ def test_the_ranking_lists_still_wanted_are_made_while_the_reader_rests(
 
     run(app, scenario)
     assert wanted() == 0
+
+
+def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
+        demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing on while an earlier query's search is slow: the search in flight is stopped
+    (SQLite's interrupt on its connection), no error is shown, the last query's results
+    are drawn. The slow search is made slow by a hook, not by sleeping: the query
+    "glacier" runs a statement that never ends on its own (it gives up after 120 s, a
+    fail-safe far beyond the wait of `settle`), so without the interrupt "tangerine" is
+    never answered."""
+    import sqlite3
+    import threading
+
+    from projections import query
+
+    began = threading.Event()
+    stopped: list[str] = []
+    real = query.fts_search
+
+    def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
+               **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["glacier"]:
+            give_up = time.monotonic() + 120
+
+            def running(_: int) -> int:
+                began.set()
+                return int(time.monotonic() < give_up)
+
+            con.create_function("running", 1, running)
+            try:
+                con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                            " WHERE running(x)) SELECT count(*) FROM c").fetchone()
+            except sqlite3.OperationalError as exc:
+                stopped.append(str(exc))
+                raise
+        return real(con, tokens, *args, **kwargs)
+
+    monkeypatch.setattr(query, "fts_search", hooked)
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"glacier")
+        deadline = time.monotonic() + 30
+        while not began.is_set():  # the slow search is running
+            assert time.monotonic() < deadline, "the slow search never began"
+            await pilot.pause(0.01)
+        await pilot.press(*["backspace"] * len("glacier"), *"tangerine")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine")
+        assert app.rows and all(r.agent == "codex" for r in app.rows)
+        status = str(app.query_one("#status", Static).render())
+        assert "hit(s)" in status and "interrupt" not in status.lower()
+        await pilot.press("escape")
+
+    run(app, scenario)
+    assert stopped == ["interrupted"]
+    assert app.interrupted >= 1
