@@ -43,7 +43,7 @@ from projections.errors import (
 )
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
-from projections.search import fts_search, plain_search
+from projections.search import fts_search, newest_floor, plain_search
 from projections.text import SNIPPET_CHARS, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
@@ -179,11 +179,15 @@ def search(
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
     cancel: Cancel | None = None,
+    newest: int | None = None,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
     of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
     (the compact answer of MCP's `search_history`). With `cancel`, another thread may stop
-    it (`Cancel.cancel()`): it raises `Interrupted` then."""
+    it (`Cancel.cancel()`): it raises `Interrupted` then. With `newest` (fts5 engine), only
+    the newest `newest` matches of the full-text expression are ranked (SQLite's ranking,
+    no accelerator): a bounded first page while the full ranking runs (`agentlog browse`);
+    the answer then carries `"partial": {"newest": newest}` when more matches exist."""
     tokens = query_tokens(query)
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
@@ -198,16 +202,32 @@ def search(
                 "coverage": empty_coverage()}
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
+    floor: int | None = None
+    if newest is not None and (isinstance(newest, bool) or not isinstance(newest, int)
+                               or newest < 1):
+        raise QueryError("newest", f"must be an integer >= 1; got {newest!r}")
+
+    def run() -> list[tuple[Any, ...]]:
+        nonlocal floor
+        if use == "plain":
+            return plain_search(con, tokens, flt, n)
+        if newest is not None:
+            floor = newest_floor(con, tokens, newest)
+        return fts_search(con, tokens, flt, n, floor=floor)
+
     if tokens:
         if cancel is None:
-            rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+            rows = run()
         else:
             with cancel.watching(con):
-                rows = (fts_search if use == "fts5" else plain_search)(con, tokens, flt, n)
+                rows = run()
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    return {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
-            "coverage": cov}
+    out = {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+           "coverage": cov}
+    if floor is not None:
+        out["partial"] = {"newest": newest}
+    return out
 
 
 def empty_coverage() -> dict[str, Any]:

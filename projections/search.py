@@ -27,7 +27,7 @@ from projections import cjk, rank, ranking
 from projections.filters import Filters
 from projections.text import fold, fts_phrase
 
-__all__ = ["fts_search", "plain_search", "take"]
+__all__ = ["fts_search", "newest_floor", "plain_search", "take"]
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
@@ -51,17 +51,37 @@ def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
     return main, grams, lits
 
 
+def newest_floor(con: sqlite3.Connection, tokens: list[str], newest: int) -> int | None:
+    """The lowest rowid of the newest `newest` matches of the query's full-text expression
+    (before filters and literal conditions), or None when it has no more than that many
+    (or no full-text part): `fts_search(floor=…)` ranks only those."""
+    main, grams, _ = _plan(tokens)
+    if not main and not grams:
+        return None
+    table, expr = ("documents_fts", " AND ".join(fts_phrase(t) for t in main)) if main else (
+        "documents_cjk", _cjk_expr(grams))
+    row = con.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
+                      " LIMIT 1 OFFSET ?", (expr, max(newest - 1, 0))).fetchone()
+    return None if row is None else int(row[0])
+
+
 def fts_search(
     con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int, *,
-    lists: bool = True,
+    lists: bool = True, floor: int | None = None,
 ) -> list[tuple[Any, ...]]:
-    """The best `limit` hits over every match (`lists=False`: never from a champion list)."""
+    """The best `limit` hits over every match (`lists=False`: never from a champion list).
+    With `floor` (`newest_floor`'s), the best of the matches whose rowid is at least
+    `floor` only: the reference statement over the newest matches, no accelerator (a
+    bounded first page, not the answer over every match)."""
     main, grams, lits = _plan(tokens)
     if not main and not grams:
         return plain_search(con, tokens, filters, limit)
     where, params = filters.where("d")
     conds = [where]
     cparams: list[Any] = list(params)
+    if floor is not None:
+        conds.append(f"{'documents_fts' if main else 'documents_cjk'}.rowid >= ?")
+        cparams.append(floor)
     if main and grams:
         conds.append("d.rowid IN (SELECT rowid FROM documents_cjk WHERE documents_cjk MATCH ?)")
         cparams.append(_cjk_expr(grams))
@@ -78,7 +98,7 @@ def fts_search(
     # need more than one page).
     page = max(limit * 4, 40)
     pick = take(con, limit, where, params)
-    hits = rank.top(con, match, limit, page, pick)
+    hits = None if floor is not None else rank.top(con, match, limit, page, pick)
     if hits is None:
         hits = pick(ranking.pages(con, table, expr, match.conds, cparams, page), True)
     return hits

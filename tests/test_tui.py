@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from cli.services.config import Home
 from cli.services.demo_corpus import CLAUDE_SESSION, CODEX_SESSION, PROJECT
+from cli.tui import app as app_module
 from cli.tui import model
 from cli.tui.app import BrowseApp
 from readers.registry import search_agents
@@ -234,6 +235,7 @@ def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
         return real(con, tokens, *args, **kwargs)
 
     monkeypatch.setattr(query, "fts_search", hooked)
+    monkeypatch.setattr(app_module, "FIRST_AFTER", 3600.0)  # only the key stops it here
     app = app_of(demo_home)
 
     async def scenario(pilot: Pilot[Any]) -> None:
@@ -252,3 +254,60 @@ def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
     run(app, scenario)
     assert stopped == ["interrupted"]
     assert app.interrupted >= 1
+
+
+def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
+        demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that ranks every match for longer than `FIRST_AFTER` is stopped, a first
+    page (the best of the newest matches) is drawn labelled, then the full ranking's
+    answer replaces it. Deterministic: the first full ranking never ends on its own (a
+    hook), so the timer always stops it; the hooked floor says more matches exist than the
+    first page ranks; the second full ranking is the real one."""
+    import sqlite3
+
+    from projections import query
+
+    full_runs: list[str] = []
+    real = query.fts_search
+
+    def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
+               floor: int | None = None, **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["tangerine"] and floor is None:
+            full_runs.append("run")
+            if len(full_runs) == 1:  # the first full ranking: slow (until stopped)
+                give_up = time.monotonic() + 120
+                con.create_function("running", 1,
+                                    lambda _: int(time.monotonic() < give_up))
+                con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1"
+                            " FROM c WHERE running(x)) SELECT count(*) FROM c").fetchone()
+        return real(con, tokens, *args, floor=floor, **kwargs)
+
+    monkeypatch.setattr(query, "fts_search", hooked)
+    monkeypatch.setattr(query, "newest_floor", lambda con, tokens, newest: 1)
+    monkeypatch.setattr(app_module, "FIRST_AFTER", 0.05)
+    app = app_of(demo_home)
+    drawn: list[tuple[str, bool, str]] = []
+    show = app._show_rows
+
+    def spy(rows: model.Rows) -> None:
+        show(rows)
+        if app.shown is not None:
+            drawn.append((app.shown[0], app.shown_partial,
+                          str(app.query_one("#status", Static).render())))
+
+    app._show_rows = spy  # type: ignore[method-assign]
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        app.query_one("#query", Input).value = "tangerine"
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine"
+                     and not app.shown_partial)
+        await pilot.press("escape")
+
+    run(app, scenario)
+    mine = [d for d in drawn if d[0] == "tangerine"]
+    assert [p for _, p, _ in mine] == [True, False]  # the first page, then the answer
+    assert "first page" in mine[0][2] and "newest" in mine[0][2]
+    assert "first page" not in mine[1][2]
+    assert len(full_runs) == 2
+    plain = model.results(demo_home, "tangerine", model.Filters())
+    assert [r.key for r in app.rows] == [r.key for r in plain.rows]

@@ -13,6 +13,11 @@ Promises:
   threads'); the stopped search raises `Interrupted`, which the search thread drops (it is
   superseded, never an error shown) before it runs the newest query; `interrupted` counts
   them;
+- a search that ranks every match for longer than `FIRST_AFTER` seconds (two common words
+  under a filter, on a large history) is stopped the same way, a first page drawn meanwhile
+  (the best of the newest `NEWEST` matches: SQLite's ranking over them,
+  `projections.query.search(newest=…)`, labelled "first page" in the status line,
+  `shown_partial`), then every match ranked again and drawn in its place;
 - while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
   app makes the ranking lists history.db still wants, one bounded step at a time on a
   thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
@@ -62,6 +67,8 @@ def short_project(project: str | None) -> str:
     return name if len(name) <= PROJECT_CHARS else name[: PROJECT_CHARS - 1] + "…"
 PREVIEW_DELAY = 0.12
 UPKEEP_IDLE = 0.5  # seconds without a keystroke before a step of ranking-list upkeep
+FIRST_AFTER = 0.06  # seconds of full ranking after which a first page is drawn meanwhile
+NEWEST = 10_000  # the matches the first page ranks (the newest; ~15 ms on one thread)
 
 
 def same(a: tuple[str, model.Filters], b: tuple[str, model.Filters]) -> bool:
@@ -112,6 +119,7 @@ class BrowseApp(App[model.Choice]):
         self.agents = agents or []
         self.rows: list[model.Row] = []
         self.shown: tuple[str, model.Filters] | None = None  # what the results answer
+        self.shown_partial = False  # the results are a first page (the newest matches only)
         self.previewed: str | None = None  # the row key the preview shows
         self.unfold = False
         self._window: model.Window | None = None
@@ -199,7 +207,6 @@ class BrowseApp(App[model.Choice]):
         """The search thread: one search at a time, the newest query asked for next; one
         read connection for the app's life (this thread's, `projections.query._open`); each
         search stoppable by its `Cancel` (`search` stops one a newer query supersedes)."""
-        from projections.cancel import Cancel
         from projections.errors import Interrupted
 
         last: model.Rows | None = None
@@ -219,13 +226,7 @@ class BrowseApp(App[model.Choice]):
                     # only whitespace differs: the same words, the same answer
                     rows = model.Rows(query, filters, last.rows, last.problem, last.note)
                 else:
-                    cancel = Cancel()
-                    with self._wake:
-                        self._inflight = (wanted, cancel)
-                        if self._wanted is not None and not same(wanted, self._wanted):
-                            cancel.cancel()  # superseded already (asked before it ran)
-                    rows = model.results(self.home, query, filters,
-                                         catch_up=self.searches == 0, cancel=cancel)
+                    rows = self._ranked(wanted)
                     self.searches += 1
                 last = rows
             except Interrupted:  # a newer query superseded it: nothing to draw
@@ -237,10 +238,62 @@ class BrowseApp(App[model.Choice]):
             finally:
                 with self._wake:
                     self._searching = False
-                    self._inflight = None
             if self._stopping:
                 return
             self.post_message(Answered(rows))  # thread-safe; never waits for the app
+
+    def _superseded(self, wanted: tuple[str, model.Filters]) -> bool:
+        with self._wake:
+            return self._wanted is not None and not same(wanted, self._wanted)
+
+    def _ranked(self, wanted: tuple[str, model.Filters]) -> model.Rows:
+        """The answer to `wanted` (every match ranked); when that outlasts `FIRST_AFTER`
+        seconds, it is stopped, a first page is drawn meanwhile (the best of the newest
+        `NEWEST` matches, labelled so) and the full ranking run again. Raises
+        `Interrupted` when a newer query supersedes it."""
+        from projections.errors import Interrupted
+
+        over = threading.Event()
+        try:
+            return self._search_once(wanted, over=over)
+        except Interrupted:
+            if not over.is_set() or self._superseded(wanted):
+                raise
+        first = self._search_once(wanted, newest=NEWEST)
+        if not first.partial:  # no more matches than that: the answer itself
+            return first
+        self.post_message(Answered(first))
+        return self._search_once(wanted)
+
+    def _search_once(self, wanted: tuple[str, model.Filters], *,
+                     over: threading.Event | None = None,
+                     newest: int | None = None) -> model.Rows:
+        """One search, stoppable by the key's handler (its own `Cancel`) and, with `over`,
+        by a timer after `FIRST_AFTER` seconds (`over` set then)."""
+        from projections.cancel import Cancel
+
+        cancel = Cancel()
+        with self._wake:
+            self._inflight = (wanted, cancel)
+            if self._wanted is not None and not same(wanted, self._wanted):
+                cancel.cancel()  # superseded already (asked before it ran)
+        timer: threading.Timer | None = None
+        if over is not None:
+            def expire() -> None:
+                over.set()
+                cancel.cancel()
+
+            timer = threading.Timer(FIRST_AFTER, expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            return model.results(self.home, wanted[0], wanted[1],
+                                 catch_up=self.searches == 0, cancel=cancel, newest=newest)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with self._wake:
+                self._inflight = None
 
     def on_answered(self, message: Answered) -> None:
         self._show_rows(message.rows)
@@ -278,6 +331,7 @@ class BrowseApp(App[model.Choice]):
             table.add_row(Text(when(row.at)), Text(row.agent[:8]),
                           Text(short_project(row.project)), Text(text), key=row.key)
         self.shown = (rows.query, rows.filters)
+        self.shown_partial = rows.partial
         self.set_status(rows.problem or rows.note)
         if not rows.rows:
             self.previewed = None
