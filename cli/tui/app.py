@@ -13,11 +13,12 @@ Promises:
   threads'); the stopped search raises `Interrupted`, which the search thread drops (it is
   superseded, never an error shown) before it runs the newest query; `interrupted` counts
   them;
-- a search that ranks every match for longer than `FIRST_AFTER` seconds (two common words
-  under a filter, on a large history) is stopped the same way, a first page drawn meanwhile
-  (the best of the newest `NEWEST` matches: SQLite's ranking over them,
-  `projections.query.search(newest=…)`, labelled "first page" in the status line,
-  `shown_partial`), then every match ranked again and drawn in its place;
+- while a search ranks every match for longer than `FIRST_AFTER` seconds (two common words
+  under a filter, on a large history), a first page is drawn meanwhile: the best of the
+  newest `NEWEST` matches (SQLite's ranking over them, `projections.query.search(newest=…)`)
+  made on the app's first-page thread (a read connection of its own), labelled "first
+  page" in the status line (`shown_partial`), replaced by the full ranking's answer when it
+  comes (a first page later than the answer is dropped; the answer stops its making);
 - while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
   app makes the ranking lists history.db still wants, one bounded step at a time on a
   thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
@@ -129,6 +130,10 @@ class BrowseApp(App[model.Choice]):
         self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
         self._searching = False
         self._inflight: tuple[tuple[str, model.Filters], Cancel] | None = None  # in flight
+        self._first_inflight: tuple[tuple[str, model.Filters], Cancel] | None = None
+        # the query whose first page is wanted, and from when (the full ranking's start +
+        # FIRST_AFTER)
+        self._first_asked: tuple[tuple[str, model.Filters], float] | None = None
         self.interrupted = 0  # searches stopped because a newer query superseded them
         self._asked = time.monotonic()  # when the last search was asked for
         self._stopping = False
@@ -169,6 +174,8 @@ class BrowseApp(App[model.Choice]):
         self._threads = [threading.Thread(target=self._searcher, name="browse-search",
                                           daemon=True),
                          threading.Thread(target=self._upkeep, name="browse-upkeep",
+                                          daemon=True),
+                         threading.Thread(target=self._first_pages, name="browse-first",
                                           daemon=True)]
         for thread in self._threads:
             thread.start()
@@ -199,8 +206,12 @@ class BrowseApp(App[model.Choice]):
         with self._wake:
             self._wanted = self.current()
             self._asked = time.monotonic()
-            if self._inflight is not None and not same(self._inflight[0], self._wanted):
-                self._inflight[1].cancel()
+            for inflight in (self._inflight, self._first_inflight):
+                if inflight is not None and not same(inflight[0], self._wanted):
+                    inflight[1].cancel()
+            if self._first_asked is not None and not same(self._first_asked[0],
+                                                          self._wanted):
+                self._first_asked = None
             self._wake.notify_all()  # all: the upkeep thread waits on it too
 
     def _searcher(self) -> None:
@@ -242,58 +253,66 @@ class BrowseApp(App[model.Choice]):
                 return
             self.post_message(Answered(rows))  # thread-safe; never waits for the app
 
-    def _superseded(self, wanted: tuple[str, model.Filters]) -> bool:
-        with self._wake:
-            return self._wanted is not None and not same(wanted, self._wanted)
-
     def _ranked(self, wanted: tuple[str, model.Filters]) -> model.Rows:
-        """The answer to `wanted` (every match ranked); when that outlasts `FIRST_AFTER`
-        seconds, it is stopped, a first page is drawn meanwhile (the best of the newest
-        `NEWEST` matches, labelled so) and the full ranking run again. Raises
-        `Interrupted` when a newer query supersedes it."""
-        from projections.errors import Interrupted
-
-        over = threading.Event()
-        try:
-            return self._search_once(wanted, over=over)
-        except Interrupted:
-            if not over.is_set() or self._superseded(wanted):
-                raise
-        first = self._search_once(wanted, newest=NEWEST)
-        if not first.partial:  # no more matches than that: the answer itself
-            return first
-        self.post_message(Answered(first))
-        return self._search_once(wanted)
-
-    def _search_once(self, wanted: tuple[str, model.Filters], *,
-                     over: threading.Event | None = None,
-                     newest: int | None = None) -> model.Rows:
-        """One search, stoppable by the key's handler (its own `Cancel`) and, with `over`,
-        by a timer after `FIRST_AFTER` seconds (`over` set then)."""
+        """The answer to `wanted` (every match ranked), on this thread's connection; the
+        first-page thread is asked for a first page should it outlast `FIRST_AFTER`
+        seconds. Raises `Interrupted` when a newer query supersedes it."""
         from projections.cancel import Cancel
 
         cancel = Cancel()
+        first = self.searches > 0  # (not while the first search catches history.db up)
         with self._wake:
             self._inflight = (wanted, cancel)
             if self._wanted is not None and not same(wanted, self._wanted):
                 cancel.cancel()  # superseded already (asked before it ran)
-        timer: threading.Timer | None = None
-        if over is not None:
-            def expire() -> None:
-                over.set()
-                cancel.cancel()
-
-            timer = threading.Timer(FIRST_AFTER, expire)
-            timer.daemon = True
-            timer.start()
+            elif first:
+                self._first_asked = (wanted, time.monotonic() + FIRST_AFTER)
+                self._wake.notify_all()
         try:
             return model.results(self.home, wanted[0], wanted[1],
-                                 catch_up=self.searches == 0, cancel=cancel, newest=newest)
+                                 catch_up=self.searches == 0, cancel=cancel)
         finally:
-            if timer is not None:
-                timer.cancel()
             with self._wake:
                 self._inflight = None
+                self._first_asked = None
+                if self._first_inflight is not None and same(self._first_inflight[0],
+                                                             wanted):
+                    self._first_inflight[1].cancel()  # the answer is here: no first page
+
+    def _first_pages(self) -> None:
+        """The first-page thread: when the search thread's full ranking of a query outlasts
+        `FIRST_AFTER` seconds, the best of the newest `NEWEST` matches (SQLite's ranking of
+        them, `newest=`), on a read connection of its own, drawn labelled while the full
+        ranking goes on; stopped like a search by a newer query, and by the answer."""
+        from projections.cancel import Cancel
+        from projections.errors import Interrupted
+
+        while True:
+            with self._wake:
+                while not self._stopping and (
+                        self._first_asked is None
+                        or time.monotonic() < self._first_asked[1]):
+                    due = None if self._first_asked is None else (
+                        self._first_asked[1] - time.monotonic())
+                    self._wake.wait(due)
+                if self._stopping:
+                    return
+                wanted, _ = self._first_asked  # type: ignore[misc]
+                self._first_asked = None
+                cancel = Cancel()
+                self._first_inflight = (wanted, cancel)
+            try:
+                rows = model.results(self.home, wanted[0], wanted[1], cancel=cancel,
+                                     newest=NEWEST)
+            except Interrupted:
+                continue
+            finally:
+                with self._wake:
+                    self._first_inflight = None
+            if self._stopping:
+                return
+            if not cancel.cancelled:
+                self.post_message(Answered(rows))
 
     def on_answered(self, message: Answered) -> None:
         self._show_rows(message.rows)
@@ -321,6 +340,9 @@ class BrowseApp(App[model.Choice]):
     def _show_rows(self, rows: model.Rows) -> None:
         if (rows.query, rows.filters) != self.current():
             return  # an older query's answer
+        if rows.partial and self.shown == (rows.query, rows.filters) and not (
+                self.shown_partial):
+            return  # a first page late: the full ranking's answer is drawn already
         self.rows = rows.rows
         table = self.query_one("#results", DataTable)
         table.clear()
