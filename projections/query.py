@@ -43,7 +43,7 @@ from projections.errors import (
 )
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
-from projections.search import fts_search, newest_floor, plain_search
+from projections.search import fts_search, latest_search, plain_search
 from projections.text import SNIPPET_CHARS, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
@@ -179,15 +179,16 @@ def search(
     snippet_chars: int = SNIPPET_CHARS,
     role: bool = False,
     cancel: Cancel | None = None,
-    newest: int | None = None,
+    latest: bool = False,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "hits", "coverage"} (see docs/search.md); snippets
     of at most `snippet_chars` characters (40..320); with `role`, each hit's `role` too
     (the compact answer of MCP's `search_history`). With `cancel`, another thread may stop
-    it (`Cancel.cancel()`): it raises `Interrupted` then. With `newest` (fts5 engine), only
-    the newest `newest` matches of the full-text expression are ranked (SQLite's ranking,
-    no accelerator): a bounded first page while the full ranking runs (`agentlog browse`);
-    the answer then carries `"partial": {"newest": newest}` when more matches exist."""
+    it (`Cancel.cancel()`): it raises `Interrupted` then. With `latest` (fts5 engine), NOT
+    the ranking: the latest captured matches first, from the newest ones only
+    (`projections.search.latest_search`, a bounded query of a few milliseconds; `agentlog
+    browse`'s first page while every match is ranked); the answer carries
+    `"unranked": true` then."""
     tokens = query_tokens(query)
     if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or not (
             40 <= snippet_chars <= SNIPPET_CHARS):
@@ -202,18 +203,12 @@ def search(
                 "coverage": empty_coverage()}
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
-    floor: int | None = None
-    if newest is not None and (isinstance(newest, bool) or not isinstance(newest, int)
-                               or newest < 1):
-        raise QueryError("newest", f"must be an integer >= 1; got {newest!r}")
+    latest = bool(latest) and use == "fts5"
 
     def run() -> list[tuple[Any, ...]]:
-        nonlocal floor
         if use == "plain":
             return plain_search(con, tokens, flt, n)
-        if newest is not None:
-            floor = newest_floor(con, tokens, newest)
-        return fts_search(con, tokens, flt, n, floor=floor)
+        return (latest_search if latest else fts_search)(con, tokens, flt, n)
 
     if tokens:
         if cancel is None:
@@ -223,10 +218,10 @@ def search(
                 rows = run()
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
-    out = {"engine": use, "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
-           "coverage": cov}
-    if floor is not None:
-        out["partial"] = {"newest": newest}
+    out: dict[str, Any] = {"engine": use, "coverage": cov,
+                           "hits": [_hit(r, tokens, snippet_chars, role) for r in rows]}
+    if latest:
+        out["unranked"] = True
     return out
 
 

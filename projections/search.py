@@ -27,7 +27,7 @@ from projections import cjk, rank, ranking
 from projections.filters import Filters
 from projections.text import fold, fts_phrase
 
-__all__ = ["fts_search", "newest_floor", "plain_search", "take"]
+__all__ = ["fts_search", "latest_search", "plain_search", "take"]
 
 _HIT_COLS = (
     "d.rowid, d.id, d.kind, d.agent, d.at, d.message, d.job, d.run, d.session, d.cursor,"
@@ -51,37 +51,67 @@ def _plan(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
     return main, grams, lits
 
 
-def newest_floor(con: sqlite3.Connection, tokens: list[str], newest: int) -> int | None:
-    """The lowest rowid of the newest `newest` matches of the query's full-text expression
-    (before filters and literal conditions), or None when it has no more than that many
-    (or no full-text part): `fts_search(floor=…)` ranks only those."""
-    main, grams, _ = _plan(tokens)
-    if not main and not grams:
-        return None
-    table, expr = ("documents_fts", " AND ".join(fts_phrase(t) for t in main)) if main else (
-        "documents_cjk", _cjk_expr(grams))
-    row = con.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
-                      " LIMIT 1 OFFSET ?", (expr, max(newest - 1, 0))).fetchone()
-    return None if row is None else int(row[0])
-
-
 def fts_search(
     con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int, *,
-    lists: bool = True, floor: int | None = None,
+    lists: bool = True,
 ) -> list[tuple[Any, ...]]:
-    """The best `limit` hits over every match (`lists=False`: never from a champion list).
-    With `floor` (`newest_floor`'s), the best of the matches whose rowid is at least
-    `floor` only: the reference statement over the newest matches, no accelerator (a
-    bounded first page, not the answer over every match)."""
+    """The best `limit` hits over every match (`lists=False`: never from a champion list)."""
     main, grams, lits = _plan(tokens)
     if not main and not grams:
         return plain_search(con, tokens, filters, limit)
+    match, where, params = _match(main, grams, lits, filters, lists)
+    # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe may
+    # need more than one page).
+    page = max(limit * 4, 40)
+    pick = take(con, limit, where, params)
+    hits = rank.top(con, match, limit, page, pick)
+    if hits is None:
+        hits = pick(ranking.pages(con, match.table, match.expr, match.conds, match.params,
+                                  page), True)
+    return hits
+
+
+def latest_search(
+    con: sqlite3.Connection, tokens: list[str], filters: Filters, limit: int,
+) -> list[tuple[Any, ...]]:
+    """NOT the ranking: the latest captured of the newest `LATEST_SCAN` matches of the
+    full-text expression that satisfy the filters and the query's other conditions, newest
+    (highest rowid) first, duplicates dropped: a bounded query, no bm25, a few milliseconds
+    whatever the match count (a first page while every match is ranked, shown as such)."""
+    main, grams, lits = _plan(tokens)
+    if not main and not grams:
+        return plain_search(con, tokens, filters, limit)
+    match, where, params = _match(main, grams, lits, filters, False)
+    t = match.table
+    sql = (f"SELECT m.rowid FROM (SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC"
+           f" LIMIT ?) m JOIN documents d ON d.rowid = m.rowid"
+           f" WHERE {match.conds}"
+           " ORDER BY m.rowid DESC LIMIT ? OFFSET ?")
+    page = max(limit * 4, 40)
+
+    def pages() -> Iterable[list[int]]:
+        offset = 0
+        while True:
+            rowids = [int(r[0]) for r in con.execute(
+                sql, [match.expr, LATEST_SCAN, *match.params, page, offset])]
+            yield rowids
+            if len(rowids) < page:
+                return
+            offset += page
+
+    return take(con, limit, where, params)(pages(), True)
+
+
+LATEST_SCAN = 20_000  # matches `latest_search` looks at, at most (the newest)
+
+
+def _match(main: list[str], grams: list[str], lits: list[str], filters: Filters,
+           lists: bool) -> tuple[rank.Match, str, list[Any]]:
+    """The full-text match of a query's parts (`_plan`'s) under `filters`, and the filters'
+    own condition over the row `d` with its parameters."""
     where, params = filters.where("d")
     conds = [where]
     cparams: list[Any] = list(params)
-    if floor is not None:
-        conds.append(f"{'documents_fts' if main else 'documents_cjk'}.rowid >= ?")
-        cparams.append(floor)
     if main and grams:
         conds.append("d.rowid IN (SELECT rowid FROM documents_cjk WHERE documents_cjk MATCH ?)")
         cparams.append(_cjk_expr(grams))
@@ -93,15 +123,7 @@ def fts_search(
     else:
         table, expr = "documents_cjk", _cjk_expr(grams)
     words = main if lists and main and not grams and not lits else []
-    match = rank.Match(table, expr, " AND ".join(conds), cparams, words)
-    # Every match is ranked inside SQLite; Python sees a page of rowids at a time (dedupe may
-    # need more than one page).
-    page = max(limit * 4, 40)
-    pick = take(con, limit, where, params)
-    hits = None if floor is not None else rank.top(con, match, limit, page, pick)
-    if hits is None:
-        hits = pick(ranking.pages(con, table, expr, match.conds, cparams, page), True)
-    return hits
+    return rank.Match(table, expr, " AND ".join(conds), cparams, words), where, params
 
 
 def take(con: sqlite3.Connection, limit: int, where: str, params: list[Any]) -> rank.Take:

@@ -259,10 +259,9 @@ def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
 def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
         demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     """While a search ranks every match for longer than `FIRST_AFTER`, a first page (the
-    best of the newest matches, on the first-page thread) is drawn labelled, then the full
+    latest matches, unranked, on the first-page thread) is drawn labelled, then the full
     ranking's answer replaces it. Deterministic: the full ranking does not end until the
-    first page was drawn (a hook), and the hooked floor says more matches exist than the
-    first page ranks."""
+    first page was drawn (a hook)."""
     import sqlite3
     import threading
 
@@ -273,18 +272,17 @@ def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
     real = query.fts_search
 
     def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
-               floor: int | None = None, **kwargs: Any) -> list[tuple[Any, ...]]:
-        if tokens == ["tangerine"] and floor is None:  # the full ranking: slow until then
+               **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["tangerine"]:  # the full ranking: slow until the first page is drawn
             full_runs.append("run")
             give_up = time.monotonic() + 120  # a fail-safe far beyond `settle`'s wait
             con.create_function("running", 1, lambda _: int(
                 not first_drawn.is_set() and time.monotonic() < give_up))
             con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1"
                         " FROM c WHERE running(x)) SELECT count(*) FROM c").fetchone()
-        return real(con, tokens, *args, floor=floor, **kwargs)
+        return real(con, tokens, *args, **kwargs)
 
     monkeypatch.setattr(query, "fts_search", hooked)
-    monkeypatch.setattr(query, "newest_floor", lambda con, tokens, newest: 1)
     monkeypatch.setattr(app_module, "FIRST_AFTER", 0.05)
     app = app_of(demo_home)
     drawn: list[tuple[str, bool, str]] = []
@@ -310,7 +308,7 @@ def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
     run(app, scenario)
     mine = [d for d in drawn if d[0] == "tangerine"]
     assert [p for _, p, _ in mine] == [True, False]  # the first page, then the answer
-    assert "first page" in mine[0][2] and "newest" in mine[0][2]
+    assert "first page" in mine[0][2] and "not ranked" in mine[0][2]
     assert "first page" not in mine[1][2]
     assert full_runs == ["run"]  # the full ranking went on meanwhile (not begun again)
     plain = model.results(demo_home, "tangerine", model.Filters())

@@ -15,15 +15,15 @@ if TYPE_CHECKING:
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
          include_archived: bool = True, catch_up: bool = True,
-         cancel: Cancel | None = None, newest: int | None = None) -> dict[str, Any]:
+         cancel: Cancel | None = None, latest: bool = False) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query.
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     `catch_up=False` queries history.db as it is (`agentlog browse` catches up once, not at
     every keystroke). With `cancel` (`projections.cancel.Cancel`) another thread may stop
     the query (not the catch-up): it raises `projections.errors.Interrupted` then (`agentlog
-    browse` stops the search a newer keystroke superseded). `newest`: rank only the newest
-    matches (`projections.query.search`'s; browse's first page while every match is ranked).
+    browse` stops the search a newer keystroke superseded). `latest`: the latest matches,
+    unranked (`projections.query.search`'s; browse's first page while every match is ranked).
     """
     from cli.services.catchup import ensure_current, search_engine
     from cli.services.dates import plain_dates
@@ -48,7 +48,7 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
                              + unknown_project_hint(known))
     result = run_search(home.history_db, text, filters or None, limit,
                         engine=search_engine(home), cancel=cancel,
-                        newest=newest)
+                        latest=latest)
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)

@@ -13,12 +13,13 @@ Promises:
   threads'); the stopped search raises `Interrupted`, which the search thread drops (it is
   superseded, never an error shown) before it runs the newest query; `interrupted` counts
   them;
-- while a search ranks every match for longer than `FIRST_AFTER` seconds (two common words
-  under a filter, on a large history), a first page is drawn meanwhile: the best of the
-  newest `NEWEST` matches (SQLite's ranking over them, `projections.query.search(newest=…)`)
-  made on the app's first-page thread (a read connection of its own), labelled "first
-  page" in the status line (`shown_partial`), replaced by the full ranking's answer when it
-  comes (a first page later than the answer is dropped; the answer stops its making);
+- while a search ranks every match for longer than `FIRST_AFTER` seconds (several common
+  words on a large history), a first page is drawn meanwhile: the latest captured matches,
+  newest first, NOT ranked (`projections.query.search(latest=True)`, a bounded query of a
+  few milliseconds), made on the app's first-page thread (a read connection of its own),
+  labelled "first page … not ranked yet" in the status line (`shown_partial`) and replaced
+  by the full ranking's answer when it comes (a first page later than the answer is
+  dropped; the answer stops its making);
 - while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
   app makes the ranking lists history.db still wants, one bounded step at a time on a
   thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
@@ -69,7 +70,6 @@ def short_project(project: str | None) -> str:
 PREVIEW_DELAY = 0.12
 UPKEEP_IDLE = 0.5  # seconds without a keystroke before a step of ranking-list upkeep
 FIRST_AFTER = 0.06  # seconds of full ranking after which a first page is drawn meanwhile
-NEWEST = 10_000  # the matches the first page ranks (the newest; ~15 ms on one thread)
 
 
 def same(a: tuple[str, model.Filters], b: tuple[str, model.Filters]) -> bool:
@@ -281,9 +281,9 @@ class BrowseApp(App[model.Choice]):
 
     def _first_pages(self) -> None:
         """The first-page thread: when the search thread's full ranking of a query outlasts
-        `FIRST_AFTER` seconds, the best of the newest `NEWEST` matches (SQLite's ranking of
-        them, `newest=`), on a read connection of its own, drawn labelled while the full
-        ranking goes on; stopped like a search by a newer query, and by the answer."""
+        `FIRST_AFTER` seconds, the latest matches, unranked (`latest=True`), on a read
+        connection of its own, drawn labelled while the full ranking goes on; stopped like
+        a search by a newer query, and by the answer."""
         from projections.cancel import Cancel
         from projections.errors import Interrupted
 
@@ -303,7 +303,7 @@ class BrowseApp(App[model.Choice]):
                 self._first_inflight = (wanted, cancel)
             try:
                 rows = model.results(self.home, wanted[0], wanted[1], cancel=cancel,
-                                     newest=NEWEST)
+                                     latest=True)
             except Interrupted:
                 continue
             finally:

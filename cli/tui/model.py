@@ -72,17 +72,16 @@ class Rows:
     rows: list[Row] = field(default_factory=list)
     problem: str | None = None
     note: str = ""
-    partial: bool = False  # the best of the newest matches only (`results(newest=…)`)
+    partial: bool = False  # the latest matches, not ranked yet (`results(latest=True)`)
 
 
 def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = None,
             catch_up: bool = False, cancel: Cancel | None = None,
-            newest: int | None = None) -> Rows:
+            latest: bool = False) -> Rows:
     """The rows for `query` under `filters` (see the module's promises); history.db is
     caught up first only with `catch_up` (the command catches up once, before the app);
-    `cancel` stops the search from another thread (`Interrupted` raised); with `newest`,
-    only the newest `newest` matches are ranked (`partial` set when more exist: a first
-    page, labelled so)."""
+    `cancel` stops the search from another thread (`Interrupted` raised); with `latest`, the
+    latest captured matches, not ranked (`partial` set: a first page, labelled so)."""
     from cli.services.errors import AgentlogError
     from projections.errors import Interrupted, ProjectionError
 
@@ -93,13 +92,13 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
             from cli.services.search import find
 
             found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up,
-                         cancel=cancel, newest=newest)
+                         cancel=cancel, latest=latest)
             out.rows = [_hit_row(h) for h in found["hits"]]
             out.note = f"{len(out.rows)} hit(s) [{found['engine']}]"
-            if found.get("partial"):
+            if found.get("unranked"):
                 out.partial = True
-                out.note += (f" · first page: the best of the newest {newest:,} matches;"
-                             " ranking every match…")
+                out.note = (f"first page: {len(out.rows)} of the latest matches, newest first,"
+                            f" not ranked yet; ranking every match… [{found['engine']}]")
         elif filters.project:
             out.rows = _session_rows(home, filters, now)
             out.note = f"{len(out.rows)} session(s) of {filters.project}"
