@@ -95,6 +95,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="keep the work folder here")
     ap.add_argument("--gap", type=float, default=0.1,
                     help="seconds between keys (0.1: a fast typist)")
+    ap.add_argument("--no-first-page", action="store_true",
+                    help="never draw a first page while a slow full ranking runs (to compare)")
     args = ap.parse_args()
     files, target, big = (600, 20 << 20, 0) if args.quick else (
         (6000, 250 << 20, 750) if args.gb else (6000, 250 << 20, 0))
@@ -117,6 +119,10 @@ def main() -> None:
         from readers.registry import search_agents
 
         h = Home(home)
+        if args.no_first_page:
+            import cli.tui.app as app_module
+
+            app_module.FIRST_AFTER = float("inf")
         for agent in (None, "claude"):
             app = BrowseApp(h, projects=known_projects(h.history_db),
                             agents=list(search_agents()))
