@@ -122,7 +122,7 @@ def main() -> None:
         if args.no_first_page:
             import cli.tui.app as app_module
 
-            app_module.FIRST_AFTER = float("inf")
+            app_module.FIRST_AFTER = 1e6  # (a finite wait: threading refuses inf)
         for agent in (None, "claude"):
             app = BrowseApp(h, projects=known_projects(h.history_db),
                             agents=list(search_agents()))
