@@ -134,7 +134,7 @@ def main() -> None:
                   f" p50 {pct(ms, 50):.1f} ms, p95 {pct(ms, 95):.1f} ms, max {max(ms):.1f} ms"
                   f" (goal p95 <= 100 ms); the full ranking's answer: p50"
                   f" {pct(full, 50):.1f} ms, p95 {pct(full, 95):.1f} ms, max {max(full):.1f} ms;"
-                  f" searches stopped by a newer key or the first-page timer:"
+                  f" searches a newer key stopped:"
                   f" {app.interrupted}")
         print(f"load average: {load_average()}")
 

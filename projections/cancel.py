@@ -11,6 +11,8 @@ Promises:
   are stopped with it (`adopt`);
 - a read stopped inside a transaction it began (a split ranking's snapshot) leaves none
   open: the connection holds no lock afterwards;
+- Python loops between statements stop at their `check(con)` stop points (the threshold
+  algorithm of `projections.rank.multi` spends most of its time in Python);
 - a stopped statement raises `sqlite3.OperationalError` "interrupted" (SQLITE_INTERRUPT);
   `projections.query` turns it into `projections.errors.Interrupted`, never a damaged file;
 - `cancel` interrupts only connections a read holds: once `watching` returns, the
@@ -85,6 +87,15 @@ class Cancel:
                 con.cancel = before  # type: ignore[attr-defined]
             with self._lock:
                 self._cons.remove(con)
+
+
+def check(con: sqlite3.Connection) -> None:
+    """A stop point for Python work between statements (a ranking accelerator's loops,
+    which SQLite's interrupt cannot reach): `Interrupted` when a cancelled `Cancel`
+    watches `con`; nothing otherwise (an attribute read)."""
+    stop = getattr(con, "cancel", None)
+    if stop is not None and stop.cancelled:
+        raise Interrupted("superseded")
 
 
 def interrupted(exc: BaseException) -> bool:
