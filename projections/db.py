@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections import fileid, heap
 from projections.body import unpack
@@ -36,6 +36,9 @@ from projections.indexes import SCRIPT as _QUERY_INDEXES
 from projections.rank import schema as rank_tables
 from projections.results import Checkpoint
 from projections.text import fold
+
+if TYPE_CHECKING:
+    from projections.cancel import Cancel
 
 # 4: run log chunks dated by the run start (file name, late metadata)
 # 5: a session imported into a second project is its own conversation
@@ -261,6 +264,7 @@ class Connection(sqlite3.Connection):
     bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
     deferred_indexes: dict[str, str]  # a bulk load's indexes not made yet: name -> SQL
     ident: fileid.FileId | None  # the file `connect` opened (projections/fileid.py)
+    cancel: Cancel | None  # the read's stop button while one watches it (projections/cancel.py)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -272,11 +276,16 @@ class Connection(sqlite3.Connection):
         self.bulk_fts = None
         self.deferred_indexes = {}
         self.ident = None
+        self.cancel = None
 
     def open_reader(self, path: Path) -> sqlite3.Connection:
         """Another read-only connection, to `path`, that fails at once rather than wait for
-        a lock (a ranking thread's own: projections.rank.split)."""
-        return connect(path, readonly=True, timeout=0.0)
+        a lock (a ranking thread's own: projections.rank.split); stopped with this one's read
+        when a `Cancel` watches it."""
+        con = connect(path, readonly=True, timeout=0.0)
+        if self.cancel is not None:
+            self.cancel.adopt(con)
+        return con
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:

@@ -44,6 +44,11 @@ class ProjectionBusy(ProjectionError):
     """Another process is rebuilding history.db and did not finish in time."""
 
 
+class Interrupted(ProjectionError):
+    """The caller stopped its own read (`projections.cancel.Cancel`): a newer search
+    superseded it. Not a failure: there is nothing to show for it."""
+
+
 class ProjectionDamaged(ProjectionError, sqlite3.DatabaseError):
     """history.db is not a readable SQLite database (truncated, overwritten, corrupt). It is
     derived data: rebuilding it from the log (`agentlog reindex`) is always the cure. (Also a

@@ -12,6 +12,9 @@ Promises:
 - any failure to open or read history.db other than a busy lock (a damaged header, a
   corrupt page, an unreadable file, a broken full-text table) is `ProjectionDamaged`:
   history.db is derived, and rebuilding it from the log is the cure (`damage_named`);
+- a search given a `Cancel` (projections/cancel.py) stops when another thread cancels it
+  and raises `Interrupted` (its statements interrupted: `sqlite3.Connection.interrupt()`
+  on this thread's connection and on the connections of its ranking threads);
 - coverage carries `stale: true` while a drift between history.db and the log is known
   (`verify` found it; a rebuild clears it).
 """
@@ -29,10 +32,18 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from projections import db, stale
-from projections.errors import BadId, NotFound, ProjectionDamaged, ProjectionError, QueryError
+from projections.cancel import Cancel, interrupted
+from projections.errors import (
+    BadId,
+    Interrupted,
+    NotFound,
+    ProjectionDamaged,
+    ProjectionError,
+    QueryError,
+)
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
-from projections.search import fts_search, plain_search
+from projections.search import fts_search, latest_search, plain_search
 from projections.text import SNIPPET_CHARS, query_prefixes, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
@@ -83,6 +94,8 @@ def damage_named(fn: Callable[P, R]) -> Callable[P, R]:
             msg = str(exc)
             if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
                 raise
+            if interrupted(exc):  # the caller's Cancel stopped it: superseded, not damage
+                raise Interrupted("superseded") from None
             close_connections()
             where = args[0] if args else kwargs.get("db_path", "history.db")
             raise ProjectionDamaged(f"{where} is damaged ({msg[:120]})") from None
@@ -173,6 +186,8 @@ def search(
     related: bool = False,
     meaning_dir: Path | None = None,
     meaning_model: Mapping[str, Any] | None = None,
+    cancel: Cancel | None = None,
+    latest: bool = False,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "mode", "hits", "coverage"} (see docs/search.md), plus
     `suggestions` when there is no hit; snippets of at most `snippet_chars` characters
@@ -185,7 +200,12 @@ def search(
     "hybrid" (both, fused by reciprocal rank); `meaning_model`: the model spec
     (projections.meaning.model; None: the default). `related`: in "words" mode, when fewer than
     `limit` hits, add `related` (meaning hits not among them). In every mode but plain
-    words, `coverage.meaning` says how much is embedded."""
+    words, `coverage.meaning` says how much is embedded. With `cancel`, another thread may
+    stop it (`Cancel.cancel()`): it raises `Interrupted` then. With `latest` (fts5 engine,
+    words), NOT the ranking: the latest captured matches first, from the newest ones only
+    (`projections.search.latest_search`, a bounded query of a few milliseconds; `agentlog
+    browse`'s first page while every match is ranked); the answer carries `"unranked":
+    true` then."""
     if mode not in MODES:
         raise QueryError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
     tokens = query_tokens(query)
@@ -206,8 +226,11 @@ def search(
     use = "plain" if engine == "plain" or not db.has_fts(con) else "fts5"
     rows: list[tuple[Any, ...]] = []
     grouped = group is not None
+    latest = bool(latest) and use == "fts5"
 
     def words(k: int) -> list[tuple[Any, ...]]:
+        if use == "fts5" and latest:
+            return latest_search(con, tokens, flt, k)
         if use == "fts5":
             return fts_search(con, tokens, flt, k, prefixes=prefixes, group=grouped)
         return plain_search(con, tokens, flt, k, group=grouped)
@@ -217,18 +240,26 @@ def search(
     def by_meaning() -> list[tuple[Any, ...]]:
         return _by_meaning(con, (folder, meaning_model), query, flt, n, grouped)
 
+    def found() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+        if mode == "words":
+            got = words(n)
+            if not related or len(got) >= n:
+                return got, None
+            known = {r[0] for r in got}
+            return got, [r for r in by_meaning() if r[0] not in known][: n - len(got)]
+        if mode == "meaning":
+            # exact matches first when there are few (a needle is never lost), then by meaning
+            exact = words(n + 1)
+            return _one_each((exact if len(exact) <= n else []) + by_meaning(), n,
+                             grouped), None
+        return _one_each(fuse(words(n), by_meaning(), n * 2), n, grouped), None
+
     more: list[tuple[Any, ...]] | None = None
-    if tokens and mode == "words":
-        rows = words(n)
-        if related and len(rows) < n:
-            known = {r[0] for r in rows}
-            more = [r for r in by_meaning() if r[0] not in known][: n - len(rows)]
-    elif tokens and mode == "meaning":
-        # exact matches first when there are few (a needle is never lost), then by meaning
-        exact = words(n + 1)
-        rows = _one_each((exact if len(exact) <= n else []) + by_meaning(), n, grouped)
-    elif tokens:
-        rows = _one_each(fuse(words(n), by_meaning(), n * 2), n, grouped)
+    if tokens and cancel is None:
+        rows, more = found()
+    elif tokens and cancel is not None:
+        with cancel.watching(con):
+            rows, more = found()
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
     result: dict[str, Any] = {"engine": use, "mode": mode,
@@ -241,6 +272,8 @@ def search(
                              for r in more]
     if not rows:
         result["suggestions"] = _suggestions(con, use, [t for t in tokens if t not in prefixes])
+    if latest:
+        result["unranked"] = True
     return result
 
 

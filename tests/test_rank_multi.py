@@ -381,3 +381,28 @@ def test_a_token_fts5_cuts_is_counted_as_fts5_counts_it() -> None:
     terms = ["a" * rank_tokens.MAX_TOKEN, "bb"]
     assert rank_tokens.frequencies(rows, terms, 3) == rank_tokens.by_fts5(rows, terms, 3)
     assert rank_tokens.counts(rows, terms)[0] == rank_tokens.by_fts5(rows, terms)[0]
+
+
+def test_a_cancel_stops_the_walk_at_its_next_stop_point(tmp_path: Path) -> None:
+    """The threshold algorithm is Python between small statements, which SQLite's interrupt
+    cannot reach: a caller's Cancel (projections/cancel.py) stops it at the loop's stop
+    point; without one the walk goes on to its own end (the answer is never changed)."""
+    from projections.cancel import Cancel
+    from projections.errors import Interrupted
+
+    con = _listed(tmp_path / "h.db", 60)
+    stop = Cancel()
+    asked: list[int] = []
+
+    def accept(scored: list[tuple[float, int]], bound: float) -> None:
+        asked.append(len(scored))
+        stop.cancel()  # a newer keystroke while the walk goes on
+        return None  # (wants more)
+
+    with pytest.raises(Interrupted), stop.watching(con):
+        multi.search(con, ["fix", "error"], accept)
+    assert len(asked) == 1
+    asked.clear()
+    assert multi.search(con, ["fix", "error"], lambda s, b: asked.append(1)) is None
+    assert len(asked) >= 1
+    con.close()

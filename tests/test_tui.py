@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from cli.services.config import Home
 from cli.services.demo_corpus import CLAUDE_SESSION, CODEX_SESSION, PROJECT
+from cli.tui import app as app_module
 from cli.tui import model
 from cli.tui.app import BrowseApp
 from readers.registry import search_agents
@@ -196,3 +197,119 @@ def test_the_ranking_lists_still_wanted_are_made_while_the_reader_rests(
 
     run(app, scenario)
     assert wanted() == 0
+
+
+def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
+        demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing on while an earlier query's search is slow: the search in flight is stopped
+    (SQLite's interrupt on its connection), no error is shown, the last query's results
+    are drawn. The slow search is made slow by a hook, not by sleeping: the query
+    "glacier" runs a statement that never ends on its own (it gives up after 120 s, a
+    fail-safe far beyond the wait of `settle`), so without the interrupt "tangerine" is
+    never answered."""
+    import sqlite3
+    import threading
+
+    from projections import query
+
+    began = threading.Event()
+    stopped: list[str] = []
+    real = query.fts_search
+
+    def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
+               **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["glacier"]:
+            give_up = time.monotonic() + 120
+
+            def running(_: int) -> int:
+                began.set()
+                return int(time.monotonic() < give_up)
+
+            con.create_function("running", 1, running)
+            try:
+                con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                            " WHERE running(x)) SELECT count(*) FROM c").fetchone()
+            except sqlite3.OperationalError as exc:
+                stopped.append(str(exc))
+                raise
+        return real(con, tokens, *args, **kwargs)
+
+    monkeypatch.setattr(query, "fts_search", hooked)
+    monkeypatch.setattr(app_module, "FIRST_AFTER", 3600.0)  # only the key stops it here
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"glacier")
+        deadline = time.monotonic() + 30
+        while not began.is_set():  # the slow search is running
+            assert time.monotonic() < deadline, "the slow search never began"
+            await pilot.pause(0.01)
+        await pilot.press(*["backspace"] * len("glacier"), *"tangerine")
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine")
+        assert app.rows and all(r.agent == "codex" for r in app.rows)
+        status = str(app.query_one("#status", Static).render())
+        assert "hit(s)" in status and "interrupt" not in status.lower()
+        await pilot.press("escape")
+
+    run(app, scenario)
+    assert stopped == ["interrupted"]
+    assert app.interrupted >= 1
+
+
+def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
+        demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a search ranks every match for longer than `FIRST_AFTER`, a first page (the
+    latest matches, unranked, on the first-page thread) is drawn labelled, then the full
+    ranking's answer replaces it. Deterministic: the full ranking does not end until the
+    first page was drawn (a hook)."""
+    import sqlite3
+    import threading
+
+    from projections import query
+
+    first_drawn = threading.Event()
+    full_runs: list[str] = []
+    real = query.fts_search
+
+    def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
+               **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["tangerine"]:  # the full ranking: slow until the first page is drawn
+            full_runs.append("run")
+            give_up = time.monotonic() + 120  # a fail-safe far beyond `settle`'s wait
+            con.create_function("running", 1, lambda _: int(
+                not first_drawn.is_set() and time.monotonic() < give_up))
+            con.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1"
+                        " FROM c WHERE running(x)) SELECT count(*) FROM c").fetchone()
+        return real(con, tokens, *args, **kwargs)
+
+    monkeypatch.setattr(query, "fts_search", hooked)
+    monkeypatch.setattr(app_module, "FIRST_AFTER", 0.05)
+    app = app_of(demo_home)
+    drawn: list[tuple[str, bool, str]] = []
+    show = app._show_rows
+
+    def spy(rows: model.Rows) -> None:
+        show(rows)
+        if app.shown is not None:
+            drawn.append((app.shown[0], app.shown_partial,
+                          str(app.query_one("#status", Static).render())))
+            if app.shown == (rows.query, rows.filters) and app.shown_partial:
+                first_drawn.set()
+
+    app._show_rows = spy  # type: ignore[method-assign]
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await settle(pilot, lambda: app.searches >= 1)  # the empty query's answer
+        app.query_one("#query", Input).value = "tangerine"
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine"
+                     and not app.shown_partial)
+        await pilot.press("escape")
+
+    run(app, scenario)
+    mine = [d for d in drawn if d[0] == "tangerine"]
+    assert [p for _, p, _ in mine] == [True, False]  # the first page, then the answer
+    assert "first page" in mine[0][2] and "not ranked" in mine[0][2]
+    assert "first page" not in mine[1][2]
+    assert full_runs == ["run"]  # the full ranking went on meanwhile (not begun again)
+    plain = model.results(demo_home, "tangerine", model.Filters())
+    assert [r.key for r in app.rows] == [r.key for r in plain.rows]

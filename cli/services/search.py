@@ -10,19 +10,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 
 def find(home: Home, text: str, options: dict[str, str], limit: str | int | None, *,
          include_archived: bool = True, catch_up: bool = True, prefix: bool = False,
-         group: str | None = None, mode: str | None = None) -> dict[str, Any]:
+         group: str | None = None, mode: str | None = None,
+         cancel: Cancel | None = None, latest: bool = False) -> dict[str, Any]:
     """The search of `agentlog search`: validate, catch history.db up, query. `prefix`:
     `zebra*` matches the words starting with "zebra" (the terminal's); `group`:
     "conversation" for one hit per conversation; `mode`: words, meaning or hybrid (default:
-    `search_mode`).
+    `search_mode`); `cancel` and `latest`: `agentlog browse`'s (projections.query.search).
 
     Raises `QueryError` for a bad parameter, before the log is touched when it is the query.
     `catch_up=False` queries history.db as it is (`agentlog browse` catches up once, not at
-    every keystroke).
+    every keystroke). With `cancel` (`projections.cancel.Cancel`) another thread may stop
+    the query (not the catch-up): it raises `projections.errors.Interrupted` then (`agentlog
+    browse` stops the search a newer keystroke superseded). `latest`: the latest matches,
+    unranked (`projections.query.search`'s; browse's first page while every match is ranked).
     """
     from cli.services.catchup import ensure_current, search_engine
     from cli.services.dates import plain_dates
@@ -50,7 +55,8 @@ def find(home: Home, text: str, options: dict[str, str], limit: str | int | None
         keep_serving(home)
     result = run_search(home.history_db, text, filters or None, limit,
                         engine=search_engine(home), prefix=prefix, group=group, mode=mode,
-                        meaning_model=meaning_spec(home) if mode != "words" else None)
+                        meaning_model=meaning_spec(home) if mode != "words" else None,
+                        cancel=cancel, latest=latest)
     from cli.services.capture.status import with_capture  # the capture fields of `coverage`
 
     return with_capture(home, result)

@@ -7,6 +7,19 @@ Promises:
   asked for meanwhile next (the ones typed past are never run), a query that differs from
   the last one answered only in whitespace answered at once with its rows; only the newest
   query's answer is drawn (a late answer to an older query is dropped);
+- a keystroke that changes the words or the filters stops the search in flight: each search
+  has its own `projections.cancel.Cancel`, and the key's handler cancels it
+  (`sqlite3.Connection.interrupt()` on the search thread's connection and its ranking
+  threads'); the stopped search raises `Interrupted`, which the search thread drops (it is
+  superseded, never an error shown) before it runs the newest query; `interrupted` counts
+  them;
+- while a search ranks every match for longer than `FIRST_AFTER` seconds (several common
+  words on a large history), a first page is drawn meanwhile: the latest captured matches,
+  newest first, NOT ranked (`projections.query.search(latest=True)`, a bounded query of a
+  few milliseconds), made on the app's first-page thread (a read connection of its own),
+  labelled "first page … not ranked yet" in the status line (`shown_partial`) and replaced
+  by the full ranking's answer when it comes (a first page later than the answer is
+  dropped; the answer stops its making);
 - while the user rests (`UPKEEP_IDLE` seconds without a keystroke, no search running) the
   app makes the ranking lists history.db still wants, one bounded step at a time on a
   thread of its own (`cli.services.search.keep_lists`, the capture loop's idle step): a
@@ -42,6 +55,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 SNIPPET_CHARS = 120
 PROJECT_CHARS = 14
@@ -55,6 +69,13 @@ def short_project(project: str | None) -> str:
     return name if len(name) <= PROJECT_CHARS else name[: PROJECT_CHARS - 1] + "…"
 PREVIEW_DELAY = 0.12
 UPKEEP_IDLE = 0.5  # seconds without a keystroke before a step of ranking-list upkeep
+FIRST_AFTER = 0.06  # seconds of full ranking after which a first page is drawn meanwhile
+
+
+def same(a: tuple[str, model.Filters], b: tuple[str, model.Filters]) -> bool:
+    """Whether two (query, filters) ask the same: the filters equal, the query differing
+    only in whitespace."""
+    return a[1] == b[1] and " ".join(a[0].split()) == " ".join(b[0].split())
 
 
 class Answered(Message):
@@ -99,6 +120,7 @@ class BrowseApp(App[model.Choice]):
         self.agents = agents or []
         self.rows: list[model.Row] = []
         self.shown: tuple[str, model.Filters] | None = None  # what the results answer
+        self.shown_partial = False  # the results are a first page (the newest matches only)
         self.previewed: str | None = None  # the row key the preview shows
         self.unfold = False
         self._window: model.Window | None = None
@@ -107,6 +129,12 @@ class BrowseApp(App[model.Choice]):
         self._wake = threading.Condition()
         self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
         self._searching = False
+        self._inflight: tuple[tuple[str, model.Filters], Cancel] | None = None  # in flight
+        self._first_inflight: tuple[tuple[str, model.Filters], Cancel] | None = None
+        # the query whose first page is wanted, and from when (the full ranking's start +
+        # FIRST_AFTER)
+        self._first_asked: tuple[tuple[str, model.Filters], float] | None = None
+        self.interrupted = 0  # searches stopped because a newer query superseded them
         self._asked = time.monotonic()  # when the last search was asked for
         self._stopping = False
         self._threads: list[threading.Thread] = []
@@ -146,6 +174,8 @@ class BrowseApp(App[model.Choice]):
         self._threads = [threading.Thread(target=self._searcher, name="browse-search",
                                           daemon=True),
                          threading.Thread(target=self._upkeep, name="browse-upkeep",
+                                          daemon=True),
+                         threading.Thread(target=self._first_pages, name="browse-first",
                                           daemon=True)]
         for thread in self._threads:
             thread.start()
@@ -171,15 +201,25 @@ class BrowseApp(App[model.Choice]):
     @on(Input.Changed, "#query")
     @on(Select.Changed)
     def search(self) -> None:
-        """Ask for the current query's results (the search thread runs the newest asked)."""
+        """Ask for the current query's results (the search thread runs the newest asked);
+        the search in flight is stopped unless it asks the same (its words and filters)."""
         with self._wake:
             self._wanted = self.current()
             self._asked = time.monotonic()
-            self._wake.notify()
+            for inflight in (self._inflight, self._first_inflight):
+                if inflight is not None and not same(inflight[0], self._wanted):
+                    inflight[1].cancel()
+            if self._first_asked is not None and not same(self._first_asked[0],
+                                                          self._wanted):
+                self._first_asked = None
+            self._wake.notify_all()  # all: the upkeep thread waits on it too
 
     def _searcher(self) -> None:
         """The search thread: one search at a time, the newest query asked for next; one
-        read connection for the app's life (this thread's, `projections.query._open`)."""
+        read connection for the app's life (this thread's, `projections.query._open`); each
+        search stoppable by its `Cancel` (`search` stops one a newer query supersedes)."""
+        from projections.errors import Interrupted
+
         last: model.Rows | None = None
         while True:
             with self._wake:
@@ -193,21 +233,86 @@ class BrowseApp(App[model.Choice]):
                 continue
             query, filters = wanted
             try:
-                if last is not None and last.filters == filters and (
-                        " ".join(last.query.split()) == " ".join(query.split())):
+                if last is not None and same((last.query, last.filters), wanted):
                     # only whitespace differs: the same words, the same answer
                     rows = model.Rows(query, filters, last.rows, last.problem, last.note)
                 else:
-                    rows = model.results(self.home, query, filters,
-                                         catch_up=self.searches == 0)
+                    rows = self._ranked(wanted)
                     self.searches += 1
                 last = rows
+            except Interrupted:  # a newer query superseded it: nothing to draw
+                self.interrupted += 1
+                with self._wake:
+                    if self._wanted is None:  # (never so: its Cancel only stops it) ask
+                        self._wanted = wanted  # again rather than leave nothing drawn
+                continue
             finally:
                 with self._wake:
                     self._searching = False
             if self._stopping:
                 return
             self.post_message(Answered(rows))  # thread-safe; never waits for the app
+
+    def _ranked(self, wanted: tuple[str, model.Filters]) -> model.Rows:
+        """The answer to `wanted` (every match ranked), on this thread's connection; the
+        first-page thread is asked for a first page should it outlast `FIRST_AFTER`
+        seconds. Raises `Interrupted` when a newer query supersedes it."""
+        from projections.cancel import Cancel
+
+        cancel = Cancel()
+        first = self.searches > 0  # (not while the first search catches history.db up)
+        with self._wake:
+            self._inflight = (wanted, cancel)
+            if self._wanted is not None and not same(wanted, self._wanted):
+                cancel.cancel()  # superseded already (asked before it ran)
+            elif first:
+                self._first_asked = (wanted, time.monotonic() + FIRST_AFTER)
+                self._wake.notify_all()
+        try:
+            return model.results(self.home, wanted[0], wanted[1],
+                                 catch_up=self.searches == 0, cancel=cancel)
+        finally:
+            with self._wake:
+                self._inflight = None
+                self._first_asked = None
+                if self._first_inflight is not None and same(self._first_inflight[0],
+                                                             wanted):
+                    self._first_inflight[1].cancel()  # the answer is here: no first page
+
+    def _first_pages(self) -> None:
+        """The first-page thread: when the search thread's full ranking of a query outlasts
+        `FIRST_AFTER` seconds, the latest matches, unranked (`latest=True`), on a read
+        connection of its own, drawn labelled while the full ranking goes on; stopped like
+        a search by a newer query, and by the answer."""
+        from projections.cancel import Cancel
+        from projections.errors import Interrupted
+
+        while True:
+            with self._wake:
+                while not self._stopping and (
+                        self._first_asked is None
+                        or time.monotonic() < self._first_asked[1]):
+                    due = None if self._first_asked is None else (
+                        self._first_asked[1] - time.monotonic())
+                    self._wake.wait(due)
+                if self._stopping:
+                    return
+                wanted, _ = self._first_asked  # type: ignore[misc]
+                self._first_asked = None
+                cancel = Cancel()
+                self._first_inflight = (wanted, cancel)
+            try:
+                rows = model.results(self.home, wanted[0], wanted[1], cancel=cancel,
+                                     latest=True)
+            except Interrupted:
+                continue
+            finally:
+                with self._wake:
+                    self._first_inflight = None
+            if self._stopping:
+                return
+            if not cancel.cancelled:
+                self.post_message(Answered(rows))
 
     def on_answered(self, message: Answered) -> None:
         self._show_rows(message.rows)
@@ -235,6 +340,9 @@ class BrowseApp(App[model.Choice]):
     def _show_rows(self, rows: model.Rows) -> None:
         if (rows.query, rows.filters) != self.current():
             return  # an older query's answer
+        if rows.partial and self.shown == (rows.query, rows.filters) and not (
+                self.shown_partial):
+            return  # a first page late: the full ranking's answer is drawn already
         self.rows = rows.rows
         table = self.query_one("#results", DataTable)
         table.clear()
@@ -245,6 +353,7 @@ class BrowseApp(App[model.Choice]):
             table.add_row(Text(when(row.at)), Text(row.agent[:8]),
                           Text(short_project(row.project)), Text(text), key=row.key)
         self.shown = (rows.query, rows.filters)
+        self.shown_partial = rows.partial
         self.set_status(rows.problem or rows.note)
         if not rows.rows:
             self.previewed = None

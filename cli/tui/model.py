@@ -6,6 +6,8 @@ Promises:
   `agentlog search`, every filter it has) or, for an empty query with a project chosen, that
   project's sessions, newest first (`projections.sessions.sessions_of`); a query the search
   refuses (no searchable word, a bad filter) is a `Rows` with `problem` set, never raised;
+  a search stopped by its `cancel` (a newer query superseded it) raises
+  `projections.errors.Interrupted`: it has no rows to show, and is no problem;
 - `window` reads the conversation through `cli.services.calls.conversation` (MCP's and the
   page's call) page by page until the hit is found (at most `MAX_ITEMS` items) and keeps
   `BEFORE` items before it and `AFTER` after it (the preview draws a bounded window);
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.services.config import Home
+    from projections.cancel import Cancel
 
 LIMIT = 30
 PAGE = 100
@@ -69,14 +72,18 @@ class Rows:
     rows: list[Row] = field(default_factory=list)
     problem: str | None = None
     note: str = ""
+    partial: bool = False  # the latest matches, not ranked yet (`results(latest=True)`)
 
 
 def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = None,
-            catch_up: bool = False) -> Rows:
+            catch_up: bool = False, cancel: Cancel | None = None,
+            latest: bool = False) -> Rows:
     """The rows for `query` under `filters` (see the module's promises); history.db is
-    caught up first only with `catch_up` (the command catches up once, before the app)."""
+    caught up first only with `catch_up` (the command catches up once, before the app);
+    `cancel` stops the search from another thread (`Interrupted` raised); with `latest`, the
+    latest captured matches, not ranked (`partial` set: a first page, labelled so)."""
     from cli.services.errors import AgentlogError
-    from projections.errors import ProjectionError
+    from projections.errors import Interrupted, ProjectionError
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     out = Rows(query, filters)
@@ -84,14 +91,23 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
         if query.strip():
             from cli.services.search import find
 
-            found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up)
+            # words as you type: a scan by meaning per keystroke would not fit the
+            # keystroke's budget on a big home (docs/browse.md)
+            found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up,
+                         cancel=cancel, latest=latest, mode="words")
             out.rows = [_hit_row(h) for h in found["hits"]]
             out.note = f"{len(out.rows)} hit(s) [{found['engine']}]"
+            if found.get("unranked"):
+                out.partial = True
+                out.note = (f"first page: {len(out.rows)} of the latest matches, newest first,"
+                            f" not ranked yet; ranking every match… [{found['engine']}]")
         elif filters.project:
             out.rows = _session_rows(home, filters, now)
             out.note = f"{len(out.rows)} session(s) of {filters.project}"
         else:
             out.note = "type to search; choose a project to list its sessions"
+    except Interrupted:
+        raise  # superseded: nothing to show, and no problem
     except (ProjectionError, AgentlogError) as exc:
         out.problem = getattr(exc, "message", None) or str(exc)
         param = getattr(exc, "param", None)

@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from projections.cancel import check as stop_point
 from projections.rank import bm25, champions, deep
 from projections.rank import tokens as fts_tokens
 
@@ -78,6 +79,7 @@ def search(
     batch = 50
     tried = -1
     while True:
+        stop_point(con)  # a caller's Cancel stops the walk here (not SQLite's interrupt)
         threshold = st.threshold()
         n = bisect.bisect_left(st.scored, (-threshold, -math.inf))
         if n > tried:  # (accept fetches rows: ask again only when more are certain)
@@ -274,7 +276,9 @@ def _prepare(con: sqlite3.Connection, tokens: list[str],
     idf = {t: bm25.idf(nrow, n) for t, n in hits.items()}
     idfs = [idf[t] for t in phrases]
     skip = dirty | set(fresh)
+    stop_point(con)
     lists = _lists(con, words, rows, wm, skip, a_now)
+    stop_point(con)
     bound = sum(i * lists[t].top for i, t in zip(idfs, phrases, strict=True)) * (
         1 + champions.MARGIN)
     st = _State(lists, words, phrases, idfs, a_now, bound,
@@ -326,6 +330,7 @@ def _lists(con: sqlite3.Connection, words: list[str],
     loaded = deep.load(con, words)
     out = {}
     for t in words:
+        stop_point(con)
         if t in loaded:
             tau, tavgdl, a_blob, docs, fs, dls, ws, stale, adds, cross = loaded[t]
             li = _List(tau * max(1.0, a_now / tavgdl) * (1 + champions.MARGIN), a_blob, a_now)
