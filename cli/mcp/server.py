@@ -54,7 +54,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         },
         "filters": {
             "type": "object",
-            "description": "since/until: epoch ms or ISO-8601 with timezone.",
+            "description": "since/until: epoch ms or ISO-8601.",
             "properties": {
                 "project": _TEXT,
                 "session": _TEXT,
@@ -84,11 +84,10 @@ CONVERSATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "description": "A hit's id or session."},
-        "after": {"type": "string", "description": "Previous page's next."},
+        "after": {"type": "string"},  # the previous page's `next`
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
         "maxChars": {"type": "integer", "minimum": 40, "maximum": MAX_ITEM_CHARS,
-                     "default": MAX_CHARS,
-                     "description": "Text per item."},
+                     "default": MAX_CHARS},  # text per item
         "toolOutput": {"type": "boolean", "default": False,
                        "description": "Show tool output."},
         "detail": {k: v for k, v in _DETAIL.items() if k != "description"},
