@@ -313,3 +313,24 @@ def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
     assert full_runs == ["run"]  # the full ranking went on meanwhile (not begun again)
     plain = model.results(demo_home, "tangerine", model.Filters())
     assert [r.key for r in app.rows] == [r.key for r in plain.rows]
+
+
+def test_f6_searches_by_meaning(demo_home: Home) -> None:
+    """F6 steps words → hybrid → meaning; a paraphrase that shares no word with the demo's
+    opencode prompt finds it by meaning (the real model, the demo embedded first)."""
+    from cli.services.search import embed
+
+    assert embed(demo_home)["total"] > 0  # (`agentlog demo` embeds too)
+    app = app_of(demo_home)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"retry dropped live connection")
+        await settle(pilot, lambda: app.shown is not None
+                     and app.shown[0] == "retry dropped live connection")
+        assert app.rows == []  # words: no document holds them all
+        await pilot.press("f6", "f6")
+        await settle(pilot, lambda: app.shown is not None and app.shown[1].mode == "meaning"
+                     and bool(app.rows))
+        assert app.rows[0].agent == "opencode"
+
+    run(app, scenario)

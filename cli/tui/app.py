@@ -106,6 +106,7 @@ class BrowseApp(App[model.Choice]):
         Binding("f3", "focus_filter('project')", "Project"),
         Binding("f4", "focus_filter('time')", "Time"),
         Binding("f5", "focus_filter('kind')", "Kind"),
+        Binding("f6", "mode", "Words/meaning"),
         Binding("ctrl+o", "unfold", "Unfold tools"),
         Binding("ctrl+l", "query", "Query", show=False),
     ]
@@ -116,6 +117,7 @@ class BrowseApp(App[model.Choice]):
         self.home = home
         self.initial = query
         self.filters = filters or model.Filters()
+        self.mode = self.filters.mode  # F6: words → hybrid → meaning
         self.projects = projects or []
         self.agents = agents or []
         self.rows: list[model.Row] = []
@@ -195,8 +197,14 @@ class BrowseApp(App[model.Choice]):
             return None if v is Select.NULL or v is Select.BLANK else v
 
         filters = model.Filters(agent=value("agent"), project=value("project"),
-                                within_ms=value("time"), kind=value("kind"))
+                                within_ms=value("time"), kind=value("kind"), mode=self.mode)
         return self.query_one("#query", Input).value, filters
+
+    def action_mode(self) -> None:
+        """F6: the next search mode (words, hybrid, meaning); the query runs again."""
+        self.mode = model.MODES[(model.MODES.index(self.mode) + 1) % len(model.MODES)]
+        self.notify(f"search by {self.mode}", timeout=2)
+        self.search()
 
     @on(Input.Changed, "#query")
     @on(Select.Changed)
@@ -260,7 +268,9 @@ class BrowseApp(App[model.Choice]):
         from projections.cancel import Cancel
 
         cancel = Cancel()
-        first = self.searches > 0  # (not while the first search catches history.db up)
+        # (not while the first search catches history.db up; a first page is the latest
+        # matches of the words, so only in words mode)
+        first = self.searches > 0 and wanted[1].mode == "words"
         with self._wake:
             self._inflight = (wanted, cancel)
             if self._wanted is not None and not same(wanted, self._wanted):

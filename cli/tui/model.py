@@ -38,12 +38,16 @@ TIMES: tuple[tuple[str, int | None], ...] = (
     ("last 30 days", 30 * DAY_MS), ("last year", 365 * DAY_MS))
 
 
+MODES = ("words", "hybrid", "meaning")  # F6 steps through them
+
+
 @dataclass(frozen=True)
 class Filters:
     agent: str | None = None
     project: str | None = None
     within_ms: int | None = None  # one of TIMES
     kind: str | None = None
+    mode: str = "words"  # one of MODES (F6): words as you type, or by meaning too
 
     def options(self, now_ms: int) -> dict[str, str]:
         """The `find` options (`agentlog search`'s flags) of these filters."""
@@ -91,12 +95,14 @@ def results(home: Home, query: str, filters: Filters, *, now_ms: int | None = No
         if query.strip():
             from cli.services.search import find
 
-            # words as you type: a scan by meaning per keystroke would not fit the
-            # keystroke's budget on a big home (docs/browse.md)
+            # words by default: a scan by meaning per keystroke costs more than a keystroke's
+            # budget on a big home; F6 asks for it (docs/browse.md)
             found = find(home, query, filters.options(now), LIMIT, catch_up=catch_up,
-                         cancel=cancel, latest=latest, mode="words")
+                         cancel=cancel, latest=latest and filters.mode == "words",
+                         mode=filters.mode)
             out.rows = [_hit_row(h) for h in found["hits"]]
-            out.note = f"{len(out.rows)} hit(s) [{found['engine']}]"
+            how = found["engine"] + ("" if filters.mode == "words" else f" · {filters.mode}")
+            out.note = f"{len(out.rows)} hit(s) [{how}]"
             if found.get("unranked"):
                 out.partial = True
                 out.note = (f"first page: {len(out.rows)} of the latest matches, newest first,"
