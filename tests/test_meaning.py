@@ -290,3 +290,15 @@ def test_a_local_onnx_model_named_in_config(home: Path) -> None:
     assert proc.returncode == 1
     err = proc.stderr.decode()
     assert "meaning.model" in err and "Traceback" not in err
+
+
+def test_a_wrong_model_setting_never_fails_a_words_search(embedded: Home) -> None:
+    from cli.services import calls
+    from cli.services.errors import Failure
+
+    (embedded.root / "config.json").write_text(json.dumps({"meaning": {"model": "nope"}}))
+    h = Home(embedded.root)
+    out = calls.search(h, "zqxjkvbw")  # MCP/HTTP default: words, with related when short
+    assert [x["id"] for x in out["hits"]] == ["message:m-needle"] and "related" not in out
+    with pytest.raises(Failure, match="meaning.model"):
+        calls.search(h, "zqxjkvbw", mode="meaning")

@@ -25,7 +25,7 @@ from typing import Any
 
 from cli.services.capture.status import first_pass, with_capture
 from cli.services.config import Home
-from cli.services.errors import BadInput, Damaged, NotFound, from_exception
+from cli.services.errors import BadInput, Damaged, Failure, NotFound, from_exception
 from projections import query as q
 from projections.errors import ProjectionDamaged, ProjectionError
 from readers import registry
@@ -133,9 +133,15 @@ def search(
         reading = first_pass(home)  # a new home's first capture pass: wait up to ~3 s
         from cli.services.search import meaning_spec
 
-        more: dict[str, Any] = {"role": role, "mode": mode or "words",
-                                "related": mode in (None, "words"),
-                                "meaning_model": meaning_spec(home)}
+        related = mode in (None, "words")  # words: related hits by meaning when short
+        try:
+            spec = meaning_spec(home)
+        except Failure:
+            if not related:
+                raise
+            spec, related = None, False  # a wrong meaning.model never fails a words search
+        more: dict[str, Any] = {"role": role, "mode": mode or "words", "related": related,
+                                "meaning_model": spec}
         if group is not None:
             more["group"] = group
         if snippet_chars is not None:
