@@ -302,3 +302,9 @@ def test_a_wrong_model_setting_never_fails_a_words_search(embedded: Home) -> Non
     assert [x["id"] for x in out["hits"]] == ["message:m-needle"] and "related" not in out
     with pytest.raises(Failure, match="meaning.model"):
         calls.search(h, "zqxjkvbw", mode="meaning")
+
+
+def test_the_team_server_is_asked_for_words_only(home: Path) -> None:
+    proc = run_cli(home, "search", "anything", "--postgres", "postgresql://127.0.0.1:9/none",
+                   "--mode", "meaning")
+    assert proc.returncode == 2 and b"words only" in proc.stderr

@@ -103,6 +103,9 @@ def search(ctx: click.Context, query: tuple[str, ...], project: str | None,
             from projections.text import query_tokens
 
             query_tokens(text)  # validate before touching the team server
+            if mode not in (None, "words"):
+                raise QueryError("mode", "the team server searches by words only"
+                                         " (docs/team.md)")
             if per_conversation:
                 raise QueryError("per_conversation", "searches a local history only")
             from cli.services.team_sync import team_search
