@@ -251,6 +251,8 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
     exact = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
     monkeypatch.setattr(find, "EXACT_ROWS", 0)
     monkeypatch.setattr(find, "SHORTLIST", 4)  # of 7 rows: the bits pass must choose
+    monkeypatch.setattr(find, "PACK_ROWS", 3)  # two packed blocks kept, and a rest
+    monkeypatch.setattr(find, "_packs", {})
     two = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
     assert [[d for _, d, _ in r][:1] for r in two] == [[d for _, d, _ in r][:1] for r in exact]
     for a, b in zip(two, exact, strict=True):  # the same similarities where both have a row
@@ -258,6 +260,20 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
         for _, d, s in a:
             if d in same:
                 assert abs(s - same[d]) < 1e-4
+    # the kept blocks and the rest give numkong's plain distances, row for row
+    import numkong
+    import numpy as np
+
+    from projections.meaning.store import Store
+
+    st = Store.reader(embedded.meaning_dir)
+    assert st is not None
+    qbits = np.packbits(np.asarray(load().query("anything")) > 0)[None, :]
+    kept = find._hamming(st, qbits)
+    assert len(find._packs[(str(st.folder), st.meta("epoch"))]) == 2
+    plain = np.asarray(numkong.cdist(qbits, st.bits(), "hamming", dtype="uint1"))[0]
+    assert kept.tolist() == plain.astype(int).tolist()
+    st.close()
 
 
 def test_a_local_onnx_model_named_in_config(home: Path) -> None:

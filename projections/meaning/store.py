@@ -5,7 +5,8 @@
   (64 bytes for 512), the first pass of a search over many rows (find.py);
 - `meaning.db` (SQLite): `chunks(key, doc, id)` — the history.db document (rowid and id) a
   chunk belongs to — and `meta`: the model id, `count` (rows committed) and `done` (the
-  highest history.db rowid read), and `dim`.
+  highest history.db rowid read), `dim`, and `epoch` (when it was last reset: rows before
+  it are not rows after it).
 
 An append writes the rows past `count`, fsyncs them, then commits the chunks and the new
 `count` in one SQLite transaction: rows past `count` are a crashed append's and are cut off
@@ -19,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -149,6 +151,8 @@ class Store:
             self._con.execute("DELETE FROM meta")
             self._con.execute("INSERT INTO meta VALUES ('model', ?)", (model,))
             self._con.execute("INSERT INTO meta VALUES ('dim', ?)", (dim,))
+            # rows before a reset are not the rows after it (caches of them: find.py)
+            self._con.execute("INSERT INTO meta VALUES ('epoch', ?)", (time.time_ns(),))
         self.dim = dim
         for name in (VECTORS, BITS):
             with open(self.folder / name, "ab") as f:
