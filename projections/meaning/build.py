@@ -114,9 +114,7 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
                 if budget_s is not None and time.monotonic() - t0 > budget_s:
                     break
             read += sum(1 for r in rows if r[0] <= store.done)
-        pending = int(con.execute("SELECT count(*) FROM document_rows WHERE rowid > ?",
-                                  (store.done,)).fetchone()[0])
-        return Step(False, made, read, store.count, pending, reset)
+        return Step(False, made, read, store.count, _pending(con, store.done), reset)
     finally:
         con.close()
         store.close()
@@ -167,11 +165,15 @@ def _prompt_before(con: sqlite3.Connection, session: str, rowid: int) -> str | N
     return None if row is None else str(row[0])
 
 
+def _pending(con: sqlite3.Connection, done: int) -> int:
+    """Documents past `done`, by rowid (documents get rising rowids): a count(*) of the rest
+    would walk ~1M rows."""
+    head = con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows").fetchone()[0]
+    return max(0, int(head) - done)
+
+
 def describe(store: Store | None, con: sqlite3.Connection) -> dict[str, Any]:
     """What coverage says of the projection."""
-    done = store.done if store else 0
-    # by rowid (documents get rising rowids): a count(*) of the rest would walk ~1M rows
-    pending = max(0, int(con.execute("SELECT coalesce(max(rowid), 0) FROM document_rows")
-                         .fetchone()[0]) - done)
+    pending = _pending(con, store.done if store else 0)
     return {"model": store.model if store else None, "chunks": store.count if store else 0,
             "pendingDocuments": pending, "current": bool(store) and pending == 0}

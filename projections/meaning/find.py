@@ -51,6 +51,8 @@ def scan(folder: Path, query: str, k: int, model: Model) -> list[tuple[int, str,
         if len(rows) == 0 or store.model != model.id:
             return []
         return _best(store, rows, model.query(query), k)
+    except (ValueError, OSError):  # files cut by a reset between reading `count` and mapping
+        return []
     finally:
         store.close()
 
