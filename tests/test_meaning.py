@@ -324,3 +324,20 @@ def test_the_team_server_is_asked_for_words_only(home: Path) -> None:
     proc = run_cli(home, "search", "anything", "--postgres", "postgresql://127.0.0.1:9/none",
                    "--mode", "meaning")
     assert proc.returncode == 2 and b"words only" in proc.stderr
+
+
+def test_a_failing_child_is_not_restarted_at_once(home: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.services.capture.embedder import Embedder
+
+    record(home, facts())
+    catch_up(home)
+    (home / "config.json").write_text(json.dumps({"meaning": {"model": {"onnx": "/nope"}}}))
+    monkeypatch.setenv("AGENTLOG_EMBED", "1")
+    keeper = Embedder(Home(home))
+    assert keeper.poke()
+    deadline = time.monotonic() + 60
+    while keeper.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    keeper._next = 0.0
+    assert not keeper.poke() and not keeper.running()  # it failed: waits FAILED_WAIT_S

@@ -21,6 +21,7 @@ from cli.services.config import Home
 
 CHILD_S = 120      # seconds one child embeds before it exits (the next one resumes)
 CHECK_EVERY_S = 5  # how often an idle loop asks whether the projection is behind
+FAILED_WAIT_S = 600  # after a child that failed (a bad model setting, a broken install)
 
 
 class Embedder:
@@ -43,6 +44,10 @@ class Embedder:
         if self.running():
             return True
         now = time.monotonic()
+        if self._proc is not None:  # the last child ended
+            if self._proc.returncode != 0:  # a child that fails is not started every 5 s
+                self._next = now + FAILED_WAIT_S
+            self._proc = None
         if now < self._next or not self.enabled():
             return False
         self._next = now + CHECK_EVERY_S
