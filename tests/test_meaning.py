@@ -316,7 +316,7 @@ def test_a_wrong_model_setting_never_fails_a_words_search(embedded: Home) -> Non
     h = Home(embedded.root)
     out = calls.search(h, "zqxjkvbw")  # MCP/HTTP default: words, with related when short
     assert [x["id"] for x in out["hits"]] == ["message:m-needle"] and "related" not in out
-    with pytest.raises(Failure, match="meaning.model"):
+    with pytest.raises(Failure, match=r"meaning\.model"):
         calls.search(h, "zqxjkvbw", mode="meaning")
 
 
