@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 import pytest
 from hypothesis import settings
 
+os.environ["AGENTLOG_EMBED"] = "0"  # see _isolated_env
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("AGENTLOG_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
 CORPUS_MORE = Path(
@@ -68,8 +70,10 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     agent_vars = {var for a in registry.REGISTRY for var, _ in a.env} - {"XDG_DATA_HOME"}
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "AGENTLOG_HOME", *sorted(agent_vars)):
         monkeypatch.delenv(var, raising=False)
-    # No capture loop starts the embedding child (a model load per idle home): the tests of
-    # search by meaning embed themselves, and test_meaning turns it back on to test it.
+    # No capture loop starts the embedding child, no search the query server (a model load
+    # per home, processes that outlive the test): the tests of search by meaning embed
+    # themselves, and test_meaning turns it back on to test it. (Also set at import, below,
+    # for fixtures of a wider scope, which run before this one.)
     monkeypatch.setenv("AGENTLOG_EMBED", "0")
     # No test may run a real agent CLI (answers): stand-ins that fail come first on PATH.
     # Tests of answers put their own fake binaries in front of these.
@@ -188,3 +192,24 @@ def stop_and_continue(pid: int) -> Iterator[list[int]]:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test leaves a query server of search by meaning running (`agentlog embed --serve`
+    outlives its caller by design: a test that starts one must stop it)."""
+    try:
+        base = str(session.config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--serve" in argv and b"embed" in argv and any(base.encode() in a for a in argv):
+            left.append(pid)
+            os.kill(int(pid), signal.SIGTERM)
+    if left:
+        sys.stderr.write(f"\nquery servers left running by the tests (stopped): {left}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
