@@ -76,7 +76,17 @@ class Embedder:
 
 
 def _lower() -> None:
+    """In the child before it runs: niced, and (Linux) sent SIGTERM when the thread that
+    started it ends, so a loop killed outright never leaves a child embedding for minutes."""
     os.nice(10)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _child_env() -> dict[str, Any]:
