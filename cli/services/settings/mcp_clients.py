@@ -300,13 +300,19 @@ def _orig_has(path: Path, key: str, load: Any) -> bool:
         return False
 
 
+def _drop_ours(doc: Any, key: str, servers: Any, path: Path, load: Any) -> None:
+    """Our entry out of `servers` (`doc[key]`); `key` goes too when that empties it, unless
+    the user's original bytes held it (`_orig_has`)."""
+    del servers[NAME]
+    if not servers and not _orig_has(path, key, load):
+        del doc[key]
+
+
 def unregister_claude_file(path: Path, key: str = "mcpServers") -> Outcome:
     def change(data: dict[str, Any]) -> None:
         servers = data.get(key)
         if isinstance(servers, dict) and NAME in servers:
-            del servers[NAME]
-            if not servers and not _orig_has(path, key, sf.load_json):
-                del data[key]
+            _drop_ours(data, key, servers, path, sf.load_json)
 
     return Outcome("removed" if sf.edit_json(path, change, removing=True) else "absent",
                    str(path))
@@ -544,9 +550,7 @@ def unregister_goose_file(path: Path) -> Outcome:
     def change(doc: Any) -> None:
         extensions = _goose_extensions(doc, path)
         if extensions is not None and NAME in extensions:
-            del extensions[NAME]
-            if not extensions and not _orig_has(path, "extensions", sf.load_yaml):
-                del doc["extensions"]
+            _drop_ours(doc, "extensions", extensions, path, sf.load_yaml)
 
     return Outcome("removed" if sf.edit_yaml(path, change, removing=True) else "absent",
                    str(path))
