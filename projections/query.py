@@ -21,6 +21,7 @@ Promises:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -43,7 +44,7 @@ from projections.errors import (
 )
 from projections.filters import conversation_page, parse_filters, parse_limit
 from projections.rows import RUN_CHUNK_ORD
-from projections.search import fts_search, latest_search, plain_search
+from projections.search import distinct, fts_search, latest_search, plain_search
 from projections.text import SNIPPET_CHARS, query_prefixes, query_tokens, snippet
 
 ENGINES = ("fts5", "plain")
@@ -238,7 +239,7 @@ def search(
     folder = Path(meaning_dir) if meaning_dir else Path(db_path).parent / "meaning"
 
     def by_meaning() -> list[tuple[Any, ...]]:
-        return _by_meaning(con, (folder, meaning_model), query, flt, n, grouped)
+        return _by_meaning(con, folder, meaning_model, query, flt, n, grouped)
 
     def found() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
         if mode == "words":
@@ -250,15 +251,13 @@ def search(
         if mode == "meaning":
             # exact matches first when there are few (a needle is never lost), then by meaning
             exact = words(n + 1)
-            return _one_each((exact if len(exact) <= n else []) + by_meaning(), n,
-                             grouped), None
-        return _one_each(fuse(words(n), by_meaning(), n * 2), n, grouped), None
+            return distinct((exact if len(exact) <= n else []) + by_meaning(), n,
+                            grouped), None
+        return distinct(fuse(words(n), by_meaning(), n * 2), n, grouped), None
 
     more: list[tuple[Any, ...]] | None = None
-    if tokens and cancel is None:
-        rows, more = found()
-    elif tokens and cancel is not None:
-        with cancel.watching(con):
+    if tokens:
+        with cancel.watching(con) if cancel is not None else contextlib.nullcontext():
             rows, more = found()
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
@@ -287,25 +286,6 @@ def _suggestions(con: sqlite3.Connection, engine: str, words: list[str]) -> dict
     return dict(suggest(con, words))
 
 
-_CONVERSATION = 10  # the column of a hit row (`search._HIT_COLS`) naming its conversation
-
-
-def _one_each(rows: list[tuple[Any, ...]], n: int, grouped: bool) -> list[tuple[Any, ...]]:
-    """The first `n` rows, each rowid once; `grouped`: each conversation once too."""
-    out: list[tuple[Any, ...]] = []
-    seen: set[Any] = set()
-    for r in rows:
-        key = (0, r[_CONVERSATION] or r[0]) if grouped else (1, r[0])
-        if key in seen or (grouped and (1, r[0]) in seen):
-            continue
-        seen.add(key)
-        seen.add((1, r[0]))
-        out.append(r)
-        if len(out) >= n:
-            break
-    return out
-
-
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
 
 
@@ -323,14 +303,13 @@ def fuse(first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], n: int
     return [row_of[rid] for rid in order[:n]]
 
 
-def _by_meaning(con: sqlite3.Connection, where_model: tuple[Path, Mapping[str, Any] | None],
-                query: str, flt: Any, n: int, grouped: bool = False) -> list[tuple[Any, ...]]:
-    """The `n` best rows by meaning (the projection's folder and model spec) that pass the
-    filters (duplicates dropped; `grouped`: one a conversation)."""
+def _by_meaning(con: sqlite3.Connection, folder: Path, spec: Mapping[str, Any] | None,
+                query: str, flt: Any, n: int, grouped: bool) -> list[tuple[Any, ...]]:
+    """The `n` best rows by meaning (the projection in `folder`, the model of `spec`) that
+    pass the filters (duplicates dropped; `grouped`: one a conversation)."""
     from projections import meaning
     from projections.search import take
 
-    folder, spec = where_model
     near = meaning.nearest(folder, query, max(n * 10, 100), spec=spec)
     if not near:
         return []
@@ -338,7 +317,7 @@ def _by_meaning(con: sqlite3.Connection, where_model: tuple[Path, Mapping[str, A
     where, params = flt.where("d")
     rows = take(con, len(near), where, params)([[rowid for rowid, _, _ in near]], False)
     # a chunk whose rowid now holds another document (history.db rebuilt since) is not it
-    return _one_each([r for r in rows if ids.get(r[0]) == r[1]], n, grouped)
+    return distinct([r for r in rows if ids.get(r[0]) == r[1]], n, grouped)
 
 
 def _meaning_coverage(con: sqlite3.Connection, folder: Path) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from projections import cjk, rank, ranking
 from projections.filters import Filters
 from projections.text import fold, fts_phrase
 
-__all__ = ["fts_search", "latest_search", "plain_search", "take"]
+__all__ = ["distinct", "fts_search", "latest_search", "plain_search", "take"]
 
 GROUP_ROWS = 5_000  # ranked matches a per-conversation search looks through at most
 
@@ -197,6 +197,20 @@ def _fetch_dedup(
             out.append(tuple(row))
             if len(out) >= limit:
                 return out
+    return out
+
+
+def distinct(rows: Iterable[tuple[Any, ...]], limit: int, group: bool = False
+             ) -> list[tuple[Any, ...]]:
+    """The first `limit` of hit rows (best first) after the duplicate drop every search makes,
+    and with `group` one a conversation: for lists merged outside SQL (search by meaning)."""
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, ...]] = set()
+    for row in rows:
+        if _fresh(row, seen, group):
+            out.append(row)
+            if len(out) >= limit:
+                break
     return out
 
 
