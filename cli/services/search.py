@@ -89,21 +89,16 @@ def keep_serving(home: Home) -> bool:
     """Start the query server of search by meaning (`agentlog embed --serve`, detached; it
     exits after 15 idle minutes) when the home has embeddings and none answers: this search
     loads the model itself, the next ones ask the server. Whether one was started."""
-    import os
+    from cli.services.capture.embedder import allowed, spawn
 
     folder = home.meaning_dir
-    if os.environ.get("AGENTLOG_EMBED", "1") == "0" or not (folder / "meaning.db").is_file():
+    if not allowed() or not (folder / "meaning.db").is_file():
         return False  # (no background process: the tests; nothing embedded: nothing to serve)
     from projections.meaning.client import serving
 
     if serving(folder):
         return False
-    import subprocess
-
-    subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "--home", str(home.root), "embed", "--serve"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    spawn(home, "--serve")
     return True
 
 

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
 
 from cli.services.config import Home
 
@@ -31,7 +30,7 @@ class Embedder:
         self._next = 0.0
 
     def enabled(self) -> bool:
-        if os.environ.get("AGENTLOG_EMBED", "1") == "0":
+        if not allowed():
             return False
         conf = self.home.config.get("meaning") or {}
         return not (isinstance(conf, dict) and conf.get("background") is False)
@@ -55,11 +54,7 @@ class Embedder:
 
         if not behind(self.home.history_db, self.home.meaning_dir):
             return False
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "--home", str(self.home.root), "embed",
-             "--json", "--seconds", str(CHILD_S)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=_lower, start_new_session=True, env=_child_env())
+        self._proc = spawn(self.home, "--json", "--seconds", str(CHILD_S), lower=True)
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -89,9 +84,20 @@ def _lower() -> None:
             pass
 
 
-def _child_env() -> dict[str, Any]:
+def allowed() -> bool:
+    """Whether agentlog may start a background process of search by meaning at all
+    (AGENTLOG_EMBED=0: never; the test suite sets it)."""
+    return os.environ.get("AGENTLOG_EMBED", "1") != "0"
+
+
+def spawn(home: Home, *args: str, lower: bool = False) -> subprocess.Popen[bytes]:
+    """`agentlog --home HOME embed ARGS…` detached (its own session, no standard streams), on
+    one BLAS thread (background work beside the agent the user runs); `lower`: niced and
+    ended with the thread that starts it (`_lower`)."""
     env = dict(os.environ)
-    # one BLAS thread: the child is background work beside the agent the user runs
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[name] = "1"
-    return env
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--home", str(home.root), "embed", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=_lower if lower else None, start_new_session=True, env=env)
