@@ -89,12 +89,14 @@ def keep_serving(home: Home) -> bool:
     """Start the query server of search by meaning (`agentlog embed --serve`, detached; it
     exits after 15 idle minutes) when the home has embeddings and none answers: this search
     loads the model itself, the next ones ask the server. Whether one was started."""
-    from cli.services.capture.embedder import allowed, spawn
-
     folder = home.meaning_dir
-    if not allowed() or not (folder / "meaning.db").is_file():
-        return False  # (no background process: the tests; nothing embedded: nothing to serve)
+    if not (folder / "meaning.db").is_file():
+        return False  # nothing embedded: nothing to serve (and nothing more imported)
+    from cli.services.capture.embedder import allowed, spawn
     from projections.meaning.client import serving
+
+    if not allowed():  # no background process (the tests)
+        return False
 
     if serving(folder):
         return False
