@@ -72,7 +72,7 @@ async def _measure(home: Path, files: list[Path], env: dict[str, str], samples: 
     async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
 
         async def search(word: str) -> dict[str, Any]:
-            res = await client.call_tool("search_history", {"query": word})
+            res = await client.call_tool("search_history", {"query": word, "detail": "full"})
             assert not res.is_error, res.content
             assert isinstance(res.structured_content, dict)
             return res.structured_content

@@ -149,6 +149,7 @@ def mcp_round_trips(home: Path, qs: list[dict[str, Any]]) -> tuple[list[float], 
             for q in qs:
                 t = time.perf_counter()
                 args = {k: v for k, v in q.items() if not k.startswith("_")}
+                args["detail"] = "full"  # the hits as JSON (compact is text only)
                 res = await client.call_tool("search_history", args)
                 times.append((time.perf_counter() - t) * 1000)
                 assert not res.is_error, res.content

@@ -106,7 +106,11 @@ async def measure_tree(tree: Path, home: Path, count: Callable[[str], int]) -> d
             res = await client.call_tool("search_history", {"query": word, "limit": 10})
             assert not res.is_error, (word, res.content)
             structured, text = _blocks(res)
-            hits = (res.structured_content or {}).get("hits", [])
+            # the hits themselves from the full shape (not counted): a compact answer may
+            # carry no structured content
+            full = await client.call_tool("search_history",
+                                          {"query": word, "limit": 10, "detail": "full"})
+            hits = (full.structured_content or {}).get("hits", [])
             if len(hits) < 10:
                 continue
             out["search"].append({"word": word, "structured": count(structured),
@@ -119,7 +123,9 @@ async def measure_tree(tree: Path, home: Path, count: Callable[[str], int]) -> d
             res = await client.call_tool("get_conversation", {"id": cid, "limit": 20})
             if res.is_error:
                 continue
-            items = (res.structured_content or {}).get("items", [])
+            full = await client.call_tool("get_conversation",
+                                          {"id": cid, "limit": 20, "detail": "full"})
+            items = (full.structured_content or {}).get("items", [])
             if len(items) < 20:
                 continue
             structured, text = _blocks(res)

@@ -42,7 +42,16 @@ from projections.errors import (
     ProjectionError,
     QueryError,
 )
-from projections.filters import conversation_page, parse_filters, parse_limit
+from projections.filters import (
+    CONTEXT_BEFORE,
+    conversation_page,
+    hit_ref,
+    parse_filters,
+    parse_limit,
+    parse_ref,
+    ref_holds,
+    stale_ref,
+)
 from projections.rows import RUN_CHUNK_ORD
 from projections.search import distinct, fts_search, latest_search, plain_search
 from projections.text import SNIPPET_CHARS, query_prefixes, query_tokens, snippet
@@ -164,7 +173,7 @@ def _hit(row: tuple[Any, ...], tokens: list[str], width: int = SNIPPET_CHARS,
         "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
-        "archived": bool(r["archived"]),
+        "archived": bool(r["archived"]), "ref": hit_ref(r["rowid"], r["id"]),
     }
     if role:
         hit["role"] = r["role"]
@@ -430,7 +439,11 @@ def get_conversation(
     con = _open(Path(db_path))
     if con is None:
         raise NotFound("conversation", conversation_id)
-    conv = _resolve_conversation(con, conversation_id)
+    ref = parse_ref(conversation_id)
+    if ref is not None:  # a hit's reference: its conversation, from just before the hit
+        conv, start = _at_ref(con, conversation_id, *ref, start)
+    else:
+        conv = _resolve_conversation(con, conversation_id)
     if conv is None:
         raise NotFound("conversation", conversation_id)
     # Oldest first (records of several sources of one session interleave by time); the
@@ -464,6 +477,25 @@ def conversation_items(
         last = rows[n - 1]
         nxt = f"{items[-1]['at']}:{last[-2] if last[-2] is not None else 0}:{last[-1]}"
     return {"id": conv, "items": items, "next": nxt}
+
+
+def _at_ref(con: sqlite3.Connection, ident: str, rowid: int, check: str,
+            after: tuple[int, int, int] | None) -> tuple[str | None, tuple[int, int, int] | None]:
+    """(conversation, cursor) of a hit's reference: the page starts `CONTEXT_BEFORE` items
+    before the hit (an `after` cursor, the next pages, wins)."""
+    row = con.execute("SELECT id, conversation, at, ord FROM documents WHERE rowid = ?",
+                      (rowid,)).fetchone()
+    if row is None or not ref_holds(check, row[0]):
+        raise stale_ref(ident)
+    if row[1] is None:
+        return None, None
+    if after is not None:
+        return str(row[1]), after
+    before = con.execute(
+        "SELECT at, ord, rowid FROM documents WHERE conversation = ?"
+        " AND (at, ord, rowid) < (?, ?, ?) ORDER BY at DESC, ord DESC, rowid DESC LIMIT 1 OFFSET ?",
+        (row[1], row[2], row[3] if row[3] is not None else 0, rowid, CONTEXT_BEFORE)).fetchone()
+    return str(row[1]), (tuple(before) if before is not None else None)
 
 
 def _resolve_conversation(con: sqlite3.Connection, ident: str) -> str | None:

@@ -83,7 +83,11 @@ async def test_mcp_search_finds_archived_sessions(archived: Path) -> None:
         command=sys.executable, args=["-m", "cli.main", "--home", str(archived), "mcp"],
         cwd=str(ROOT))
     async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
-        res = await client.call_tool("search_history", {"query": "settings screen"})
+        res = await client.call_tool("search_history", {"query": "settings screen",
+                                                        "detail": "full"})
         assert not res.is_error
         hits = res.structured_content["hits"]  # type: ignore[index]
         assert hits and all(h["archived"] is True for h in hits)
+        res = await client.call_tool("search_history", {"query": "settings screen"})
+        lines = [x for x in res.content[0].text.splitlines() if x.startswith("@")]  # type: ignore[union-attr]
+        assert len(lines) == len(hits) and all("(archived)" in x for x in lines)

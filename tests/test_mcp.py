@@ -39,19 +39,27 @@ async def spawn(home: Path, mode: str = "legacy") -> AsyncIterator[Client]:
         yield client
 
 
-async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """(structured content, text block) of a successful call."""
+async def call(client: Client, tool: str, args: dict[str, Any]
+               ) -> tuple[dict[str, Any] | None, str]:
+    """(structured content, text block) of a successful call: compact (the default) is the
+    text alone, `detail: "full"` the seed's shape beside it."""
     res = await client.call_tool(tool, args)
     assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
-    assert isinstance(res.structured_content, dict)
     text: str = res.content[0].text  # type: ignore[union-attr]
-    # a short readable text for clients that ignore structured content, not a JSON copy
+    # a readable text for every client, not a JSON copy
     assert text and not text.startswith("{")
+    if args.get("detail") == "full":
+        assert isinstance(res.structured_content, dict)
+    else:  # a client reading both blocks would pay for every hit twice
+        assert res.structured_content is None
     return res.structured_content, text
 
 
 async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    return (await call(client, tool, args))[0]
+    """The full (seed-shaped) structured answer."""
+    found = (await call(client, tool, {"detail": "full", **args}))[0]
+    assert found is not None
+    return found
 
 
 async def tool_error(client: Client, tool: str, args: dict[str, Any]) -> str:
@@ -117,29 +125,27 @@ async def test_bad_arguments_are_tool_errors(home: Path) -> None:
 async def test_search_and_filters(home: Path) -> None:
     make_history(home)
     async with spawn(home) as client:
-        res, text = await call(client, "search_history", {"query": "quokka"})
+        res = await ok(client, "search_history", {"query": "quokka"})
         assert res["engine"] == "fts5"
         ids = {h["id"] for h in res["hits"]}
         assert {"message:m1", "message:m2", "message:m3"} <= ids
-        # compact by default: what an agent acts on, nothing null, no links
+        # compact by default: the text alone, a line a hit: its short reference, time,
+        # role and snippet, under a header naming agent, project and session
+        _, text = await call(client, "search_history", {"query": "quokka"})
+        lines = text.splitlines()
         for hit in res["hits"]:
-            assert set(hit) <= {"id", "agent", "project", "session", "at", "role", "snippet"}
-            assert None not in hit.values() and len(hit["snippet"]) <= 160
-            # the text block alone holds each hit's id, session, time and snippet
-            assert hit["id"] in text and hit["snippet"] in text
-            if "session" in hit:
-                assert f"session {hit['session']}" in text
-        assert set(res["coverage"]) <= {"caughtUp", "capturing", "pendingFiles",
-                                        "pendingEvents", "reading", "stale"}
-        assert "answer" not in res
+            line = next(x for x in lines if x.startswith(hit["ref"] + " "))
+            assert hit["snippet"][:100] in line
+            if hit.get("session"):
+                assert any(x.endswith(f"session {hit['session']}") for x in lines)
+        assert "message:m1" not in text and "/api/history" not in text
         # detail: full is the seed's shape, links and every field
-        full = await ok(client, "search_history", {"query": "quokka", "detail": "full"})
-        hit = next(h for h in full["hits"] if h["id"] == "message:m1")
+        hit = next(h for h in res["hits"] if h["id"] == "message:m1")
         for key in ("id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message",
                     "job", "run", "session", "cursor", "conversation", "project", "archived"):
             assert key in hit
         assert len(hit["snippet"]) <= 320 and hit["link"] == "/?message=m1"
-        assert "events" in full["coverage"] and "caughtUp" in full["coverage"]
+        assert "events" in res["coverage"] and "caughtUp" in res["coverage"]
         assert "detail" in await tool_error(
             client, "search_history", {"query": "x", "detail": "everything"})
 
@@ -216,13 +222,31 @@ async def test_get_conversation_pages(home: Path) -> None:
             client, "get_conversation", {"id": conv, "maxChars": 5})
         assert "toolOutput" in await tool_error(
             client, "get_conversation", {"id": conv, "toolOutput": "yes"})
-        # compact items: no nulls, no links; what all items share is said once
-        page, text = await call(client, "get_conversation", {"id": conv, "limit": 5})
-        for item in page["items"]:
-            assert "link" not in item and None not in item.values()
-            assert item["text"].split("\n")[0][:40] in text
-        full = await ok(client, "get_conversation", {"id": conv, "limit": 5, "detail": "full"})
+        # compact: the text alone, a line an item, no links
+        _, text = await call(client, "get_conversation", {"id": conv, "limit": 5})
+        full = await ok(client, "get_conversation", {"id": conv, "limit": 5})
         assert all("sourceLink" in item and "id" in item for item in full["items"])
+        for item in full["items"]:
+            assert item["text"].split("\n")[0][:40] in text
+        assert "/api/history" not in text and f"after={full['next']}" in text
+        # a hit's short reference opens its conversation just before the hit
+        hit = next(h for h in (await ok(client, "search_history", {"query": "reply 17"}))["hits"]
+                   if h["id"].startswith("message:") and "reply 17" in h["snippet"])
+        _, text = await call(client, "search_history", {"query": "reply 17"})
+        assert hit["ref"] in text and hit["id"] not in text
+        page = await ok(client, "get_conversation", {"id": hit["ref"], "limit": 4})
+        assert page["id"] == conv
+        assert [i["text"][:8] for i in page["items"]] == [
+            "reply 15", "reply 16", "reply 17", "reply 18"]
+        nxt = await ok(client, "get_conversation", {"id": hit["ref"], "after": page["next"]})
+        assert nxt["items"][0]["text"].startswith("reply 19")
+        # a reference whose row now holds another document (history.db renumbered) is
+        # refused, never followed to that document; a row that is gone too
+        row, check = hit["ref"][1:].split(".")
+        other = f"@{row}.{(int(check, 16) + 1) % 4096:03x}"
+        assert "search again" in await tool_error(client, "get_conversation", {"id": other})
+        assert "search again" in await tool_error(client, "get_conversation",
+                                                  {"id": f"@99999999.{check}"})
         cut = await ok(client, "get_conversation", {"id": conv, "limit": 5, "maxChars": 40})
         assert all(len(item["text"]) <= 40 for item in cut["items"])
 

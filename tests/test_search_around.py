@@ -254,13 +254,14 @@ def test_terminal(hhome: Path) -> None:
 
 def test_mcp(hhome: Path) -> None:
     home = Home(hhome)
-    obj, text = call_tool(home, "search_history", {"query": "zebra*", "limit": 50})
-    assert [h["id"] for h in obj["hits"]] == ["message:m5"]  # literal
-    obj, _ = call_tool(home, "search_history", {"query": "zebrafish", "group": "conversation"})
-    assert len(obj["hits"]) == 2
+    full = {"detail": "full"}
+    obj, text = call_tool(home, "search_history", {"query": "zebra*", "limit": 50, **full})
+    assert obj is not None and [h["id"] for h in obj["hits"]] == ["message:m5"]  # literal
+    obj, _ = call_tool(home, "search_history", {"query": "zebrafish", "group": "conversation",
+                                                **full})
+    assert obj is not None and len(obj["hits"]) == 2
     obj, text = call_tool(home, "search_history", {"query": "zebrafsh"})
-    assert obj["suggestions"] == {"zebrafsh": ["zebrafish", "zebras"]}
-    assert "did you mean: zebrafish or zebras?" in text
+    assert obj is None and "did you mean: zebrafish or zebras?" in text
     obj, _ = call_tool(home, "search_history", {"query": "zebrafsh", "detail": "full"})
     assert obj["suggestions"] == {"zebrafsh": ["zebrafish", "zebras"]}
     with pytest.raises(Exception, match="group"):

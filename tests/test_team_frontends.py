@@ -44,16 +44,27 @@ async def test_mcp_answers_from_postgres(team_home: tuple[Path, str]) -> None:
         tools = await client.list_tools()
         schema = tools.tools[0].input_schema
         assert "host" in schema["properties"]["filters"]["properties"]
-        res = await client.call_tool("search_history", {"query": "quokka",
+        res = await client.call_tool("search_history", {"query": "quokka", "detail": "full",
                                                         "filters": {"host": host}})
         assert not res.is_error, res.content
         out = res.structured_content
         assert out is not None and out["engine"] == "postgres" and len(out["hits"]) == 5
         assert {h["host"] for h in out["hits"]} == {host}
         conv = await client.call_tool("get_conversation",
-                                      {"id": out["hits"][0]["id"]})
+                                      {"id": out["hits"][0]["id"], "detail": "full"})
         assert not conv.is_error and conv.structured_content is not None
         assert conv.structured_content["items"][0]["host"] == host
+        # the compact answer: text only, each hit by its short reference, which opens the
+        # hit's conversation on the team server too
+        res = await client.call_tool("search_history", {"query": "quokka",
+                                                        "filters": {"host": host}})
+        assert res.structured_content is None
+        text = res.content[0].text  # type: ignore[union-attr]
+        assert all(h["ref"] in text for h in out["hits"]) and f"host {host}" in text
+        conv = await client.call_tool("get_conversation",
+                                      {"id": out["hits"][0]["ref"], "detail": "full"})
+        assert not conv.is_error and conv.structured_content is not None
+        assert out["hits"][0]["id"] in {i["id"] for i in conv.structured_content["items"]}
 
 
 def test_serve_answers_from_postgres(team_home: tuple[Path, str], pg_url: str) -> None:

@@ -1,16 +1,17 @@
-"""What an agent reads: the compact answers of the MCP tools, and their text block.
+"""What an agent reads: the answers of the MCP tools, and their text block.
 
 An MCP result is read by a model, so every character is paid for in its context (issue 29,
 `bench/tokens.py`). Promises:
-- `detail: "compact"` (the default) keeps what an agent acts on and drops what is null,
-  false or derivable: a hit is `id, agent, project, session, at, role, snippet` (+
-  `archived: true`); a conversation page hoists what all its items share (agent, session,
-  project, kind) and its items are `at, role, text` (+ `tool`, `title`, `subagent`,
-  `truncated`, `folded` when they say something). `detail: "full"` is the seed's shape,
-  exactly what `cli.services.calls` returns (the HTTP API's).
-- The text block is not a second copy of the JSON: it is a short readable rendering that
-  holds everything a client reading only text needs (each hit's id, session, time, snippet;
-  each item's time, role and text; the `next` cursor), one line per hit or item.
+- `detail: "compact"` (the default) is the text block alone, no `structuredContent`: a
+  client that reads both would pay for every hit twice, and one that reads only text needs
+  everything in the text anyway. A hit is one line: its reference (`@<row>.<check>`,
+  `projections.filters.hit_ref`, which `get_conversation` opens at the hit), time (the date
+  only when it changes), role, snippet; a header line per run of hits of one session names
+  agent, project, session (and host). A conversation page is one line per item: time,
+  role (+ tool, subagent, folded/cut), text; what all items share said once; the `next`
+  cursor and the resume command.
+- `detail: "full"` is the seed's shape as `structuredContent`, exactly what
+  `cli.services.calls` returns (the HTTP API's), with the same text block beside it.
 - Pure: dicts in, dicts and strings out; no I/O, no clock but the formatting of times.
 """
 
@@ -19,8 +20,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-HIT_KEYS = ("id", "agent", "project", "session", "at", "role", "snippet")
-ITEM_KEYS = ("at", "role", "tool", "title", "subagent", "subagent_name", "text")
 SHARED_KEYS = ("agent", "session", "project", "kind")
 TOOL_OUTPUT_ROLES = ("tool_result",)
 FOLDED_CHARS = 80
@@ -49,27 +48,6 @@ def _line(text: str, width: int) -> str:
 # --- search_history -------------------------------------------------------------------------
 
 
-def compact_hit(hit: dict[str, Any]) -> dict[str, Any]:
-    out = {k: hit[k] for k in HIT_KEYS if hit.get(k) is not None}
-    if hit.get("archived"):
-        out["archived"] = True
-    if "host" in hit and hit["host"] is not None:
-        out["host"] = hit["host"]
-    return out
-
-
-def compact_coverage(cov: dict[str, Any]) -> dict[str, Any]:
-    """`caughtUp`, and only while it is false what is pending; `stale` when true."""
-    out: dict[str, Any] = {"caughtUp": bool(cov.get("caughtUp"))}
-    if not out["caughtUp"]:
-        for key in ("capturing", "pendingFiles", "pendingEvents", "reading"):
-            if cov.get(key) is not None:
-                out[key] = cov[key]
-    if cov.get("stale"):
-        out["stale"] = True
-    return out
-
-
 def coverage_line(cov: dict[str, Any]) -> str | None:
     """One line saying how far from current the answer is, or None when caught up."""
     reading = cov.get("reading")
@@ -89,8 +67,8 @@ def coverage_line(cov: dict[str, Any]) -> str | None:
 
 
 def search_text(result: dict[str, Any], query: str) -> str:
-    """The readable answer: one header line per run of hits of one session, one line a hit;
-    then the `related` hits (by meaning, not containing every word) the same way."""
+    """The readable answer: one header line per session, one line a hit; then the
+    `related` hits (by meaning, not containing every word) the same way."""
     hits = result.get("hits", [])
     engine = "" if result.get("engine", "fts5") == "fts5" else f", {result.get('engine')} engine"
     mode = result.get("mode", "words")
@@ -115,48 +93,48 @@ def search_text(result: dict[str, Any], query: str) -> str:
     if not hits and near:
         lines.append(f"did you mean: {'; '.join(near)}?")
     if hits or related:
-        lines.append("get_conversation(id) reads a hit in context")
+        lines.append("get_conversation(id=<@ref or session>) reads it in context")
     return "\n".join(lines)
 
 
 def _hit_lines(lines: list[str], hits: list[dict[str, Any]]) -> None:
-    group: tuple[Any, ...] | None = None
+    """A header line per session (agent, project, session, host; sessions in the order of
+    their best hit), then a line a hit, best first: its reference (or id), time (the date
+    when it changes), role, snippet."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for h in hits:
+        key = (h.get("agent"), h.get("session"), h.get("project"), h.get("host"))
+        groups.setdefault(key, []).append(h)
+    group: tuple[Any, ...] | None = None
+    day = None
+    for h in (h for run in groups.values() for h in run):
         key = (h.get("agent"), h.get("session"), h.get("project"), h.get("host"))
         if key != group:
             group = key
             head = [str(h.get("agent") or "?")]
-            if h.get("session"):
-                head.append(f"session {h['session']}")
             if h.get("project"):
                 head.append(str(h["project"]))
+            if h.get("session"):
+                head.append(f"session {h['session']}")
             if h.get("host"):
                 head.append(f"host {h['host']}")
             lines.append(" ".join(head))
+        stamp = when(h.get("at"))
+        if stamp[:10] == day:
+            stamp = stamp[11:]
+        day = stamp[:10] if len(stamp) > 10 else day
         role = f" {h['role']}" if h.get("role") else ""
         flag = " (archived)" if h.get("archived") else ""
-        lines.append(f"- {h.get('id')} {when(h.get('at'))}{role}{flag}: "
+        lines.append(f"{h.get('ref') or h.get('id')} {stamp}{role}{flag}: "
                      f"{_line(str(h.get('snippet') or ''), 400)}")
 
 
-def search_answer(result: dict[str, Any], query: str, detail: str) -> tuple[dict[str, Any], str]:
-    """(structured content, text) of a `search_history` result."""
+def search_answer(result: dict[str, Any], query: str, detail: str
+                  ) -> tuple[dict[str, Any] | None, str]:
+    """(structured content, text) of a `search_history` result: compact is the text alone."""
     if detail == "full":
         return result, search_text(result, query)
-    out: dict[str, Any] = {
-        "engine": result.get("engine"),
-        "hits": [compact_hit(h) for h in result.get("hits", [])],
-        "coverage": compact_coverage(result.get("coverage") or {}),
-    }
-    if result.get("mode", "words") != "words":
-        out["mode"] = result["mode"]
-    if result.get("related"):
-        out["related"] = [compact_hit(h) for h in result["related"]]
-    if result.get("suggestions"):  # (an empty one says nothing)
-        out["suggestions"] = result["suggestions"]
-    if "answer" in result:
-        out["answer"] = result["answer"]
-    return out, search_text(result, query)
+    return None, search_text(result, query)
 
 
 # --- get_conversation -----------------------------------------------------------------------
@@ -175,37 +153,21 @@ def fold_items(items: list[dict[str, Any]], max_chars: int, tool_output: bool) -
             it["truncated"] = True
 
 
-def compact_page(page: dict[str, Any]) -> dict[str, Any]:
-    items: list[dict[str, Any]] = page.get("items", [])
-    shared: dict[str, Any] = {}
+def shared(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What every item of a page shares (agent, session, project, kind): said once."""
+    out: dict[str, Any] = {}
     for key in SHARED_KEYS:
         values = {it.get(key) for it in items}
         if len(values) == 1 and None not in values:
-            shared[key] = values.pop()
-    out: dict[str, Any] = {"id": page.get("id"), **shared, "items": []}
-    for it in items:
-        row = {k: it[k] for k in ITEM_KEYS if it.get(k) is not None}
-        for key in SHARED_KEYS:
-            if key not in shared and it.get(key) is not None:
-                row[key] = it[key]
-        if it.get("host") is not None:
-            row["host"] = it["host"]
-        for flag in ("truncated", "folded"):
-            if it.get(flag):
-                row[flag] = it[flag]
-        out["items"].append(row)
-    out["next"] = page.get("next")
-    resume = page.get("resume")
-    out["resume"] = ({k: resume[k] for k in ("command", "cwd") if resume.get(k) is not None}
-                     if isinstance(resume, dict) else None)
+            out[key] = values.pop()
     return out
 
 
 def page_text(page: dict[str, Any]) -> str:
     items = page.get("items", [])
-    shared = compact_page({"items": items})  # what every item shares
-    head = [str(shared.get("agent") or ""), f"session {shared['session']}"
-            if shared.get("session") else "", str(shared.get("project") or "")]
+    common = shared(items)
+    head = [str(common.get("agent") or ""), f"session {common['session']}"
+            if common.get("session") else "", str(common.get("project") or "")]
     lines = [" ".join(h for h in head if h) or str(page.get("id")),
              f"{len(items)} items of {page.get('id')} (times UTC)"]
     day = None
@@ -219,7 +181,7 @@ def page_text(page: dict[str, Any]) -> str:
         if it.get("subagent"):
             who += f" [{it.get('subagent_name') or it['subagent']}]"
         for key in SHARED_KEYS:
-            if key not in shared and it.get(key) and key != "kind":
+            if key not in common and it.get(key) and key != "kind":
                 who += f" {key}={it[key]}"
         if it.get("folded"):
             who += f" (folded, {it['folded']:,} chars)"
@@ -237,8 +199,8 @@ def page_text(page: dict[str, Any]) -> str:
 
 def conversation_answer(
     page: dict[str, Any], detail: str, max_chars: int, tool_output: bool
-) -> tuple[dict[str, Any], str]:
-    """(structured content, text) of a `get_conversation` page."""
+) -> tuple[dict[str, Any] | None, str]:
+    """(structured content, text) of a `get_conversation` page: compact is the text alone."""
     fold_items(page.get("items", []), max_chars, tool_output)
     text = page_text(page)
-    return (page if detail == "full" else compact_page(page)), text
+    return (page if detail == "full" else None), text

@@ -216,7 +216,8 @@ def conversation_args(args: dict[str, Any]) -> dict[str, Any]:
     return {"conversation_id": cid, "after": after, "limit": _integer(args.get("limit"), "limit")}
 
 
-def call_tool(home: Home, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def call_tool(home: Home, name: str, args: dict[str, Any]
+              ) -> tuple[dict[str, Any] | None, str]:
     """Run one tool call: (structured content, text block) (`cli.mcp.compact`); raises an
     `AgentlogError` for anything the caller should be told."""
     if name == "search_history":
@@ -235,7 +236,7 @@ def call_tool(home: Home, name: str, args: dict[str, Any]) -> tuple[dict[str, An
     raise ArgumentProblem(f"unknown tool {name!r}")
 
 
-def _result(answer: tuple[dict[str, Any], str]) -> types.CallToolResult:
+def _result(answer: tuple[dict[str, Any] | None, str]) -> types.CallToolResult:
     obj, text = answer
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=obj

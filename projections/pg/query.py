@@ -22,11 +22,16 @@ from typing import Any
 
 from projections.errors import NotFound, QueryError
 from projections.filters import (
+    CONTEXT_BEFORE,
     Filters,
     conditions,
     conversation_page,
+    hit_ref,
     parse_filters,
     parse_limit,
+    parse_ref,
+    ref_holds,
+    stale_ref,
 )
 from projections.pg import rank
 from projections.pg.schema import CJK_PREDICATE
@@ -278,7 +283,7 @@ def _dedup(rows: list[tuple[Any, ...]], limit: int, seen: set[tuple[str, str, by
             "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
             "run": r["run"], "session": r["session"], "cursor": r["cursor"],
             "conversation": r["conversation"], "project": r["project"], "host": r["host"],
-            "archived": bool(r["archived"]),
+            "archived": bool(r["archived"]), "ref": hit_ref(r["rid"], r["id"]),
         })
         if len(out) >= limit:
             break
@@ -363,7 +368,23 @@ def _conversation(con: Any, ident: str, start: tuple[int, int, int] | None, n: i
                   host: str | None) -> dict[str, Any] | None:
     hcond, hargs = (" AND host = %s", [host]) if host is not None else ("", [])
     conv = None
-    if con.execute(f"SELECT 1 FROM agentlog.documents WHERE conversation = %s{hcond} LIMIT 1",
+    ref = parse_ref(ident)
+    if ref is not None:  # a hit's reference: its conversation, from just before the hit
+        row = con.execute("SELECT id, conversation, at, coalesce(ord, 0), host"
+                          " FROM agentlog.documents WHERE rid = %s", [ref[0]]).fetchone()
+        if row is None or not ref_holds(ref[1], row[0]) or (host is not None and row[4] != host):
+            raise stale_ref(ident)
+        if row[1] is None:
+            return None
+        conv = str(row[1])
+        if start is None:
+            before = con.execute(
+                "SELECT at, coalesce(ord, 0), rid FROM agentlog.documents WHERE conversation = %s"
+                f"{hcond} AND (at, coalesce(ord, 0), rid) < (%s, %s, %s)"
+                " ORDER BY at DESC, coalesce(ord, 0) DESC, rid DESC LIMIT 1 OFFSET %s",
+                [conv, *hargs, row[2], row[3], ref[0], CONTEXT_BEFORE]).fetchone()
+            start = tuple(before) if before is not None else None
+    elif con.execute(f"SELECT 1 FROM agentlog.documents WHERE conversation = %s{hcond} LIMIT 1",
                    [ident, *hargs]).fetchone():
         conv = ident
     else:
