@@ -3,9 +3,9 @@
 Promises:
 - The advertised input schemas are written by hand and fully inlined: no `$ref`, no
   `anyOf`, no `null` types, so Claude Code, Codex and opencode all accept them.
-- Every result is `structuredContent` (compact by default, the full shape with
-  `detail: "full"`) and beside it a short readable text holding what a client that reads
-  only text needs (`cli/mcp/compact.py`): not a second copy of the JSON.
+- Every result is a short readable text (`cli/mcp/compact.py`); with `detail: "full"`
+  the seed's shape beside it as `structuredContent`. The default (compact) answer has no
+  structured content: a client reading both would pay for each hit twice.
 - A bad argument, an unknown id or an internal failure is a tool error (`isError`), never
   a crash of the server. Transcript text is never logged.
 - Start-up does no index work; the MCP SDK is imported only when this module is. The
