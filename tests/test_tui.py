@@ -334,3 +334,36 @@ def test_f6_searches_by_meaning(demo_home: Home) -> None:
         assert app.rows[0].agent == "opencode"
 
     run(app, scenario)
+
+
+def test_a_preview_finished_after_the_user_left_is_dropped(demo_home: Home) -> None:
+    """The preview worker may finish after the app stopped (Escape while a window is read)
+    or after its pane is gone: neither raises (call_from_thread raised "App is not running",
+    and the draw's query_one NoMatches('#preview'))."""
+    import threading
+
+    app = app_of(demo_home)
+    got: list[model.Row] = []
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"tangerine")
+        await settle(pilot, lambda: app.previewed is not None and bool(app.rows))
+        got.append(app.rows[0])
+        await settle(pilot, lambda: "tangerine" in preview_text(app).lower())
+        await app.query_one("#preview").remove()
+        app._draw(got[0], None, [])  # the pane is gone: nothing to draw into
+        await pilot.press("escape")
+
+    run(app, scenario)
+    errors: list[BaseException] = []
+
+    def late() -> None:
+        try:
+            app._load(got[0], None, False, 80)
+        except BaseException as exc:  # the test reports it
+            errors.append(exc)
+
+    worker = threading.Thread(target=late)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive() and errors == []

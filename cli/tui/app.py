@@ -86,6 +86,15 @@ class Answered(Message):
         self.rows = rows
 
 
+class Previewed(Message):
+    """The preview worker's rendering of a row's conversation window."""
+
+    def __init__(self, row: model.Row, found: model.Window | None,
+                 drawn: list[tuple[Text, bool]]) -> None:
+        super().__init__()
+        self.row, self.found, self.drawn = row, found, drawn
+
+
 class BrowseApp(App[model.Choice]):
     TITLE = "agentlog browse"
     CSS = """
@@ -420,14 +429,19 @@ class BrowseApp(App[model.Choice]):
         for i, item in enumerate(found.items if found is not None else []):
             hit = i == found.focus if found is not None else False
             drawn.append((as_text(render(item, unfold=unfold, hit=hit), width), hit))
-        self.call_from_thread(self._draw, row, found, drawn)
+        # a message, not call_from_thread: that raises once the app has stopped, and the user
+        # may leave while a window is read
+        self.post_message(Previewed(row, found, drawn))
+
+    def on_previewed(self, message: Previewed) -> None:
+        self._draw(message.row, message.found, message.drawn)
 
     def _draw(self, row: model.Row, found: model.Window | None,
               drawn: list[tuple[Text, bool]]) -> None:
-        if row.key != self.previewed:
+        pane = next(iter(self.query("#preview").results(VerticalScroll)), None)
+        if row.key != self.previewed or pane is None:  # another row, or the app is closing
             return
         self._window = found
-        pane = self.query_one("#preview", VerticalScroll)
         pane.remove_children()
         choice = model.choice(row)
         head = Static(f"{row.agent} · {row.project or '-'}\n⏎ {choice.command}",
