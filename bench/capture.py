@@ -24,6 +24,7 @@ import os
 import random
 import shutil
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,68 @@ def _claude_line(rng: random.Random, sid: str, i: int, width: int) -> bytes:
     return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
 
 
+# A text-sparse home (issue 32): less text per byte, as real homes have. Claude Code lines
+# carry the API's metadata (message id, model, usage, request id), a tool call's input, a
+# tool result's output twice (the message's content and `toolUseResult`, as Claude Code
+# writes it); Codex rollouts carry encrypted reasoning (never text) and tool calls.
+_B64 = string.ascii_letters + string.digits + "-_"
+_COMMANDS = ("pytest -q tests/", "git status --short", "ls -la src/", "rg -n TODO src",
+             "python -m build", "npm test -- --watch=false", "cat pyproject.toml")
+
+
+def _claude_sparse(rng: random.Random, sid: str, i: int) -> tuple[bytes, int]:
+    """(a line, the bytes of text an indexer reads from it) of a text-sparse Claude file."""
+    base = {"parentUuid": f"{sid[:8]}-{i - 1:06d}" if i else None, "isSidechain": False,
+            "userType": "external", "cwd": "/w/p", "sessionId": sid, "version": "2.1.90",
+            "gitBranch": "main", "uuid": f"{sid[:8]}-{i:06d}",
+            "timestamp": "2026-04-07T15:31:35.362Z"}
+    kind = i % 4
+    if kind == 0:  # a short prompt
+        text = _text(rng, rng.randint(3, 40))
+        rec = {**base, "type": "user", "message": {"role": "user", "content": text}}
+        return json.dumps(rec, separators=(",", ":")).encode() + b"\n", len(text)
+    tool_id = f"toolu_{rng.getrandbits(96):024x}"
+    if kind == 3:  # the tool's result: its output in the content and again in toolUseResult
+        out = _text(rng, rng.randint(10, 300))
+        rec = {**base, "type": "user", "message": {"role": "user", "content": [
+            {"tool_use_id": tool_id, "type": "tool_result", "content": out,
+             "is_error": False}]},
+            "toolUseResult": {"stdout": out, "stderr": "", "interrupted": False,
+                              "isImage": False}}
+        return json.dumps(rec, separators=(",", ":")).encode() + b"\n", len(out)
+    content: list[dict[str, object]]
+    if kind == 1:  # a short answer
+        text = _text(rng, rng.randint(3, 80))
+        content = [{"type": "text", "text": text}]
+    else:  # a tool call
+        text = rng.choice(_COMMANDS)
+        content = [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                    "input": {"command": text, "description": "Run the command"}}]
+    rec = {**base, "type": "assistant", "requestId": f"req_{rng.getrandbits(96):024x}",
+           "message": {"id": f"msg_{rng.getrandbits(96):024x}", "type": "message",
+                       "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                       "content": content, "stop_reason": None, "stop_sequence": None,
+                       "usage": {"input_tokens": rng.randint(1, 9),
+                                 "cache_creation_input_tokens": rng.randint(0, 9999),
+                                 "cache_read_input_tokens": rng.randint(0, 99999),
+                                 "output_tokens": rng.randint(1, 999),
+                                 "service_tier": "standard"}}}
+    return json.dumps(rec, separators=(",", ":")).encode() + b"\n", len(text)
+
+
+def _codex_sparse(rng: random.Random, i: int) -> tuple[bytes, int]:
+    if i % 3 == 0:  # encrypted reasoning: bytes no indexer reads
+        blob = "gAAAAA" + "".join(rng.choice(_B64) for _ in range(rng.randint(400, 2400)))
+        rec = {"timestamp": "2025-09-16T06:12:37.392Z", "type": "response_item",
+               "payload": {"type": "reasoning", "summary": [], "content": None,
+                           "encrypted_content": blob}}
+        return json.dumps(rec, separators=(",", ":")).encode() + b"\n", 0
+    text = _text(rng, rng.randint(3, 40))
+    line = _codex_line(rng, i, 0).replace(b'"text":""', json.dumps(
+        {"text": text}, separators=(",", ":"))[1:-1].encode())
+    return line, len(text)
+
+
 def _codex_line(rng: random.Random, i: int, width: int) -> bytes:
     rec = {"timestamp": "2025-09-16T06:12:37.392Z", "type": "response_item",
            "payload": {"type": "message", "role": "assistant",
@@ -71,10 +134,13 @@ def _codex_line(rng: random.Random, i: int, width: int) -> bytes:
     return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
 
 
-def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int = 7) -> dict[
-        str, Path]:
-    """Claude sessions (~45%), Codex rollouts (~25%), opencode JSON files (~30%)."""
+def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int = 7,
+               sparse: bool = False) -> dict[str, Path]:
+    """Claude sessions (~45%), Codex rollouts (~25%), opencode JSON files (~30%). `sparse`:
+    Claude and Codex files with less text per byte (`_claude_sparse`, `_codex_sparse`);
+    the share of text is written to `base/text-share.json`."""
     rng = random.Random(seed)
+    text_bytes = {"claude": 0, "codex": 0}
     claude, codex, oc = base / "claude", base / "codex", base / "opencode"
     n_claude, n_codex = int(files * 0.45), int(files * 0.25)
     n_oc = files - n_claude - n_codex
@@ -87,7 +153,12 @@ def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int
         with open(p, "wb") as f:
             size, j = 0, 0
             while size < per_file:
-                line = _claude_line(rng, sid, j, rng.randint(10, 120))
+                if sparse:
+                    line, n = _claude_sparse(rng, sid, j)
+                else:
+                    line = _claude_line(rng, sid, j, rng.randint(10, 120))
+                    n = len(line) - 306  # (measured: the record around the text)
+                text_bytes["claude"] += n
                 f.write(line)
                 size += len(line)
                 j += 1
@@ -98,7 +169,12 @@ def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int
         with open(p, "wb") as f:
             size, j = 0, 0
             while size < per_file:
-                line = _codex_line(rng, j, rng.randint(10, 120))
+                if sparse:
+                    line, n = _codex_sparse(rng, j)
+                else:
+                    line = _codex_line(rng, j, rng.randint(10, 120))
+                    n = len(line) - 157
+                text_bytes["codex"] += n
                 f.write(line)
                 size += len(line)
                 j += 1
@@ -119,10 +195,16 @@ def write_home(base: Path, files: int, target_bytes: int, big_mb: int, seed: int
         with open(p, "wb") as f:
             written, j = 0, 0
             while written < big_mb * 1024 * 1024:
-                line = _claude_line(rng, "big", j, 400)
+                if sparse:
+                    line, n = _claude_sparse(rng, "big-session-0000", j)
+                else:
+                    line = _claude_line(rng, "big", j, 400)
+                    n = len(line) - 306
+                text_bytes["claude"] += n
                 f.write(line)
                 written += len(line)
                 j += 1
+    (base / "text-share.json").write_text(json.dumps(text_bytes))
     return {"claude": claude, "codex": codex, "opencode": oc}
 
 

@@ -24,22 +24,28 @@ Each column starts from the same state (`settle`, untimed): earlier writes flush
 sources read once into the page cache.
 
 Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
-quick ~47 MB; mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's
-quiet figures in docs/performance.md and docs/history/performance-journal.md); gb ~1 GB. A
---src written with another size is used as it is (the size is printed).
+small ~30 MB in 150 files (a first weeks' home, issue 32); quick ~47 MB in 6,000 files;
+mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's quiet figures in
+docs/performance.md and docs/history/performance-journal.md); gb ~1 GB. A --src written with
+another size is used as it is (the size is printed).
 
 `--redaction`: a column more, interleaved (before the agentlog column every other round):
 agentlog with secret redaction off (a `sitecustomize` on PYTHONPATH, bench/noredact/, in every
 process of the column; agentlog has no such switch), and redaction's share of the wall and CPU
 time. Each of the two columns first removes its home of the round before, as the other does.
 
+`--sparse`: the text-sparse home beside the bench home (issue 32): Claude lines with the
+API's metadata, tool calls and each tool output twice (content and `toolUseResult`), Codex
+rollouts with encrypted reasoning — ~30 % of the Claude bytes are text against ~70 % on the
+bench home (`bench/capture.write_home`; its share is printed).
+
 `--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
 claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
 same input, beside the issue's (three agents against one).
 
 Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
-       .venv/bin/python bench/cold.py quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
-                                        [--baseline REV] [--claude-only] [--redaction]
+       .venv/bin/python bench/cold.py small|quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
+                                        [--baseline REV] [--claude-only] [--redaction] [--sparse]
 """
 
 from __future__ import annotations
@@ -59,7 +65,10 @@ from typing import Any
 from common import ROOT, children, css_query, export_rev, install_css, load_average, workdir
 
 AGENTS = ("claude", "codex", "opencode")
-SIZES = {"quick": (12 << 20, 20), "mid": (250 << 20, 50), "gb": (800 << 20, 200)}  # write_home's
+# write_home's (files, target bytes, big session MB); "small" is a first weeks' home: a few
+# hundred KB per file (issue 32's 32 MB home), not 6,000 small files
+SIZES = {"small": (150, 30 << 20, 0), "quick": (6000, 12 << 20, 20),
+         "mid": (6000, 250 << 20, 50), "gb": (6000, 800 << 20, 200)}
 PROBE = "refactor parser"
 
 
@@ -237,16 +246,16 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
 
 def run(work: Path, size: str, src: Path | None, reps: int = 1,
         baseline: str | None = None, claude_only: bool = False,
-        redaction: bool = False) -> None:
+        redaction: bool = False, sparse: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
 
-    src = src or work / "src"
+    src = src or work / ("src-sparse" if sparse else "src")
     roots = {a: src / a for a in AGENTS}
     if not all(r.is_dir() for r in roots.values()):
         t0 = time.perf_counter()
-        write_home(src, 6000, *SIZES[size])
+        write_home(src, *SIZES[size], sparse=sparse)
         print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
     if claude_only:  # the other agents' roots empty: the same bytes as claude-session-search
         empty = work / "empty-root"
@@ -256,8 +265,14 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
     user = work / "user"  # the other registered agents' default roots live under HOME
     user.mkdir(parents=True, exist_ok=True)
     env = child_env(user)
-    print(f"empty -> searchable: synthetic home of {sum(sizes.values()):.0f} MB ("
-          + ", ".join(f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"), {reps} rep(s),"
+    share = ""
+    if (src / "text-share.json").exists():
+        text = json.loads((src / "text-share.json").read_text())
+        share = (f"; text {100 * text['claude'] / 1e6 / max(sizes['claude'], 1e-9):.0f} %"
+                 " of the Claude bytes")
+    print(f"empty -> searchable: {'text-sparse ' if sparse else ''}synthetic home of"
+          f" {sum(sizes.values()):.0f} MB (" + ", ".join(
+              f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"{share}), {reps} rep(s),"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     css_py = install_css(work / "css-venv")
     cols: dict[str, list[dict[str, Any]]] = {"agentlog": [], "css": [], "floor": [], "base": [],
@@ -338,10 +353,12 @@ def main() -> None:
                     help="capture only the home's Claude files (claude-session-search's input)")
     ap.add_argument("--redaction", action="store_true",
                     help="also time agentlog with secret redaction off (its share)")
+    ap.add_argument("--sparse", action="store_true",
+                    help="the text-sparse home (bench/capture.write_home(sparse=True))")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
         run(work, args.size, args.src, args.reps, args.baseline, args.claude_only,
-            args.redaction)
+            args.redaction, args.sparse)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from tests.test_projections_support import append, make_log
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "CHAMPIONS", 3)
     monkeypatch.setattr(champions, "HOT_DF", 4)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
 
 
 def _messages(start: int, n: int) -> list[MessageSent]:
@@ -94,6 +95,7 @@ def test_a_failed_fold_is_rolled_back_alone_and_raised_after_the_batches_commit(
     monkeypatch.undo()
     monkeypatch.setattr(champions, "CHAMPIONS", 3)
     monkeypatch.setattr(champions, "HOT_DF", 4)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     append(log, _messages(35, 1), prefix="later")
     catch_up(path, log)
     wm, last, _ = _wm_and_last(path)

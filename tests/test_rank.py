@@ -27,6 +27,7 @@ ROLES = [None, "user", "assistant", "tool_result", "thinking"]
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "CHAMPIONS", 4)
     monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     monkeypatch.setattr(champions, "REFRESH_AT", 1)
     monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
 

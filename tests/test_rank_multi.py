@@ -27,6 +27,7 @@ from tests.test_rank import WORDS, _home, _put, _put_all, certified, docs_st, id
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "CHAMPIONS", 4)
     monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     monkeypatch.setattr(champions, "REFRESH_AT", 1)
     monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
     monkeypatch.setattr(multi, "FULL_BELOW", 0)  # the lists answer even tiny homes

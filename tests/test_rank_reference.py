@@ -58,6 +58,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     weights first."""
     monkeypatch.setattr(champions, "CHAMPIONS", 4)
     monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     monkeypatch.setattr(champions, "REFRESH_AT", 1)
     monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
     monkeypatch.setattr(deep, "DEEP_SHARE", 1)
@@ -257,6 +258,7 @@ def test_production_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     random test has them, small). Roles of near weights, so that the lists mix them."""
     monkeypatch.setattr(multi, "FULL_BELOW", 0)
     monkeypatch.setattr(split, "PARALLEL_AT", 0)
+    monkeypatch.setattr(rank, "SMALL_HOME", 0)  # (a home this small makes no list at build)
     rng = random.Random(25)
     docs = [([VOCAB[0], *VOCAB[1:2] * (rng.random() < 0.95),
               *rng.choices(VOCAB, k=rng.randrange(0, 14))],

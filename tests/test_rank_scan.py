@@ -23,6 +23,7 @@ TABLES = ("rank_meta", "rank_terms", "rank_champions", "rank_deep", "rank_deep_b
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "CHAMPIONS", 4)
     monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     monkeypatch.setattr(deep, "DEEP_SHARE", 1)  # words in >= 8 documents: deep lists
     monkeypatch.setattr(deep, "DEEP_MAX", 8)
 

@@ -27,6 +27,7 @@ DEADLINE_S = 60.0
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "CHAMPIONS", 3)
     monkeypatch.setattr(champions, "HOT_DF", 4)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     monkeypatch.setattr(champions, "BUILD_BUDGET", 0)  # a rebuild makes one list; the rest wait
 
 
@@ -67,6 +68,30 @@ def test_catch_up_folds_what_it_applied_and_leaves_list_making_to_make_lists(
     assert make_lists(path, steps=1) == wanted  # one step: a few hundred matches ranked
     assert _state(path)[2:] == (made + wanted, 0)
     assert make_lists(path, steps=1) == 0
+
+
+def test_a_small_home_s_rebuild_makes_no_list_and_leaves_them_wanted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home of at most SMALL_HOME x HOT_DF documents (here 10 x 4) makes no list at its
+    rebuild (issue 32: a small home does not pay for machinery built for a big one): its
+    common words stay wanted, upkeep makes them, and the answers never change."""
+    from projections.query import search
+
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 10)
+    monkeypatch.setattr(champions, "BUILD_BUDGET", 3)
+    path = tmp_path / "history.db"
+    log = make_log(tmp_path / "log", _messages(0, 30, "walrus otter"))
+    rebuild(path, log)
+    _, _, made, wanted = _state(path)
+    assert made == 0 and wanted >= 2
+    before = search(path, "walrus", limit=5)["hits"]
+    assert make_lists(path) == wanted
+    assert _state(path)[2:] == (wanted, 0)
+    assert search(path, "walrus", limit=5)["hits"] == before
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # a bigger home: lists at build
+    rebuild(path, log)
+    assert _state(path)[2] > 0
 
 
 def test_the_capture_loop_makes_the_wanted_lists_while_idle(tmp_path: Path) -> None:

@@ -109,6 +109,7 @@ def test_rank_top_never_answers_a_prefix_from_the_lists(
     every zebrafish)."""
     monkeypatch.setattr(champions, "CHAMPIONS", 4)
     monkeypatch.setattr(champions, "HOT_DF", 6)
+    monkeypatch.setattr("projections.rank.SMALL_HOME", 0)  # lists at any size
     path = tmp_path / "history.db"
     con = db.connect(path)
     db.create_schema(con, engine="fts5")

@@ -35,6 +35,7 @@ from projections.rank import champions, deep, multi, schema, split, tokens
 from projections.rank.multi import Accept
 
 Take = Callable[[Iterable[list[int]], bool], list[Any]]
+SMALL_HOME = 10  # a rebuild of at most SMALL_HOME x HOT_DF documents makes no list (`build`)
 
 
 class Match(NamedTuple):
@@ -112,8 +113,13 @@ def build(con: sqlite3.Connection, *, workers: int = 1,
     ranked (the rest are made by `step`), ranked on `workers` threads (outside a
     transaction). `vocab`: every word in more than `hot_df()` documents with that count,
     when the caller read it. Returns the lists made."""
-    return champions.build(con, budget=champions.BUILD_BUDGET * max(1, tokens.totals(con)[0]),
-                           workers=workers, vocab=vocab)
+    nrow = max(1, tokens.totals(con)[0])
+    # a small home does not pay for lists at its (first) build: ranking every match of a
+    # word costs ~2 µs a match, so below SMALL_HOME x HOT_DF documents ~0.1 s at the very
+    # most; the words are still wanted, and upkeep makes their lists later
+    small = nrow <= SMALL_HOME * champions.HOT_DF
+    return champions.build(con, budget=champions.BUILD_BUDGET * nrow, workers=workers,
+                           vocab=vocab, make=not small)
 
 
 def fold(con: sqlite3.Connection) -> bool:

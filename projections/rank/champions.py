@@ -72,10 +72,11 @@ def has_lists(con: sqlite3.Connection) -> bool:
 
 def build(con: sqlite3.Connection, *, hot_df: int | None = None,
           budget: int | None = None, workers: int = 1,
-          vocab: list[tuple[str, int]] | None = None) -> int:
+          vocab: list[tuple[str, int]] | None = None, make: bool = True) -> int:
     """Make the champion lists from scratch: every word in more than `hot_df` documents is
     wanted; lists are made hottest first until the matches ranked would exceed `budget`
-    (None: all); the rest wait for `refresh`. Returns the lists made. `workers` > 1 (a
+    (None: all; at least one); with `make` False none is made: every such word stays
+    wanted. The rest wait for `refresh`. Returns the lists made. `workers` > 1 (a
     rebuild, outside a transaction): the matches are ranked on that many threads
     (projections.rank.scan, same lists). `vocab`: every word of documents_fts in more than
     `hot_df` documents with that count (fts5vocab's), when the caller already read it."""
@@ -95,7 +96,7 @@ def build(con: sqlite3.Connection, *, hot_df: int | None = None,
         vocab = [(str(t), int(df)) for t, df in con.execute(
             "SELECT term, doc FROM documents_fts_terms WHERE doc > ?", (hot,))]
     con.executemany("INSERT INTO rank_terms(term, df) VALUES (?, ?)", vocab)
-    return make_wanted(con, budget, workers)
+    return make_wanted(con, budget, workers) if make else 0
 
 
 def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -> int:
