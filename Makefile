@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lock lint types pytest browser postgres bench clean
+.PHONY: run test setup lock lint types pytest browser postgres clients bench clean
 
 # the tested versions (requirements.lock, every dependency and the dev and team extras), then
 # agentlog itself without resolving anything more
@@ -23,8 +23,9 @@ setup: $(STAMP)
 run: $(STAMP)
 	scripts/run.sh
 
-## make test: set up (browser and PostgreSQL server included), then lint, type-check and run every test
-test: $(STAMP) browser postgres
+## make test: set up (browser, PostgreSQL server and the agents' CLIs included), then lint,
+## type-check and run every test
+test: $(STAMP) browser postgres clients
 	$(BIN)/ruff check eventlog projections readers cli tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -57,6 +58,9 @@ browser:
 
 postgres:
 	scripts/install-postgres.sh
+
+clients:
+	scripts/install-clients.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/eventlog.py

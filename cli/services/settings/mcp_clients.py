@@ -134,6 +134,10 @@ JSON_CLIENTS: dict[str, tuple[str, str | None, str]] = {
     # schema and README): `mcp.<name>` = {type: "stdio", command, args}, JSONC allowed
     "crush": (".config/crush/crush.json", "XDG_CONFIG_HOME", "crush"),
 }
+# A second home of a client's file, used when its folder exists and the first's does not:
+# the Cline CLI (npm `cline`, 3.x) reads ~/.cline/data/settings/ (what `cline config mcp`
+# printed, session 28), the VS Code extension the file above.
+OTHER_FILE: dict[str, str] = {"cline": ".cline/data/settings/cline_mcp_settings.json"}
 # The object holding the servers, when it is not `mcpServers`.
 SERVERS_KEY: dict[str, str] = {"amp": "amp.mcpServers", "crush": "mcp"}
 # Clients that read their file as JSON with comments: a file that is not plain JSON is
@@ -155,7 +159,12 @@ def json_client_config(client: str, env: dict[str, str] | None = None) -> Path:
         return Path(e[var]) / Path(rel).relative_to(".config")
     if var and e.get(var):
         return Path(e[var]) / Path(rel).name
-    return Path(e.get("HOME") or Path.home()) / rel
+    home = Path(e.get("HOME") or Path.home())
+    other = OTHER_FILE.get(client)
+    if other is not None and not (home / rel).parent.is_dir() and (
+            home / other).parent.parent.is_dir():
+        return home / other
+    return home / rel
 
 
 def json_client_entry(client: str, command: list[str]) -> dict[str, Any]:
