@@ -165,7 +165,7 @@ _ROW_KEYS = ("rowid", "id", "kind", "agent", "at", "message", "job", "run", "ses
 
 
 def _hit(row: tuple[Any, ...], tokens: list[str], width: int = SNIPPET_CHARS,
-         role: bool = False) -> dict[str, Any]:
+         role: bool = False, ref: bool = False) -> dict[str, Any]:
     r = dict(zip(_ROW_KEYS, row, strict=True))
     hit = {
         "id": r["id"], "kind": r["kind"], "agent": r["agent"], "at": r["at"],
@@ -173,8 +173,10 @@ def _hit(row: tuple[Any, ...], tokens: list[str], width: int = SNIPPET_CHARS,
         "sourceLink": source_link(r["id"]), "message": r["message"], "job": r["job"],
         "run": r["run"], "session": r["session"], "cursor": r["cursor"],
         "conversation": r["conversation"], "project": r["project"],
-        "archived": bool(r["archived"]), "ref": hit_ref(r["rowid"], r["id"]),
+        "archived": bool(r["archived"]),
     }
+    if ref:
+        hit["ref"] = hit_ref(r["rowid"], r["id"])
     if role:
         hit["role"] = r["role"]
     return hit
@@ -198,6 +200,7 @@ def search(
     meaning_model: Mapping[str, Any] | None = None,
     cancel: Cancel | None = None,
     latest: bool = False,
+    ref: bool = False,
 ) -> dict[str, Any]:
     """Search the history: {"engine", "mode", "hits", "coverage"} (see docs/search.md), plus
     `suggestions` when there is no hit; snippets of at most `snippet_chars` characters
@@ -215,7 +218,8 @@ def search(
     words), NOT the ranking: the latest captured matches first, from the newest ones only
     (`projections.search.latest_search`, a bounded query of a few milliseconds; `agentlog
     browse`'s first page while every match is ranked); the answer carries `"unranked":
-    true` then."""
+    true` then. With `ref`, each hit's short reference (`projections.filters.hit_ref`,
+    valid for this history.db only: MCP's compact answer names hits by it)."""
     if mode not in MODES:
         raise QueryError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
     tokens = query_tokens(query)
@@ -271,12 +275,12 @@ def search(
     cov = _coverage(con)
     cov["stale"] = stale.stale_note(Path(db_path)) is not None
     result: dict[str, Any] = {"engine": use, "mode": mode,
-                              "hits": [_hit(r, tokens, snippet_chars, role) for r in rows],
+                              "hits": [_hit(r, tokens, snippet_chars, role, ref) for r in rows],
                               "coverage": cov}
     if mode != "words" or related:
         cov["meaning"] = _meaning_coverage(con, folder)
     if more is not None:
-        result["related"] = [{**_hit(r, tokens, snippet_chars, role), "related": True}
+        result["related"] = [{**_hit(r, tokens, snippet_chars, role, ref), "related": True}
                              for r in more]
     if not rows:
         result["suggestions"] = _suggestions(con, use, [t for t in tokens if t not in prefixes])

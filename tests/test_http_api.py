@@ -105,7 +105,7 @@ def test_same_response_as_mcp(client: TestClient, tmp_path: Path) -> None:
     via_mcp, text = call_tool(home, "search_history", {
         "query": "quokka", "filters": {"kind": "report"}, "limit": 5, "detail": "full"})
     assert via_mcp == search(client, q="quokka", kind="report", limit="5")
-    assert via_mcp is not None and all(h["ref"] in text for h in via_mcp["hits"])
+    assert via_mcp is not None and all(h["id"] in text for h in via_mcp["hits"])
     page, _ = call_tool(home, "get_conversation", {"id": "thread:t1", "limit": 5,
                                                    "detail": "full"})
     assert page == client.get("/api/conversations/thread%3At1", params={"limit": "5"}).json()

@@ -20,7 +20,7 @@ from projections.errors import BadId, NotFound, QueryError
 from tests.test_projections_support import append, chunks_of, mixed_events, seen
 
 HIT_FIELDS = {"id", "kind", "agent", "at", "snippet", "link", "sourceLink", "message", "job",
-              "run", "session", "cursor", "conversation", "project", "archived", "ref"}
+              "run", "session", "cursor", "conversation", "project", "archived"}
 
 
 @pytest.fixture(scope="module")

@@ -60,11 +60,16 @@ async def test_mcp_answers_from_postgres(team_home: tuple[Path, str]) -> None:
                                                         "filters": {"host": host}})
         assert res.structured_content is None
         text = res.content[0].text  # type: ignore[union-attr]
-        assert all(h["ref"] in text for h in out["hits"]) and f"host {host}" in text
-        conv = await client.call_tool("get_conversation",
-                                      {"id": out["hits"][0]["ref"], "detail": "full"})
-        assert not conv.is_error and conv.structured_content is not None
-        assert out["hits"][0]["id"] in {i["id"] for i in conv.structured_content["items"]}
+        refs = [x.split()[0] for x in text.splitlines() if x.startswith("@")]
+        assert len(refs) == len(out["hits"]) and f"host {host}" in text
+        ids = {h["id"] for h in out["hits"]}
+        opened: set[str] = set()
+        for r in refs:
+            conv = await client.call_tool("get_conversation", {"id": r, "detail": "full",
+                                                               "limit": 3})
+            assert not conv.is_error and conv.structured_content is not None
+            opened |= {i["id"] for i in conv.structured_content["items"]} & ids
+        assert opened == ids
 
 
 def test_serve_answers_from_postgres(team_home: tuple[Path, str], pg_url: str) -> None:

@@ -225,7 +225,7 @@ def call_tool(home: Home, name: str, args: dict[str, Any]
         detail = _detail(args)
         compact = detail == "compact"
         result = calls.search(home, **found, snippet_chars=SNIPPET_CHARS if compact else None,
-                              role=compact)
+                              role=compact, ref=compact)
         return search_answer(result, found["query"], detail)
     if name == "get_conversation":
         detail = _detail(args)

@@ -101,9 +101,11 @@ def search(
     role: bool = False,
     mode: str | None = None,
     group: str | None = None,
+    ref: bool = False,
 ) -> dict[str, Any]:
     """Search the history; with `answer`, add an answer grounded in the top hits.
-    `snippet_chars` and `role`: shorter snippets and each hit's role (MCP's compact answer;
+    `snippet_chars`, `role` and `ref`: shorter snippets, each hit's role and its short
+    reference (MCP's compact answer;
     the team server cuts its snippets instead). `mode` (words, the default, keeps the seed's
     literal hits; meaning, hybrid): in words mode fewer than `limit` hits bring `related`
     hits by meaning. `group`: "conversation" for one hit per conversation (a local
@@ -121,7 +123,8 @@ def search(
             raise BadInput("mode: the team server searches by words only (docs/team.md)")
         if group is not None:
             raise BadInput("group: only on a local history (not with --postgres)")
-        result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit)
+        result: dict[str, Any] = _call(pg.search, home.postgres, query, clean or None, limit,
+                                       ref=ref)
         if snippet_chars is not None:
             for hit in result.get("hits", []):
                 text = str(hit.get("snippet") or "")
@@ -141,7 +144,7 @@ def search(
                 raise
             spec, related = None, False  # a wrong meaning.model never fails a words search
         more: dict[str, Any] = {"role": role, "mode": mode or "words", "related": related,
-                                "meaning_model": spec}
+                                "meaning_model": spec, "ref": ref}
         if group is not None:
             more["group"] = group
         if snippet_chars is not None:

@@ -159,13 +159,18 @@ def _all_have_grams(con: Any) -> bool:
 
 
 def search(url: str, query: str, filters: Mapping[str, Any] | None = None,
-           limit: int | str | None = None) -> dict[str, Any]:
-    """{"engine": "postgres", "hits", "coverage"}; hits carry `host`."""
+           limit: int | str | None = None, *, ref: bool = False) -> dict[str, Any]:
+    """{"engine": "postgres", "hits", "coverage"}; hits carry `host` (and with `ref` their
+    short reference, `projections.filters.hit_ref` of their rid)."""
     tokens = query_tokens(query)
     rest, host = _split_host(filters)
     flt = parse_filters(rest)
     n = parse_limit(limit)
-    return dict(_run(url, _search, tokens, flt, host, n))
+    found = dict(_run(url, _search, tokens, flt, host, n))
+    if not ref:
+        for hit in found["hits"]:
+            hit.pop("ref", None)
+    return found
 
 
 def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
