@@ -46,7 +46,19 @@ if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when th
     from projections.rebuild import Progress
 
 BATCH = 1000
-BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
+BATCH_BYTES = 16 << 20  # stored event bytes per transaction at most (large chunks)
+# A transaction holds the file's exclusive lock only while it commits (the writer's page
+# cache, db.WRITER_CACHE_KIB, holds every page it changes, so none spills before), and a
+# commit writes and syncs the journal of the pages it changed and then those pages, while
+# every search waits. So a catch-up commits as soon as its transaction changed about
+# TXN_JOURNAL_BYTES of existing pages (their original content is in the journal; ~16 pages
+# of a 16 KiB page file per 256 KiB; each new document's id goes to a random leaf of the
+# id index) or applied TXN_BYTES of stored events (its new pages), whichever comes first;
+# it looks after every piece of at most PIECE events and PIECE_BYTES.
+TXN_BYTES = 1 << 20
+TXN_JOURNAL_BYTES = 1 << 20
+PIECE = 32
+PIECE_BYTES = 128 << 10
 FAST_PATH_BYTES = 64 << 20  # a backlog this large (and larger than the rest) is rebuilt
 
 
@@ -279,6 +291,7 @@ def _apply_batches(
     table = appliers()
     done = 0
     failure: Exception | None = None  # of a fold: raised once every batch is in
+    journal = Path(f"{path}-journal") if path is not None else None
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
         if path is not None and db.swapped(con, path):
@@ -287,15 +300,27 @@ def _apply_batches(
         try:
             cp = db.read_checkpoint(con)  # re-read: another process may have advanced it
             assert cp is not None
-            records = log.read_raw(cp.last_seq + 1, size, max_bytes=BATCH_BYTES)
-            if not records:
+            check = ChainCheck(bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS,
+                               cp.last_seq + 1)
+            fts_defer.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
+            n = stored = 0
+            last_seq, last_hash = cp.last_seq, cp.last_hash
+            while n < size:  # a piece at a time, until the transaction's bound (see TXN_*)
+                records = log.read_raw(last_seq + 1, min(PIECE, size - n),
+                                       max_bytes=PIECE_BYTES)
+                if not records:
+                    break
+                check.all(records)  # CorruptRecord: nothing of this transaction applied
+                n += len(records)
+                stored += sum(len(r.value) for r in records)
+                last_seq, last_hash = apply_records(con, records, table)
+                if (stored >= min(TXN_BYTES, BATCH_BYTES)
+                        or _journaled(journal) >= TXN_JOURNAL_BYTES):
+                    break
+            if not n:
+                fts_defer.undefer_fts(con)
                 con.execute("ROLLBACK")
                 break
-            prev = bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS
-            ChainCheck(prev, cp.last_seq + 1).all(records)  # CorruptRecord: nothing applied
-            n = len(records)
-            fts_defer.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
-            last_seq, last_hash = apply_records(con, records, table)
             fts_defer.index_deferred(con)
             db.write_checkpoint(con, last_seq, last_hash)
             failed = _fold(con) if fold else None
@@ -313,3 +338,14 @@ def _apply_batches(
     if failure is not None:
         raise failure
     return done
+
+
+def _journaled(journal: Path | None) -> int:
+    """Bytes in the rollback journal: the original content of every page of the file the
+    open transaction changed so far (SQLite writes a page there when it first changes it)."""
+    if journal is None:
+        return 0
+    try:
+        return journal.stat().st_size
+    except OSError:
+        return 0

@@ -51,6 +51,13 @@ BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak
 # capture runs it beside the capture and the parse process: their summed RSS is the goal)
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
+# The page cache of a connection that writes the live file (catch-up, the champion lists'
+# steps, archive writers): larger than any transaction of theirs changes (catch-up commits
+# every ~1 MiB, projections/catchup.py), so no changed page spills into the file before the
+# commit. A spill takes the exclusive lock, and every search then waits until the commit
+# (seconds: a 23 MB burst held it 8.7 s with SQLite's default 2 MiB). Only pages read or
+# changed take memory; the connection is closed after its work.
+WRITER_CACHE_KIB = 32 * 1024
 
 # sqlite3 binds int/float/str/bytearray directly; any other parameter (None, bytes: ~10 of a
 # row's 24) goes through its adapter registry, which formats and drops an AttributeError for
@@ -313,6 +320,8 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
         con.ident = before if before == fileid.file_id(path) else None
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
+    if not readonly:
+        con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
     try:  # the first statement that reads the file's header
         con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
