@@ -321,10 +321,10 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
         con.ident = before if before == fileid.file_id(path) else None
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     register_functions(con)
-    if not readonly:
-        con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
     try:  # the first statement that reads the file's header
         con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
+        if not readonly:
+            con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
             raise
