@@ -141,6 +141,9 @@ def drive(home: Path, mode: str, words: list[str]) -> dict[str, object]:
         from eventlog import EventLog
         from projections.catchup import catch_up
 
+        if os.environ.get("BURST_SWITCH"):
+            sys.setswitchinterval(float(os.environ["BURST_SWITCH"]))
+
         log = EventLog(home / "log", readonly=True)
 
         def wait() -> None:
