@@ -5,14 +5,23 @@ Promises:
   checkpoint (last seq and its chain hash), so a crash between batches resumes exactly
   after `last_seq`, and two processes catching up at once never apply an event twice;
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
+- a search never waits for a batch, only for its commit (issue 29): a batch ends once it
+  changed about `TXN_JOURNAL_BYTES` of the file's existing pages (their original content,
+  in the rollback journal) or applied `TXN_BYTES` of stored events, looked at after every
+  piece of at most `PIECE` events and `PIECE_BYTES`, and the writer's page cache
+  (`db.WRITER_CACHE_KIB`) holds every page a batch changes, so none spills into the file
+  (a spill takes the exclusive lock until the commit: a 23 MB burst held it 8.7 s); the
+  commit waits for the readers of the moment with `db.commit` (every 0.5 ms, not SQLite's
+  busy schedule);
 - a batch's new documents are full-text indexed by one statement before its commit
   (`fts_defer.defer_fts`/`index_deferred`): one new FTS5 segment per batch, not one per row;
-- a batch's documents are folded into the champion lists (`projections.rank`, a cache of
-  the full-text index) in the same transaction, so a +1 session costs one commit (its
-  journal and directory syncs), not two; the fold runs under a savepoint: if it fails, it
-  alone is rolled back, the batch commits and the error is raised after the commit (the
-  next fold takes those documents too, the lists are behind the watermark, never wrong);
-- a batch is at most `BATCH` events and about `BATCH_BYTES` of stored event bytes, decoded
+- the documents are folded into the champion lists (`projections.rank`, a cache of the
+  full-text index) inside a batch's transaction: the catch-up's last batch (so a +1
+  session costs one commit, its journal and directory syncs, not two) and one every
+  `FOLD_BYTES` before it; the fold runs under a savepoint: if it fails, it alone is rolled
+  back, the batch commits and the error is raised after the commit (the next fold takes
+  those documents too, the lists are behind the watermark, never wrong);
+- a batch is at most `BATCH` events and `BATCH_BYTES` of stored event bytes, decoded
   one event at a time, and the log's mapped pages are released as the reads go on, also
   across many small catch-ups of one process (`EventLog.read_raw`), so memory stays
   bounded whatever the size of the log;
@@ -46,7 +55,21 @@ if TYPE_CHECKING:  # the search path calls `status` only: the rest loads when th
     from projections.rebuild import Progress
 
 BATCH = 1000
-BATCH_BYTES = 16 << 20  # stored event bytes per read and per transaction (large chunks)
+BATCH_BYTES = 16 << 20  # stored event bytes per transaction at most (large chunks)
+# A batch holds the file's exclusive lock only while it commits, and the commit syncs the
+# journal, writes the changed pages and syncs them while every search waits, for a time
+# that grows with the pages changed: a new document's id lands on a random leaf of the id
+# index (a 16 KiB page each), the full-text merges rewrite segments. On the bench home
+# (bench/burst.py --base-mb 100) 512 KiB of journal (~30 pages; ~60 new documents) made
+# commits of 10-30 ms; 1 MiB 15-40 ms; the whole burst (4.9 MB) in one, no spill, 114 ms.
+TXN_BYTES = 1 << 20
+TXN_JOURNAL_BYTES = 512 << 10
+PIECE = 8
+PIECE_BYTES = 64 << 10
+# The fold costs 30-50 ms however few documents it takes (bench/burst.py), so it rides in
+# the last batch and in one every FOLD_BYTES, not in each; meanwhile the lists score what is
+# not folded yet from its text (champions' `wm`), so every answer is the same.
+FOLD_BYTES = 4 << 20
 FAST_PATH_BYTES = 64 << 20  # a backlog this large (and larger than the rest) is rebuilt
 
 
@@ -279,6 +302,8 @@ def _apply_batches(
     table = appliers()
     done = 0
     failure: Exception | None = None  # of a fold: raised once every batch is in
+    journal = Path(f"{path}-journal") if path is not None else None
+    unfolded = 0  # stored bytes applied since the last fold
     while max_events is None or done < max_events:
         size = batch if max_events is None else min(batch, max_events - done)
         if path is not None and db.swapped(con, path):
@@ -287,19 +312,35 @@ def _apply_batches(
         try:
             cp = db.read_checkpoint(con)  # re-read: another process may have advanced it
             assert cp is not None
-            records = log.read_raw(cp.last_seq + 1, size, max_bytes=BATCH_BYTES)
-            if not records:
+            check = ChainCheck(bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS,
+                               cp.last_seq + 1)
+            fts_defer.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
+            n = stored = 0
+            last_seq, last_hash = cp.last_seq, cp.last_hash
+            while n < size:  # a piece at a time, until the transaction's bound (see TXN_*)
+                records = log.read_raw(last_seq + 1, min(PIECE, size - n),
+                                       max_bytes=PIECE_BYTES)
+                if not records:
+                    break
+                check.all(records)  # CorruptRecord: nothing of this transaction applied
+                n += len(records)
+                stored += sum(len(r.value) for r in records)
+                last_seq, last_hash = apply_records(con, records, table)
+                if (stored >= min(TXN_BYTES, BATCH_BYTES)
+                        or _journaled(journal) >= TXN_JOURNAL_BYTES):
+                    break
+            if not n:
+                fts_defer.undefer_fts(con)
                 con.execute("ROLLBACK")
                 break
-            prev = bytes.fromhex(cp.last_hash) if cp.last_seq else chain.GENESIS
-            ChainCheck(prev, cp.last_seq + 1).all(records)  # CorruptRecord: nothing applied
-            n = len(records)
-            fts_defer.defer_fts(con)  # the batch's new rows: one full-text segment, not one per row
-            last_seq, last_hash = apply_records(con, records, table)
             fts_defer.index_deferred(con)
             db.write_checkpoint(con, last_seq, last_hash)
-            failed = _fold(con) if fold else None
-            con.execute("COMMIT")
+            unfolded += stored
+            last = last_seq >= head_seq or (max_events is not None and done + n >= max_events)
+            failed = None
+            if fold and (last or unfolded >= FOLD_BYTES):
+                failed, unfolded = _fold(con), 0
+            db.commit(con)
         except BaseException:
             fts_defer.undefer_fts(con)
             if con.in_transaction:
@@ -313,3 +354,14 @@ def _apply_batches(
     if failure is not None:
         raise failure
     return done
+
+
+def _journaled(journal: Path | None) -> int:
+    """Bytes in the rollback journal: the original content of every page of the file the
+    open transaction changed so far (SQLite writes a page there when it first changes it)."""
+    if journal is None:
+        return 0
+    try:
+        return journal.stat().st_size
+    except OSError:
+        return 0

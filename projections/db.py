@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections import fileid, heap
 from projections.body import unpack
-from projections.errors import ProjectionDamaged
+from projections.errors import ProjectionDamaged, busy
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
 from projections.indexes import INDEX_SQL as _INDEX_SQL
 from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
@@ -51,6 +52,13 @@ BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak
 # capture runs it beside the capture and the parse process: their summed RSS is the goal)
 DEFAULT_HASHSIZE = 1024 * 1024
 BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
+# The page cache of a connection that writes the live file (catch-up, the champion lists'
+# steps, archive writers): larger than any transaction of theirs changes (catch-up commits
+# every ~1 MiB, projections/catchup.py), so no changed page spills into the file before the
+# commit. A spill takes the exclusive lock, and every search then waits until the commit
+# (seconds: a 23 MB burst held it 8.7 s with SQLite's default 2 MiB). Only pages read or
+# changed take memory; the connection is closed after its work.
+WRITER_CACHE_KIB = 32 * 1024
 
 # sqlite3 binds int/float/str/bytearray directly; any other parameter (None, bytes: ~10 of a
 # row's 24) goes through its adapter registry, which formats and drops an AttributeError for
@@ -315,6 +323,8 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     register_functions(con)
     try:  # the first statement that reads the file's header
         con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
+        if not readonly:
+            con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
             raise
@@ -324,6 +334,53 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
 
 
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+# How often a reader (`until_readable`) or a committing writer (`commit`) looks at the lock
+# again while the other holds it. SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25,
+# 25, 25, 50, 50, 100 ms between tries: a search that met a 35 ms commit woke after 53 ms.
+POLL_S = 0.0005
+
+
+def until_readable(con: sqlite3.Connection, timeout: float = 10.0) -> None:
+    """Wait while a writer commits (holds history.db's PENDING or EXCLUSIVE lock), looking
+    every `POLL_S`, so a read starts within a fraction of a millisecond of the commit's end.
+    Returns at once when the file is readable, and after `timeout` in any case (the read
+    itself then waits with the connection's busy timeout, or fails as busy)."""
+    (ms,) = con.execute("PRAGMA busy_timeout").fetchone()
+    con.execute("PRAGMA busy_timeout = 0")
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:  # a read takes and drops the SHARED lock (autocommit)
+                con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return
+            except sqlite3.OperationalError as exc:
+                if not busy(exc) or time.monotonic() >= deadline:
+                    return
+            time.sleep(POLL_S)
+    finally:
+        con.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+
+def commit(con: sqlite3.Connection, timeout: float = 10.0) -> None:
+    """COMMIT, retried every `POLL_S` while readers hold the SHARED lock (the PENDING lock
+    the first try took keeps new readers out meanwhile, and SQLite keeps the transaction
+    open after a busy COMMIT), so the commit starts as soon as the last reader is done
+    rather than on SQLite's busy-handler schedule, while every new search waits."""
+    (ms,) = con.execute("PRAGMA busy_timeout").fetchone()
+    con.execute("PRAGMA busy_timeout = 0")
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                con.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as exc:
+                if not busy(exc) or time.monotonic() >= deadline or not con.in_transaction:
+                    raise
+            time.sleep(POLL_S)
+    finally:
+        con.execute(f"PRAGMA busy_timeout = {int(ms)}")
 
 
 def swapped(con: sqlite3.Connection, path: Path) -> bool:

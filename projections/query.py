@@ -79,6 +79,7 @@ def _open(db_path: Path) -> sqlite3.Connection | None:
     hit = cache.get(key)
     if hit is not None:
         if hit[0] == ident:
+            db.until_readable(hit[1])  # a commit in progress: start right after it
             return hit[1]
         hit[1].close()
         del cache[key]
