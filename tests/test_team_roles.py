@@ -134,3 +134,28 @@ def test_only_the_host_s_own_writer_can_hold_its_projector_lock(
                        " FOR UPDATE")
         busy = project(team["a"], tmp_path / "scratch2", hosts=["host-a"])
         assert busy.busy and busy.busy_hosts == ["host-a"]
+
+
+def test_a_writer_cannot_forge_or_lock_the_champion_lists(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 6, prefix="a")
+    sync(log_a, team["a"], "host-a")
+    project(team["a"], tmp_path / "scratch", hosts=["host-a"])
+    with psycopg.connect(team["b"]) as con:
+        for stmt in ("INSERT INTO agentlog.rank_terms VALUES ('zebra', 99, 0, 0)",
+                     "INSERT INTO agentlog.rank_champions VALUES ('zebra', 1, 99, 0)",
+                     "UPDATE agentlog.rank_terms SET s = 99",
+                     "DELETE FROM agentlog.rank_champions",
+                     "TRUNCATE agentlog.rank_terms",
+                     *(f"LOCK TABLE agentlog.{t} IN {m} MODE"
+                       for t in ("rank_terms", "rank_champions")
+                       for m in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"))):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(stmt)
+            con.rollback()
+        # the upkeep it may call drops only its own hosts' (or gone) documents from lists
+        rids = [r[0] for r in con.execute("SELECT rid FROM agentlog.documents")]
+        assert rids
+    with psycopg.connect(team["s"]) as con:  # the searcher may not call the upkeep
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            con.execute("SELECT agentlog.rank_forget(%s)", (rids,))

@@ -37,12 +37,12 @@ def test_a_version_1_database_with_data_is_migrated(tmp_path: Path, pg_url: str,
     head = _v1(pg_url, tmp_path / "old")
     with psycopg.connect(pg_url) as con:
         assert schema.version(con) == 1
-        assert schema.ensure_schema(con) == [2, 3]
+        assert schema.ensure_schema(con) == [2, 3, 4]
         con.commit()
-        assert schema.version(con) == schema.LATEST == 3
+        assert schema.version(con) == schema.LATEST == 4
         assert schema.ensure_schema(con) == []  # nothing twice
         names = [r[0] for r in con.execute("SELECT name FROM agentlog.migrations ORDER BY 1")]
-        assert len(names) == 3
+        assert len(names) == 4
         with pytest.raises(psycopg.errors.CheckViolation):  # step 2 holds from now on
             con.execute("INSERT INTO agentlog.records VALUES ('old-host', 99,"
                         " decode(repeat('00', 32), 'hex'), '\\x07')")

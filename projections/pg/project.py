@@ -207,8 +207,8 @@ def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:
         ranked = rank.ready(c, write=True)
     if ranked:
         rank.lock_shared(c)
-        c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
-                  " agentlog.documents WHERE host = %s)", (host,))
+        rank.forget(c, [int(r[0]) for r in c.execute(
+            "SELECT rid FROM agentlog.documents WHERE host = %s", (host,))])
     c.execute("DELETE FROM agentlog.documents WHERE host = %s", (host,))
     c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (host,))
     c.execute(

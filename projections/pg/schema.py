@@ -10,7 +10,8 @@ Tables:
   the `simple` tsvector, and a pg_trgm GIN index on the text of documents holding CJK.
 - `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
   rows it covers.
-- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache.
+- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache,
+  written only by the schema owner's SECURITY DEFINER upkeep functions (step 4).
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
 - `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
   only a role that may update the row can take it (row-level security: its own hosts).
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections import cjk
+from projections.pg import rank as _rank
 
 SCHEMA = "agentlog"
 # the projection's layout: a projector replays a host projected under another version
@@ -121,6 +123,9 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
      " get_byte(value, 0) IN (1, 240, 241) AND substring(value FROM 2 FOR 32) = hash);"),
     (3, "projector locks: a row a host's projector holds FOR UPDATE while it projects",
      "CREATE TABLE IF NOT EXISTS agentlog.projector_locks(host text PRIMARY KEY);"),
+    (4, "champion lists kept only by the schema owner's upkeep functions",
+     _rank.FUNCTIONS + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname ="
+     f" 'agentlog_writer') THEN {_rank.WRITER_GRANTS} END IF; END $$;"),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
