@@ -37,7 +37,6 @@ from projections.pg import rank, schema
 from projections.pg.conn import (
     TeamError,
     connect,
-    driver,
     writing,
 )
 from projections.rows import COLUMNS, Row
@@ -48,8 +47,6 @@ BATCH_BYTES = 16 << 20
 LOCK_KEY = "agentlog.projector"
 
 DOC_COLS = COLUMNS  # the columns of `documents` (`rows.Row`'s fields), in its order
-_PG_TYPES = [{"at": "int8", "archived": "int4", "seq": "int8", "ord": "int8"}.get(c, "text")
-             for c in DOC_COLS]
 _TOKEN = re.compile(r"[^\W_]+")
 
 _DIRTY = """
@@ -182,17 +179,10 @@ def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
     holder = connect(url)
     try:
         holder.execute("SET idle_in_transaction_session_timeout = 0")  # held while projecting
-        holder.execute("INSERT INTO agentlog.projector_locks(host) VALUES (%s)"
-                       " ON CONFLICT (host) DO NOTHING", (host,))
+        holder.execute("SELECT agentlog.projector_lock(%s, false)", (host,))
         holder.commit()
-        psycopg = driver()
-        try:
-            got = holder.execute("SELECT host FROM agentlog.projector_locks WHERE host = %s"
-                                 " FOR UPDATE NOWAIT", (host,)).fetchone()
-        except psycopg.errors.LockNotAvailable:
-            holder.rollback()
-            got = None
-        yield got is not None
+        got = holder.execute("SELECT agentlog.projector_lock(%s, true)", (host,)).fetchone()
+        yield bool(got and got[0])
     finally:
         with contextlib.suppress(Exception):
             holder.rollback()
@@ -207,16 +197,8 @@ def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:
         ranked = rank.ready(c, write=True)
     if ranked:
         rank.lock_shared(c)
-        rank.forget(c, [int(r[0]) for r in c.execute(
-            "SELECT rid FROM agentlog.documents WHERE host = %s", (host,))])
-    c.execute("DELETE FROM agentlog.documents WHERE host = %s", (host,))
-    c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (host,))
-    c.execute(
-        "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
-        " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
-        " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
-        " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
-        (host, schema.SCHEMA_VERSION, db.parser_version()))
+    c.execute("SELECT agentlog.drop_host(%s, %s, %s)",
+              (host, schema.SCHEMA_VERSION, db.parser_version()))
 
 
 class _HostProjector:
@@ -315,9 +297,8 @@ class _HostProjector:
         from psycopg.types.json import Jsonb
 
         c = self.con
-        row = c.execute("SELECT last_seq FROM agentlog.projection WHERE host = %s FOR UPDATE",
-                        (self.host,)).fetchone()
-        if row is None or int(row[0]) != prev_seq:
+        row = c.execute("SELECT agentlog.checkpoint(%s)", (self.host,)).fetchone()
+        if row is None or row[0] is None or int(row[0]) != prev_seq:
             raise TeamError(f"projection of {self.host} moved under this projector")
         ids = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'd'")]
         docs = _fetch(scon, ids)
@@ -325,8 +306,8 @@ class _HostProjector:
         if self.ranked and (gone or docs):
             rank.lock_shared(c)
         if gone:
-            dropped = c.execute("DELETE FROM agentlog.documents WHERE host = %s AND id = ANY(%s)"
-                                " RETURNING rid", (self.host, gone)).fetchall()
+            dropped = c.execute("SELECT agentlog.drop_documents(%s, %s)",
+                                (self.host, gone)).fetchall()
             if self.ranked:
                 rank.forget(c, [int(r[0]) for r in dropped])
         if docs:
@@ -336,9 +317,8 @@ class _HostProjector:
         akeys = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'a'")]
         if akeys:
             _sync_aliases(c, scon, self.host, akeys)
-        c.execute("UPDATE agentlog.projection SET last_seq = %s, last_hash = %s, coverage = %s,"
-                  " updated_at = now() WHERE host = %s",
-                  (last_seq, last_hash, Jsonb(coverage), self.host))
+        c.execute("SELECT agentlog.advance(%s, %s, %s, %s)",
+                  (self.host, last_seq, last_hash, Jsonb(coverage)))
         c.commit()
         return len(docs) + len(gone)
 
@@ -354,21 +334,14 @@ def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[Row]:
 
 
 def _upsert_docs(c: Any, host: str, docs: list[Row]) -> list[int]:
-    cols = ", ".join(DOC_COLS)
-    typed = ", ".join(f"{n} {t}" for n, t in zip(DOC_COLS, _PG_TYPES, strict=True))
-    c.execute(f"CREATE TEMP TABLE IF NOT EXISTS docs_in(host text, {typed}, words text)"
-              " ON COMMIT DELETE ROWS")
-    with c.cursor() as cur:
-        with cur.copy(f"COPY docs_in (host, {cols}, words) FROM STDIN (FORMAT BINARY)") as cp:
-            cp.set_types(["text", *_PG_TYPES, "text"])
-            for d in docs:
-                cp.write_row((host, *map(_clean, d), words(_clean(d.text) or "")))
-        update = ", ".join(f"{n} = EXCLUDED.{n}" for n in DOC_COLS if n != "id")
-        cur.execute(
-            f"INSERT INTO agentlog.documents(host, {cols}, tsv)"
-            f" SELECT host, {cols}, to_tsvector('simple', words) FROM docs_in"
-            f" ON CONFLICT (host, id) DO UPDATE SET {update}, tsv = EXCLUDED.tsv RETURNING rid")
-        return [int(r[0]) for r in cur.fetchall()]
+    """Insert or replace `docs` through `agentlog.put_documents` (the schema owner's
+    function: a writer holds no write privilege on `documents`); their rids."""
+    from psycopg.types.json import Jsonb
+
+    rows = [{**dict(zip(DOC_COLS, map(_clean, d), strict=True)),
+             "words": words(_clean(d.text) or "")} for d in docs]
+    return [int(r[0]) for r in c.execute("SELECT agentlog.put_documents(%s, %s)",
+                                         (host, Jsonb(rows))).fetchall()]
 
 
 def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) -> None:
@@ -376,14 +349,9 @@ def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) 
         alias, session = key.split("\x1f", 1)
         row = scon.execute("SELECT agent, at FROM aliases WHERE alias = ? AND session = ?",
                            (alias, session)).fetchone()
-        if row is None:
-            c.execute("DELETE FROM agentlog.aliases WHERE host = %s AND alias = %s"
-                      " AND session = %s", (host, alias, session))
-        else:
-            c.execute("INSERT INTO agentlog.aliases(host, alias, session, agent, at)"
-                      " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (host, alias, session)"
-                      " DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at",
-                      (host, _clean(alias), _clean(session), row[0], row[1]))
+        # agent None: the alias is gone
+        c.execute("SELECT agentlog.set_alias(%s, %s, %s, %s, %s)",
+                  (host, _clean(alias), _clean(session), *(row or (None, None))))
 
 
 def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from projections.pg import rank, schema
+from projections.pg import schema
 from projections.pg.conn import TeamError
 
 WRITER = "agentlog_writer"
@@ -50,11 +50,7 @@ GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
 GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
 GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
-GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection
-  TO {WRITER};
-{rank.WRITER_GRANTS}
-GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
-GRANT INSERT, UPDATE ON agentlog.projector_locks TO {WRITER};
+{schema.WRITER_GRANTS}
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS hosts_read ON agentlog.hosts;
