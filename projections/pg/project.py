@@ -11,8 +11,11 @@ committed.
 Promises:
 - the per-host checkpoint (last seq, its chain hash, schema and parser versions, coverage)
   commits in the same transaction as the rows it covers;
-- one projector per host at a time: a session advisory lock on (projector, host); a second
-  projector skips that host at once (`busy`). Each machine normally projects only its own
+- only through the schema owner's SECURITY DEFINER functions (`schema.WRITES`: documents,
+  aliases, checkpoint, projector lock), each acting only for a host the session's role may
+  act for; the connected role itself holds SELECT only on the derived tables;
+- one projector per host at a time: the host's `projector_locks` row held FOR UPDATE; a
+  second projector skips that host at once (`busy`). Each machine normally projects only its own
   host, so its scratch file stays the one at that host's checkpoint: projectors of
   different machines never force each other into replays;
 - rebuild = replay: when the scratch file's checkpoint is not exactly the server's (another
@@ -44,7 +47,6 @@ from projections.text import fold
 
 BATCH = 500
 BATCH_BYTES = 16 << 20
-LOCK_KEY = "agentlog.projector"
 
 DOC_COLS = COLUMNS  # the columns of `documents` (`rows.Row`'s fields), in its order
 _TOKEN = re.compile(r"[^\W_]+")
@@ -132,6 +134,12 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
         if not schema.exists(con):
             con.rollback()
             return out
+        if con.execute("SELECT to_regprocedure('agentlog.put_documents(text, jsonb)')"
+                       ).fetchone()[0] is None:
+            con.rollback()
+            raise TeamError("the team database predates schema step 4 (the projection is "
+                            "written through the owner's functions): its owner runs "
+                            "`agentlog team init URL` once, then sync projects again")
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
         ranked = rank.ready(con, write=True)
@@ -159,22 +167,9 @@ def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
     """One projector per host: the host's `projector_locks` row, locked FOR UPDATE NOWAIT by
     a second connection whose transaction stays open while the host is projected (a role
     that may not update the row — a reader, another host's writer — cannot take it; a
-    projector that dies releases it with its connection). A database its owner has not
-    migrated to step 3 yet: the session advisory lock of before. Yields whether it is held."""
-    if con.execute("SELECT to_regclass('agentlog.projector_locks')").fetchone()[0] is None:
-        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
-                          (LOCK_KEY, host)).fetchone()
-        con.commit()
-        try:
-            yield bool(got[0])
-        finally:
-            if got[0]:
-                with contextlib.suppress(Exception):
-                    con.rollback()
-                    con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
-                                (LOCK_KEY, host))
-                    con.commit()
-        return
+    projector that dies releases it with its connection). Taken through
+    `agentlog.projector_lock` (the owner's function: the caller's own hosts only). Yields
+    whether it is held."""
     con.rollback()
     holder = connect(url)
     try:
