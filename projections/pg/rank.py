@@ -127,25 +127,22 @@ BEGIN
 END $f$;
 CREATE OR REPLACE FUNCTION agentlog.rank_make(p_word text, p_keep int) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE bound record; keep int := greatest(p_keep, 1);
+DECLARE keep int := greatest(p_keep, 1);
 BEGIN
   IF plainto_tsquery('simple', p_word)::text IS DISTINCT FROM quote_literal(p_word) THEN
     RETURN false;  -- not one lexeme as the query side parses it: no list
   END IF;
   DELETE FROM agentlog.rank_champions WHERE term = p_word;
-  CREATE TEMP TABLE IF NOT EXISTS rank_made(rid bigint, s float8, at bigint, n bigint)
-    ON COMMIT DROP;
-  DELETE FROM pg_temp.rank_made;
-  INSERT INTO pg_temp.rank_made SELECT r.rid, r.s, r.at,
-    row_number() OVER (ORDER BY r.s DESC, r.at DESC, r.rid DESC)
+  -- no temp table: one the caller made beforehand (with a trigger) would run as the owner
+  WITH r AS (SELECT m.*, row_number() OVER (ORDER BY m.s DESC, m.at DESC, m.rid DESC) n
     FROM (SELECT d.rid, {SCORE} AS s, d.at FROM agentlog.documents d,
           plainto_tsquery('simple', p_word) q WHERE d.tsv @@ q
-          ORDER BY s DESC, d.at DESC, d.rid DESC LIMIT keep + 1) r;
-  INSERT INTO agentlog.rank_champions(term, rid, s, at)
-    SELECT p_word, m.rid, m.s, m.at FROM pg_temp.rank_made m WHERE m.n <= keep;
-  SELECT m.s, m.at, m.rid INTO bound FROM pg_temp.rank_made m WHERE m.n = keep + 1;
+          ORDER BY s DESC, d.at DESC, d.rid DESC LIMIT keep + 1) m),
+  ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at)
+    SELECT p_word, r.rid, r.s, r.at FROM r WHERE r.n <= keep)
   INSERT INTO agentlog.rank_terms(term, s, at, rid)
-    VALUES (p_word, coalesce(bound.s, -1.0), coalesce(bound.at, 0), coalesce(bound.rid, 0))
+    SELECT p_word, coalesce(b.s, -1.0), coalesce(b.at, 0), coalesce(b.rid, 0)
+    FROM (SELECT 1) one LEFT JOIN r b ON b.n = keep + 1
     ON CONFLICT (term) DO UPDATE SET s = EXCLUDED.s, at = EXCLUDED.at, rid = EXCLUDED.rid;
   RETURN true;
 END $f$;
