@@ -9,7 +9,8 @@ over 4 simulated hosts, each with its own LMDB log. Prints:
 - search p50/p99 of rare-token, two-term, very-common-term and two-character CJK queries
   (one text in ten holds a run of CJK words; a trigram cannot serve two characters) through
   `projections.pg.query.search`, against `projections.query.search` on that history.db;
-- disk: the server's records and documents (with indexes) against LMDB and history.db.
+- disk: the server's records and documents (with indexes) against LMDB and history.db, the
+  database's size over the text's, and every table (its TOAST apart) and index of the schema.
 
 A throwaway server is started with initdb + pg_ctl (tests/pgserver.py), unless --url.
 Usage: .venv/bin/python bench/postgres.py [--quick] [--docs N] [--queries Q] [--url URL]
@@ -153,6 +154,13 @@ def main() -> None:
                 " pg_relation_size('agentlog.documents_cjk_trgm'),"
                 " pg_database_size(current_database())"
             ).fetchone()
+            # every relation of the schema: heap, its TOAST (with the TOAST index), each index
+            breakdown = con.execute(
+                "SELECT c.relname, c.relkind::text, pg_relation_size(c.oid),"
+                " coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)"
+                " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'agentlog' AND c.relkind IN ('r', 'i')"
+                " ORDER BY pg_relation_size(c.oid) DESC").fetchall()
 
         rng = random.Random(11)
         rare = [f"uniq{rng.randrange(n):08d}" for _ in range(nq)]
@@ -190,6 +198,11 @@ def main() -> None:
               f" {sizes[3] / 1e6:.1f} + CJK trigram GIN {sizes[4] / 1e6:.1f} + other indexes"
               f" (history.db {db.stat().st_size / 1e6:.1f} MB; text {text_mb:.1f} MB);"
               f" database {sizes[5] / 1e6:.1f} MB")
+        print(f"disk: database / text = {sizes[5] / 1e6 / text_mb:.1f}x; by relation (MB):")
+        for name, kind, main, toast in breakdown:
+            if main + toast >= 100_000:
+                print(f"  {name:<32} {'index' if kind == 'i' else 'table'} {main / 1e6:8.1f}"
+                      + (f" + TOAST {toast / 1e6:.1f}" if toast else ""))
     finally:
         pgq.close_connections()
         query.close_connections()

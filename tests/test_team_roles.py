@@ -58,7 +58,7 @@ def test_writers_ship_their_own_hosts_and_nothing_else(
             con.rollback()
     # each writer projects its own host (derived data, row-level security: another host's
     # rows are refused); the searcher finds both hosts, and cannot write
-    with pytest.raises(TeamError, match="row-level security"):
+    with pytest.raises(TeamError, match="may not write the projection"):
         project(team["a"], tmp_path / "scratch-x", hosts=["host-b"])
     assert project(team["a"], tmp_path / "scratch", hosts=["host-a"]).hosts == {
         "host-a": log_a.head().seq}
@@ -95,17 +95,31 @@ def test_a_writer_cannot_forge_edit_or_delete_another_host_s_search_data(
     before = state()
     assert len(before) > 1
     with psycopg.connect(team["b"]) as con:
-        with pytest.raises(psycopg.Error, match="row-level security"):  # forge
-            con.execute("INSERT INTO agentlog.documents(host, id, kind, agent, at, text, tsv)"
-                        " VALUES ('host-a', 'forged', 'message', 'x', 1, 'zebra forged',"
-                        " to_tsvector('simple', 'zebra forged'))")
-        con.rollback()
-        for stmt in ("UPDATE agentlog.documents SET text = 'edited' WHERE host = 'host-a'",
+        # the derived tables: SELECT only; their writes go through the schema owner's
+        # functions, which act only for the caller's own hosts
+        for stmt in ("INSERT INTO agentlog.documents(host, id, kind, agent, at, text, tsv)"
+                     " VALUES ('host-a', 'forged', 'message', 'x', 1, 'zebra forged',"
+                     " to_tsvector('simple', 'zebra forged'))",
+                     "UPDATE agentlog.documents SET text = 'edited' WHERE host = 'host-a'",
                      "DELETE FROM agentlog.documents WHERE host = 'host-a'",
                      "DELETE FROM agentlog.aliases WHERE host = 'host-a'",
-                     "UPDATE agentlog.projection SET last_seq = 0 WHERE host = 'host-a'"):
-            assert con.execute(stmt).rowcount == 0, stmt  # the rows are not its to see
-        con.commit()
+                     "UPDATE agentlog.projection SET last_seq = 0 WHERE host = 'host-a'",
+                     "SELECT agentlog.put_documents('host-a', '[{\"id\": \"forged\","
+                     " \"kind\": \"message\", \"agent\": \"x\", \"at\": 1,"
+                     " \"archived\": 0, \"text\": \"zebra\", \"words\": \"zebra\"}]')",
+                     "SELECT agentlog.drop_documents('host-a', ARRAY['x'])",
+                     "SELECT agentlog.set_alias('host-a', 'a', 's', NULL, NULL)",
+                     "SELECT agentlog.drop_host('host-a', 2, 'p')",
+                     "SELECT agentlog.advance('host-a', 0, '', '{}')",
+                     "SELECT agentlog.checkpoint('host-a')",
+                     *(f"LOCK TABLE agentlog.{t} IN {m} MODE"
+                       for t in ("documents", "aliases", "projection", "projector_locks")
+                       for m in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE",
+                                 "SHARE ROW EXCLUSIVE", "SHARE UPDATE EXCLUSIVE",
+                                 "ROW EXCLUSIVE"))):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(stmt)
+            con.rollback()
     assert state() == before
     hits = pgq.search(team["s"], "zebra", limit=50)["hits"]
     assert all(h["host"] == "host-a" for h in hits) and hits
@@ -119,9 +133,13 @@ def test_only_the_host_s_own_writer_can_hold_its_projector_lock(
     with psycopg.connect(team["s"]) as con, pytest.raises(
             psycopg.errors.InsufficientPrivilege):  # a reader may not lock it
         con.execute("SELECT * FROM agentlog.projector_locks FOR UPDATE")
-    with psycopg.connect(team["b"]) as con:  # another host's writer does not see it
-        assert con.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
-                           " FOR UPDATE").fetchall() == []
+    with psycopg.connect(team["b"]) as con:  # another host's writer may not take it
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            con.execute("SELECT agentlog.projector_lock('host-a', true)")
+        con.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            con.execute("SELECT * FROM agentlog.projector_locks FOR UPDATE")
+        con.rollback()
         # ... and its advisory locks no longer stop host-a's projector
         con.execute("SELECT pg_advisory_lock(hashtext('agentlog.projector'),"
                     " hashtext('host-a'))")
@@ -130,7 +148,32 @@ def test_only_the_host_s_own_writer_can_hold_its_projector_lock(
         got = project(team["a"], tmp_path / "scratch", hosts=["host-a"])
         assert not got.busy and got.hosts == {"host-a": log_a.head().seq}
     with psycopg.connect(team["a"]) as holder:  # the host's own second projector waits
-        holder.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'host-a'"
-                       " FOR UPDATE")
+        assert holder.execute("SELECT agentlog.projector_lock('host-a', true)").fetchone() \
+            == (True,)
         busy = project(team["a"], tmp_path / "scratch2", hosts=["host-a"])
         assert busy.busy and busy.busy_hosts == ["host-a"]
+
+
+def test_a_writer_cannot_forge_or_lock_the_champion_lists(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 6, prefix="a")
+    sync(log_a, team["a"], "host-a")
+    project(team["a"], tmp_path / "scratch", hosts=["host-a"])
+    with psycopg.connect(team["b"]) as con:
+        for stmt in ("INSERT INTO agentlog.rank_terms VALUES ('zebra', 99, 0, 0)",
+                     "INSERT INTO agentlog.rank_champions VALUES ('zebra', 1, 99, 0)",
+                     "UPDATE agentlog.rank_terms SET s = 99",
+                     "DELETE FROM agentlog.rank_champions",
+                     "TRUNCATE agentlog.rank_terms",
+                     *(f"LOCK TABLE agentlog.{t} IN {m} MODE"
+                       for t in ("rank_terms", "rank_champions")
+                       for m in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"))):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(stmt)
+            con.rollback()
+        # the upkeep it may call drops only its own hosts' (or gone) documents from lists
+        rids = [r[0] for r in con.execute("SELECT rid FROM agentlog.documents")]
+        assert rids
+    with psycopg.connect(team["s"]) as con, pytest.raises(  # nor may the searcher call it
+            psycopg.errors.InsufficientPrivilege):
+        con.execute("SELECT agentlog.rank_forget(%s)", (rids,))

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from projections.pg import schema
+from projections.pg.project import project
 from projections.pg.sync import sync
 from tests.conftest import run_cli
 from tests.test_team_sync import make_log
@@ -37,12 +38,12 @@ def test_a_version_1_database_with_data_is_migrated(tmp_path: Path, pg_url: str,
     head = _v1(pg_url, tmp_path / "old")
     with psycopg.connect(pg_url) as con:
         assert schema.version(con) == 1
-        assert schema.ensure_schema(con) == [2, 3]
+        assert schema.ensure_schema(con) == [2, 3, 4]
         con.commit()
-        assert schema.version(con) == schema.LATEST == 3
+        assert schema.version(con) == schema.LATEST == 4
         assert schema.ensure_schema(con) == []  # nothing twice
         names = [r[0] for r in con.execute("SELECT name FROM agentlog.migrations ORDER BY 1")]
-        assert len(names) == 3
+        assert len(names) == 4
         with pytest.raises(psycopg.errors.CheckViolation):  # step 2 holds from now on
             con.execute("INSERT INTO agentlog.records VALUES ('old-host', 99,"
                         " decode(repeat('00', 32), 'hex'), '\\x07')")
@@ -65,3 +66,39 @@ def test_team_init_migrates_and_a_newer_database_is_refused(tmp_path: Path, pg_u
         con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (99, 'future')")
     again = run_cli(home, "team", "init", pg_url)
     assert again.returncode == 1 and b"newer than this agentlog" in again.stderr
+
+
+def test_a_version_3_database_with_writers_and_data_is_migrated(
+        tmp_path: Path, pg_url: str, home: Path) -> None:
+    # version 3 as released: its tables, a host's records, and the writer group holding
+    # write privileges on the derived and list tables (its old grants)
+    head = _v1(pg_url, tmp_path / "old")
+    with psycopg.connect(pg_url) as con:
+        assert schema.ensure_schema(con) == [2, 3, 4]
+        con.execute("DELETE FROM agentlog.migrations WHERE version = 4")
+        for f in (*schema.PROJECTOR, "agentlog.may_act(text)", "agentlog.rank_forget(bigint[])",
+                  "agentlog.rank_trim(text, int)", "agentlog.rank_fold(bigint[], int)",
+                  "agentlog.rank_make(text, int)"):
+            con.execute(f"DROP FUNCTION {f}")
+        if con.execute("SELECT 1 FROM pg_roles WHERE rolname = 'agentlog_writer'"
+                       ).fetchone() is None:
+            con.execute("CREATE ROLE agentlog_writer NOLOGIN")
+        con.execute("GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases,"
+                    " agentlog.projection, agentlog.rank_terms, agentlog.rank_champions,"
+                    " agentlog.projector_locks TO agentlog_writer")
+        con.commit()
+        assert schema.version(con) == 3
+        assert schema.ensure_schema(con) == [4]
+        con.commit()
+        held = con.execute(
+            "SELECT t, p FROM unnest(ARRAY['documents', 'aliases', 'projection',"
+            " 'projector_locks', 'rank_terms', 'rank_champions']) t,"
+            " unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p"
+            " WHERE has_table_privilege('agentlog_writer', 'agentlog.' || t, p)").fetchall()
+        assert held == []
+    assert project(pg_url, tmp_path / "scratch").hosts == {"old-host": head}
+    ver = run_cli(home, "verify", "--postgres", pg_url, "--json")
+    assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT last_seq FROM agentlog.projection WHERE host = 'old-host'"
+                           ).fetchone() == (head,)

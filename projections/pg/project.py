@@ -11,8 +11,11 @@ committed.
 Promises:
 - the per-host checkpoint (last seq, its chain hash, schema and parser versions, coverage)
   commits in the same transaction as the rows it covers;
-- one projector per host at a time: a session advisory lock on (projector, host); a second
-  projector skips that host at once (`busy`). Each machine normally projects only its own
+- only through the schema owner's SECURITY DEFINER functions (`schema.WRITES`: documents,
+  aliases, checkpoint, projector lock), each acting only for a host the session's role may
+  act for; the connected role itself holds SELECT only on the derived tables;
+- one projector per host at a time: the host's `projector_locks` row held FOR UPDATE; a
+  second projector skips that host at once (`busy`). Each machine normally projects only its own
   host, so its scratch file stays the one at that host's checkpoint: projectors of
   different machines never force each other into replays;
 - rebuild = replay: when the scratch file's checkpoint is not exactly the server's (another
@@ -37,7 +40,6 @@ from projections.pg import rank, schema
 from projections.pg.conn import (
     TeamError,
     connect,
-    driver,
     writing,
 )
 from projections.rows import COLUMNS, Row
@@ -45,11 +47,8 @@ from projections.text import fold
 
 BATCH = 500
 BATCH_BYTES = 16 << 20
-LOCK_KEY = "agentlog.projector"
 
 DOC_COLS = COLUMNS  # the columns of `documents` (`rows.Row`'s fields), in its order
-_PG_TYPES = [{"at": "int8", "archived": "int4", "seq": "int8", "ord": "int8"}.get(c, "text")
-             for c in DOC_COLS]
 _TOKEN = re.compile(r"[^\W_]+")
 
 _DIRTY = """
@@ -135,6 +134,12 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
         if not schema.exists(con):
             con.rollback()
             return out
+        if con.execute("SELECT to_regprocedure('agentlog.put_documents(text, jsonb)')"
+                       ).fetchone()[0] is None:
+            con.rollback()
+            raise TeamError("the team database predates schema step 4 (the projection is "
+                            "written through the owner's functions): its owner runs "
+                            "`agentlog team init URL` once, then sync projects again")
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
         ranked = rank.ready(con, write=True)
@@ -162,37 +167,17 @@ def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
     """One projector per host: the host's `projector_locks` row, locked FOR UPDATE NOWAIT by
     a second connection whose transaction stays open while the host is projected (a role
     that may not update the row — a reader, another host's writer — cannot take it; a
-    projector that dies releases it with its connection). A database its owner has not
-    migrated to step 3 yet: the session advisory lock of before. Yields whether it is held."""
-    if con.execute("SELECT to_regclass('agentlog.projector_locks')").fetchone()[0] is None:
-        got = con.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
-                          (LOCK_KEY, host)).fetchone()
-        con.commit()
-        try:
-            yield bool(got[0])
-        finally:
-            if got[0]:
-                with contextlib.suppress(Exception):
-                    con.rollback()
-                    con.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
-                                (LOCK_KEY, host))
-                    con.commit()
-        return
+    projector that dies releases it with its connection). Taken through
+    `agentlog.projector_lock` (the owner's function: the caller's own hosts only). Yields
+    whether it is held."""
     con.rollback()
     holder = connect(url)
     try:
         holder.execute("SET idle_in_transaction_session_timeout = 0")  # held while projecting
-        holder.execute("INSERT INTO agentlog.projector_locks(host) VALUES (%s)"
-                       " ON CONFLICT (host) DO NOTHING", (host,))
+        holder.execute("SELECT agentlog.projector_lock(%s, false)", (host,))
         holder.commit()
-        psycopg = driver()
-        try:
-            got = holder.execute("SELECT host FROM agentlog.projector_locks WHERE host = %s"
-                                 " FOR UPDATE NOWAIT", (host,)).fetchone()
-        except psycopg.errors.LockNotAvailable:
-            holder.rollback()
-            got = None
-        yield got is not None
+        got = holder.execute("SELECT agentlog.projector_lock(%s, true)", (host,)).fetchone()
+        yield bool(got and got[0])
     finally:
         with contextlib.suppress(Exception):
             holder.rollback()
@@ -207,16 +192,8 @@ def drop_host_rows(c: Any, host: str, ranked: bool | None = None) -> None:
         ranked = rank.ready(c, write=True)
     if ranked:
         rank.lock_shared(c)
-        c.execute("DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM"
-                  " agentlog.documents WHERE host = %s)", (host,))
-    c.execute("DELETE FROM agentlog.documents WHERE host = %s", (host,))
-    c.execute("DELETE FROM agentlog.aliases WHERE host = %s", (host,))
-    c.execute(
-        "INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version,"
-        " parser_version) VALUES (%s, 0, '', %s, %s) ON CONFLICT (host) DO UPDATE SET"
-        " last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,"
-        " parser_version = EXCLUDED.parser_version, coverage = '{}', updated_at = now()",
-        (host, schema.SCHEMA_VERSION, db.parser_version()))
+    c.execute("SELECT agentlog.drop_host(%s, %s, %s)",
+              (host, schema.SCHEMA_VERSION, db.parser_version()))
 
 
 class _HostProjector:
@@ -315,9 +292,8 @@ class _HostProjector:
         from psycopg.types.json import Jsonb
 
         c = self.con
-        row = c.execute("SELECT last_seq FROM agentlog.projection WHERE host = %s FOR UPDATE",
-                        (self.host,)).fetchone()
-        if row is None or int(row[0]) != prev_seq:
+        row = c.execute("SELECT agentlog.checkpoint(%s)", (self.host,)).fetchone()
+        if row is None or row[0] is None or int(row[0]) != prev_seq:
             raise TeamError(f"projection of {self.host} moved under this projector")
         ids = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'd'")]
         docs = _fetch(scon, ids)
@@ -325,8 +301,8 @@ class _HostProjector:
         if self.ranked and (gone or docs):
             rank.lock_shared(c)
         if gone:
-            dropped = c.execute("DELETE FROM agentlog.documents WHERE host = %s AND id = ANY(%s)"
-                                " RETURNING rid", (self.host, gone)).fetchall()
+            dropped = c.execute("SELECT agentlog.drop_documents(%s, %s)",
+                                (self.host, gone)).fetchall()
             if self.ranked:
                 rank.forget(c, [int(r[0]) for r in dropped])
         if docs:
@@ -336,9 +312,8 @@ class _HostProjector:
         akeys = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'a'")]
         if akeys:
             _sync_aliases(c, scon, self.host, akeys)
-        c.execute("UPDATE agentlog.projection SET last_seq = %s, last_hash = %s, coverage = %s,"
-                  " updated_at = now() WHERE host = %s",
-                  (last_seq, last_hash, Jsonb(coverage), self.host))
+        c.execute("SELECT agentlog.advance(%s, %s, %s, %s)",
+                  (self.host, last_seq, last_hash, Jsonb(coverage)))
         c.commit()
         return len(docs) + len(gone)
 
@@ -354,21 +329,14 @@ def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[Row]:
 
 
 def _upsert_docs(c: Any, host: str, docs: list[Row]) -> list[int]:
-    cols = ", ".join(DOC_COLS)
-    typed = ", ".join(f"{n} {t}" for n, t in zip(DOC_COLS, _PG_TYPES, strict=True))
-    c.execute(f"CREATE TEMP TABLE IF NOT EXISTS docs_in(host text, {typed}, words text)"
-              " ON COMMIT DELETE ROWS")
-    with c.cursor() as cur:
-        with cur.copy(f"COPY docs_in (host, {cols}, words) FROM STDIN (FORMAT BINARY)") as cp:
-            cp.set_types(["text", *_PG_TYPES, "text"])
-            for d in docs:
-                cp.write_row((host, *map(_clean, d), words(_clean(d.text) or "")))
-        update = ", ".join(f"{n} = EXCLUDED.{n}" for n in DOC_COLS if n != "id")
-        cur.execute(
-            f"INSERT INTO agentlog.documents(host, {cols}, tsv)"
-            f" SELECT host, {cols}, to_tsvector('simple', words) FROM docs_in"
-            f" ON CONFLICT (host, id) DO UPDATE SET {update}, tsv = EXCLUDED.tsv RETURNING rid")
-        return [int(r[0]) for r in cur.fetchall()]
+    """Insert or replace `docs` through `agentlog.put_documents` (the schema owner's
+    function: a writer holds no write privilege on `documents`); their rids."""
+    from psycopg.types.json import Jsonb
+
+    rows = [{**dict(zip(DOC_COLS, map(_clean, d), strict=True)),
+             "words": words(_clean(d.text) or "")} for d in docs]
+    return [int(r[0]) for r in c.execute("SELECT agentlog.put_documents(%s, %s)",
+                                         (host, Jsonb(rows))).fetchall()]
 
 
 def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) -> None:
@@ -376,14 +344,9 @@ def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) 
         alias, session = key.split("\x1f", 1)
         row = scon.execute("SELECT agent, at FROM aliases WHERE alias = ? AND session = ?",
                            (alias, session)).fetchone()
-        if row is None:
-            c.execute("DELETE FROM agentlog.aliases WHERE host = %s AND alias = %s"
-                      " AND session = %s", (host, alias, session))
-        else:
-            c.execute("INSERT INTO agentlog.aliases(host, alias, session, agent, at)"
-                      " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (host, alias, session)"
-                      " DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at",
-                      (host, _clean(alias), _clean(session), row[0], row[1]))
+        # agent None: the alias is gone
+        c.execute("SELECT agentlog.set_alias(%s, %s, %s, %s, %s)",
+                  (host, _clean(alias), _clean(session), *(row or (None, None))))
 
 
 def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:

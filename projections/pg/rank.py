@@ -42,16 +42,19 @@ SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
 
 
 def ready(con: Any, *, write: bool = False) -> bool:
-    """Whether the list tables exist and this role may read them (`write`: and keep them).
+    """Whether the list tables exist and this role may read them (`write`: and keep them
+    through the upkeep functions, schema step 4).
     A server made before them gains them from `ensure_schema` (`team init`, or the first
     `sync` of a new server); without them nothing is listed and every match is ranked."""
-    privs = ("SELECT", "INSERT", "UPDATE", "DELETE") if write else ("SELECT",)
-    held = " AND ".join(f"has_table_privilege('agentlog.{t}', '{p}')"
-                        for t in ("rank_terms", "rank_champions") for p in privs)
+    held = " AND ".join(f"has_table_privilege('agentlog.{t}', 'SELECT')"
+                        for t in ("rank_terms", "rank_champions"))
+    missing = " OR ".join([*(f"to_regclass('agentlog.{t}') IS NULL"
+                             for t in ("rank_terms", "rank_champions")),
+                           *(f"to_regprocedure('{f}') IS NULL" for f in UPKEEP if write)])
+    if write:
+        held += "".join(f" AND has_function_privilege('{f}', 'EXECUTE')" for f in UPKEEP)
     row = con.execute(  # CASE: the privilege test of a missing table would raise
-        "SELECT CASE WHEN to_regclass('agentlog.rank_terms') IS NULL"
-        f" OR to_regclass('agentlog.rank_champions') IS NULL THEN false ELSE {held} END"
-    ).fetchone()
+        f"SELECT CASE WHEN {missing} THEN false ELSE {held} END").fetchone()
     return bool(row and row[0])
 
 
@@ -61,40 +64,98 @@ def lock_shared(c: Any) -> None:
 
 
 def forget(c: Any, rids: list[int]) -> None:
+    """Drop the documents `rids` from every list: only documents gone or of a host this
+    session's role may act for (`agentlog.rank_forget`)."""
     if rids:
-        c.execute("DELETE FROM agentlog.rank_champions WHERE rid = ANY(%s)", (rids,))
+        c.execute("SELECT agentlog.rank_forget(%s)", (rids,))
 
 
 def fold(c: Any, rids: list[int]) -> None:
-    """Fold the documents `rids` (just written, in this transaction) into every list."""
-    if not rids:
-        return
-    forget(c, rids)
-    terms = [str(r[0]) for r in c.execute(
-        "INSERT INTO agentlog.rank_champions(term, rid, s, at)"
-        f" SELECT t.term, d.rid, x.s, d.at FROM agentlog.documents d"
-        " CROSS JOIN LATERAL unnest(tsvector_to_array(d.tsv)) l(term)"
-        " JOIN agentlog.rank_terms t ON t.term = l.term"
-        " CROSS JOIN LATERAL plainto_tsquery('simple', t.term) q"
-        f" CROSS JOIN LATERAL (SELECT {SCORE} AS s) x"
-        " WHERE d.rid = ANY(%s) AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)"
-        " RETURNING term", (rids,)).fetchall()]
-    full = c.execute("SELECT term FROM agentlog.rank_champions WHERE term = ANY(%s)"
-                     " GROUP BY term HAVING count(*) > %s ORDER BY term",
-                     (sorted(set(terms)), 2 * CHAMPIONS)).fetchall()
-    for (term,) in full:  # in term order: two hosts' batches trimming at once never deadlock
-        _trim(c, str(term))
+    """Fold the documents `rids` (just written, in this transaction) into every list
+    (`agentlog.rank_fold`: the keys are computed from the documents, never sent)."""
+    if rids:
+        c.execute("SELECT agentlog.rank_fold(%s, %s)", (rids, CHAMPIONS))
 
 
-def _trim(c: Any, term: str) -> None:
-    c.execute(
-        "WITH dropped AS (DELETE FROM agentlog.rank_champions c USING (SELECT rid FROM"
-        " agentlog.rank_champions WHERE term = %s ORDER BY s DESC, at DESC, rid DESC"
-        " OFFSET %s) r WHERE c.term = %s AND c.rid = r.rid RETURNING c.s, c.at, c.rid),"
-        " best AS (SELECT s, at, rid FROM dropped ORDER BY s DESC, at DESC, rid DESC LIMIT 1)"
-        " UPDATE agentlog.rank_terms t SET s = b.s, at = b.at, rid = b.rid FROM best b"
-        " WHERE t.term = %s AND (b.s, b.at, b.rid) > (t.s, t.at, t.rid)",
-        (term, CHAMPIONS, term, term))
+# The lists' upkeep, run as the schema owner (SECURITY DEFINER, search_path pinned): writers
+# hold no write privilege on the list tables, so a list entry or a bound is only ever what
+# these functions computed from the documents themselves. A list's length (`p_keep`, the
+# caller's `CHAMPIONS`) changes only how much the lists answer, never what: any length keeps
+# the invariants. Full lists are trimmed in term order: two hosts' batches trimming at once
+# never deadlock.
+FUNCTIONS = f"""
+CREATE OR REPLACE FUNCTION agentlog.may_act(p_host text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT EXISTS (SELECT 1 FROM agentlog.hosts h WHERE h.host = p_host
+                 AND pg_has_role(session_user, h.owner, 'USAGE'))
+$f$;
+CREATE OR REPLACE FUNCTION agentlog.rank_forget(p_rids bigint[]) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  DELETE FROM agentlog.rank_champions c WHERE c.rid = ANY(p_rids)
+    AND NOT EXISTS (SELECT 1 FROM agentlog.documents d
+                    WHERE d.rid = c.rid AND NOT agentlog.may_act(d.host))
+$f$;
+CREATE OR REPLACE FUNCTION agentlog.rank_trim(p_term text, p_keep int) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  WITH dropped AS (DELETE FROM agentlog.rank_champions c USING (SELECT rid FROM
+    agentlog.rank_champions WHERE term = p_term ORDER BY s DESC, at DESC, rid DESC
+    OFFSET greatest(p_keep, 1)) r WHERE c.term = p_term AND c.rid = r.rid
+    RETURNING c.s, c.at, c.rid),
+  best AS (SELECT s, at, rid FROM dropped ORDER BY s DESC, at DESC, rid DESC LIMIT 1)
+  UPDATE agentlog.rank_terms t SET s = b.s, at = b.at, rid = b.rid FROM best b
+  WHERE t.term = p_term AND (b.s, b.at, b.rid) > (t.s, t.at, t.rid)
+$f$;
+CREATE OR REPLACE FUNCTION agentlog.rank_fold(p_rids bigint[], p_keep int) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE got text[]; w text;
+BEGIN
+  PERFORM agentlog.rank_forget(p_rids);
+  WITH ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at)
+    SELECT t.term, d.rid, x.s, d.at FROM agentlog.documents d
+    CROSS JOIN LATERAL unnest(tsvector_to_array(d.tsv)) l(term)
+    JOIN agentlog.rank_terms t ON t.term = l.term
+    CROSS JOIN LATERAL plainto_tsquery('simple', t.term) q
+    CROSS JOIN LATERAL (SELECT {SCORE} AS s) x
+    WHERE d.rid = ANY(p_rids) AND agentlog.may_act(d.host)
+      AND (x.s, d.at, d.rid) > (t.s, t.at, t.rid)
+    RETURNING term)
+  SELECT array_agg(DISTINCT ins.term) INTO got FROM ins;
+  FOR w IN SELECT c.term FROM agentlog.rank_champions c WHERE c.term = ANY(got)
+           GROUP BY c.term HAVING count(*) > 2 * greatest(p_keep, 1) ORDER BY c.term LOOP
+    PERFORM agentlog.rank_trim(w, p_keep);
+  END LOOP;
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.rank_make(p_word text, p_keep int) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE keep int := greatest(p_keep, 1);
+BEGIN
+  IF plainto_tsquery('simple', p_word)::text IS DISTINCT FROM quote_literal(p_word) THEN
+    RETURN false;  -- not one lexeme as the query side parses it: no list
+  END IF;
+  DELETE FROM agentlog.rank_champions WHERE term = p_word;
+  -- no temp table: one the caller made beforehand (with a trigger) would run as the owner
+  WITH r AS (SELECT m.*, row_number() OVER (ORDER BY m.s DESC, m.at DESC, m.rid DESC) n
+    FROM (SELECT d.rid, {SCORE} AS s, d.at FROM agentlog.documents d,
+          plainto_tsquery('simple', p_word) q WHERE d.tsv @@ q
+          ORDER BY s DESC, d.at DESC, d.rid DESC LIMIT keep + 1) m),
+  ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at)
+    SELECT p_word, r.rid, r.s, r.at FROM r WHERE r.n <= keep)
+  INSERT INTO agentlog.rank_terms(term, s, at, rid)
+    SELECT p_word, coalesce(b.s, -1.0), coalesce(b.at, 0), coalesce(b.rid, 0)
+    FROM (SELECT 1) one LEFT JOIN r b ON b.n = keep + 1
+    ON CONFLICT (term) DO UPDATE SET s = EXCLUDED.s, at = EXCLUDED.at, rid = EXCLUDED.rid;
+  RETURN true;
+END $f$;
+REVOKE ALL ON FUNCTION agentlog.may_act(text), agentlog.rank_forget(bigint[]),
+  agentlog.rank_trim(text, int), agentlog.rank_fold(bigint[], int),
+  agentlog.rank_make(text, int) FROM PUBLIC;
+"""
+UPKEEP = ("agentlog.may_act(text)", "agentlog.rank_forget(bigint[])",
+          "agentlog.rank_fold(bigint[], int)", "agentlog.rank_make(text, int)")
+# what a writer holds on the lists (`team init`, and step 4 on a server that has writers)
+WRITER_GRANTS = ("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agentlog.rank_terms,"
+                 " agentlog.rank_champions FROM agentlog_writer;"
+                 f" GRANT EXECUTE ON FUNCTION {', '.join(UPKEEP)} TO agentlog_writer;")
 
 
 def hot_words(c: Any) -> list[tuple[str, int]]:
@@ -140,21 +201,5 @@ def make_lists(con: Any, *, budget: int | None = None) -> int:
 
 
 def _make(c: Any, word: str) -> bool:
-    ok = c.execute("SELECT plainto_tsquery('simple', %s)::text = quote_literal(%s)",
-                   (word, word)).fetchone()
-    if not ok or not ok[0]:
-        return False  # not one lexeme as the query side parses it: no list
-    c.execute("DELETE FROM agentlog.rank_champions WHERE term = %s", (word,))
-    rows = c.execute(
-        f"SELECT d.rid, {SCORE} AS s, d.at FROM agentlog.documents d,"
-        " plainto_tsquery('simple', %s) q WHERE d.tsv @@ q"
-        " ORDER BY s DESC, d.at DESC, d.rid DESC LIMIT %s", (word, CHAMPIONS + 1)).fetchall()
-    keep, rest = rows[:CHAMPIONS], rows[CHAMPIONS:]
-    with c.cursor() as cur:
-        cur.executemany("INSERT INTO agentlog.rank_champions(term, rid, s, at)"
-                        " VALUES (%s, %s, %s, %s)", [(word, r, s, a) for r, s, a in keep])
-    bound = (rest[0][1], rest[0][2], rest[0][0]) if rest else (-1.0, 0, 0)
-    c.execute("INSERT INTO agentlog.rank_terms(term, s, at, rid) VALUES (%s, %s, %s, %s)"
-              " ON CONFLICT (term) DO UPDATE SET s = EXCLUDED.s, at = EXCLUDED.at,"
-              " rid = EXCLUDED.rid", (word, *bound))
-    return True
+    row = c.execute("SELECT agentlog.rank_make(%s, %s)", (word, CHAMPIONS)).fetchone()
+    return bool(row and row[0])

@@ -3,7 +3,9 @@
 - `agentlog_writer` (group): may register hosts it then owns, insert `records` only for the
   hosts it owns (row-level security on `records` and `hosts`), move only its own hosts'
   heads, and write the projection (`documents`, `aliases`, `projection`: derived data that
-  any projector rebuilds by replay). It can neither update nor delete a record.
+  any projector rebuilds by replay). It can neither update nor delete a record. The
+  champion lists (`rank_terms`, `rank_champions`) it only reads: their upkeep runs in the
+  schema owner's SECURITY DEFINER functions (`rank`), computed from the documents.
 - `agentlog_reader` (group): SELECT only.
 - one LOGIN role per machine (`agentlog_w_<name>`) and per searcher (`agentlog_r_<name>`),
   members of those groups, with a random password. The password is sent to the server only
@@ -48,10 +50,7 @@ GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
 GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
 GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
-GRANT INSERT, UPDATE, DELETE ON agentlog.documents, agentlog.aliases, agentlog.projection,
-  agentlog.rank_terms, agentlog.rank_champions TO {WRITER};
-GRANT USAGE ON SEQUENCE agentlog.documents_rid_seq TO {WRITER};
-GRANT INSERT, UPDATE ON agentlog.projector_locks TO {WRITER};
+{schema.WRITER_GRANTS}
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS hosts_read ON agentlog.hosts;

@@ -10,7 +10,8 @@ Tables:
   the `simple` tsvector, and a pg_trgm GIN index on the text of documents holding CJK.
 - `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
   rows it covers.
-- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache.
+- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache,
+  written only by the schema owner's SECURITY DEFINER upkeep functions (step 4).
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
 - `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
   only a role that may update the row can take it (row-level security: its own hosts).
@@ -27,6 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from projections import cjk
+from projections.pg import rank as _rank
+from projections.rows import COLUMNS
 
 SCHEMA = "agentlog"
 # the projection's layout: a projector replays a host projected under another version
@@ -107,6 +110,109 @@ CREATE INDEX IF NOT EXISTS rank_champions_key
 DDL = DDL.replace("{cjk}", CJK_PREDICATE)
 
 
+# The projection's writes, run as the schema owner (SECURITY DEFINER, search_path pinned):
+# a writer holds SELECT only on the derived tables, so it can neither write another host's
+# rows nor take a lock above ACCESS SHARE that would stall searches. Every function first
+# checks that the session's login role may act for the host's owner (`may_act`).
+_TYPES = {"at": "bigint", "archived": "int", "seq": "bigint", "ord": "bigint"}
+_COLS = ", ".join(COLUMNS)
+_DEF = ("SECURITY DEFINER SET search_path = pg_catalog, pg_temp")
+WRITES = f"""
+CREATE OR REPLACE FUNCTION agentlog.must_act(p_host text) RETURNS void
+LANGUAGE plpgsql STABLE {_DEF} AS $f$
+BEGIN
+  IF NOT agentlog.may_act(p_host) THEN
+    RAISE EXCEPTION 'agentlog: role % may not write the projection of host %',
+      session_user, p_host USING ERRCODE = 'insufficient_privilege';
+  END IF;
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.put_documents(p_host text, p_docs jsonb)
+RETURNS SETOF bigint LANGUAGE sql {_DEF} AS $f$
+  SELECT agentlog.must_act(p_host);
+  INSERT INTO agentlog.documents(host, {_COLS}, tsv)
+  SELECT p_host, {_COLS}, to_tsvector('simple', r.words) FROM jsonb_to_recordset(p_docs)
+    AS r({", ".join(f"{c} {_TYPES.get(c, 'text')}" for c in COLUMNS)}, words text)
+  ON CONFLICT (host, id) DO UPDATE SET
+    {", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "id")}, tsv = EXCLUDED.tsv
+  RETURNING rid
+$f$;
+CREATE OR REPLACE FUNCTION agentlog.drop_documents(p_host text, p_ids text[])
+RETURNS SETOF bigint LANGUAGE sql {_DEF} AS $f$
+  SELECT agentlog.must_act(p_host);
+  DELETE FROM agentlog.documents WHERE host = p_host AND id = ANY(p_ids) RETURNING rid
+$f$;
+CREATE OR REPLACE FUNCTION agentlog.set_alias(p_host text, p_alias text, p_session text,
+  p_agent text, p_at bigint) RETURNS void LANGUAGE plpgsql {_DEF} AS $f$
+BEGIN
+  PERFORM agentlog.must_act(p_host);
+  IF p_agent IS NULL THEN
+    DELETE FROM agentlog.aliases WHERE host = p_host AND alias = p_alias
+      AND session = p_session;
+  ELSE
+    INSERT INTO agentlog.aliases(host, alias, session, agent, at)
+      VALUES (p_host, p_alias, p_session, p_agent, p_at) ON CONFLICT (host, alias, session)
+      DO UPDATE SET agent = EXCLUDED.agent, at = EXCLUDED.at;
+  END IF;
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.drop_host(p_host text, p_schema int, p_parser text)
+RETURNS void LANGUAGE plpgsql {_DEF} AS $f$
+BEGIN
+  PERFORM agentlog.must_act(p_host);
+  DELETE FROM agentlog.rank_champions WHERE rid IN (SELECT rid FROM agentlog.documents
+                                                    WHERE host = p_host);
+  DELETE FROM agentlog.documents WHERE host = p_host;
+  DELETE FROM agentlog.aliases WHERE host = p_host;
+  INSERT INTO agentlog.projection(host, last_seq, last_hash, schema_version, parser_version)
+    VALUES (p_host, 0, '', p_schema, p_parser) ON CONFLICT (host) DO UPDATE SET
+    last_seq = 0, last_hash = '', schema_version = EXCLUDED.schema_version,
+    parser_version = EXCLUDED.parser_version, coverage = '{{}}', updated_at = now();
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.checkpoint(p_host text) RETURNS bigint
+LANGUAGE plpgsql {_DEF} AS $f$
+DECLARE got bigint;
+BEGIN
+  PERFORM agentlog.must_act(p_host);
+  SELECT last_seq INTO got FROM agentlog.projection WHERE host = p_host FOR UPDATE;
+  RETURN got;
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.advance(p_host text, p_seq bigint, p_hash text,
+  p_coverage jsonb) RETURNS void LANGUAGE plpgsql {_DEF} AS $f$
+BEGIN
+  PERFORM agentlog.must_act(p_host);
+  UPDATE agentlog.projection SET last_seq = p_seq, last_hash = p_hash,
+    coverage = p_coverage, updated_at = now() WHERE host = p_host;
+END $f$;
+CREATE OR REPLACE FUNCTION agentlog.projector_lock(p_host text, p_take boolean)
+RETURNS boolean LANGUAGE plpgsql {_DEF} AS $f$
+BEGIN
+  PERFORM agentlog.must_act(p_host);
+  IF NOT p_take THEN  -- the row, committed before it is locked
+    INSERT INTO agentlog.projector_locks(host) VALUES (p_host) ON CONFLICT (host) DO NOTHING;
+    RETURN true;
+  END IF;
+  PERFORM 1 FROM agentlog.projector_locks WHERE host = p_host FOR UPDATE NOWAIT;
+  RETURN FOUND;
+EXCEPTION WHEN lock_not_available THEN
+  RETURN false;
+END $f$;
+"""
+PROJECTOR = ("agentlog.must_act(text)", "agentlog.put_documents(text, jsonb)",
+             "agentlog.drop_documents(text, text[])",
+             "agentlog.set_alias(text, text, text, text, bigint)",
+             "agentlog.drop_host(text, int, text)", "agentlog.checkpoint(text)",
+             "agentlog.advance(text, bigint, text, jsonb)",
+             "agentlog.projector_lock(text, boolean)")
+DERIVED = ("documents", "aliases", "projection", "projector_locks")
+# what a writer holds on the derived tables (`team init`, and step 4 where writers exist)
+WRITER_GRANTS = (
+    f"REVOKE ALL ON FUNCTION {', '.join(PROJECTOR)} FROM PUBLIC;"
+    f" REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {', '.join('agentlog.' + t for t in DERIVED)}"
+    " FROM agentlog_writer;"
+    " REVOKE USAGE ON SEQUENCE agentlog.documents_rid_seq FROM agentlog_writer;"
+    f" GRANT EXECUTE ON FUNCTION {', '.join(PROJECTOR)} TO agentlog_writer; "
+    + _rank.WRITER_GRANTS)
+
+
 def exists(con: Any) -> bool:
     row = con.execute("SELECT to_regclass('agentlog.records'), to_regclass('agentlog.documents')"
                       ).fetchone()
@@ -121,6 +227,9 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
      " get_byte(value, 0) IN (1, 240, 241) AND substring(value FROM 2 FOR 32) = hash);"),
     (3, "projector locks: a row a host's projector holds FOR UPDATE while it projects",
      "CREATE TABLE IF NOT EXISTS agentlog.projector_locks(host text PRIMARY KEY);"),
+    (4, "derived data and champion lists written only through the schema owner's functions",
+     _rank.FUNCTIONS + WRITES + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
+     f" rolname = 'agentlog_writer') THEN {WRITER_GRANTS} END IF; END $$;"),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
