@@ -24,8 +24,8 @@ from projections import query as local
 from projections.pg import query as pgq
 from projections.pg.project import project
 from projections.pg.sync import sync
-from projections.rebuild import rebuild
 from projections.ranking import WEIGHT_SQL
+from projections.rebuild import rebuild
 from tests.test_projections_support import CLAUDE_SRC, append, chunks_of, claude_line, seen
 
 pytestmark = pytest.mark.postgres
