@@ -109,27 +109,30 @@ hits AS (
        FROM unnest(d.tsv) u WHERE u.lexeme = idf.w), 0)::float8 AS f) ff
   WHERE d.tsv @@ plainto_tsquery('simple', %(q)s) AND {{where}}
   GROUP BY d.rid, d.id, d.at, d.role, d.kind, d.dl, st.avgdl)
-SELECT d.id FROM hits d ORDER BY d.bm * {WEIGHT_SQL}, d.at DESC, d.rid DESC LIMIT 10
+SELECT d.id FROM hits d ORDER BY d.bm * {WEIGHT_SQL}, d.at DESC, d.rid DESC LIMIT %(n)s
 """
+
+
+def bm25_page(con: Any, host: str, text: str, flt: dict[str, Any] | None, n: int) -> list[str]:
+    """The ids of the first `n` hits of `text` on `host` ranked by `BM25` (the prototype)."""
+    from projections.filters import parse_filters
+    from projections.text import fold, query_tokens
+
+    words = [fold(t) for t in query_tokens(text)]
+    conds, params = pgq._where(parse_filters(flt), host)
+    sql = BM25.replace("{where}", " AND ".join(conds) or "true")
+    names = {f"p{i}": v for i, v in enumerate(params)}  # the filters' %s, bound by name
+    for i in range(len(params)):
+        sql = sql.replace("%s", f"%(p{i})s", 1)
+    return [str(r[0]) for r in con.execute(
+        sql, {"host": host, "words": words, "q": " ".join(words), "n": n, **names})]
 
 
 def test_bm25_in_sql_gives_the_local_first_pages(same_home: tuple[str, Path]) -> None:
     import psycopg
 
-    from projections.filters import parse_filters
-    from projections.text import fold, query_tokens
-
     url, db = same_home
     with psycopg.connect(url) as con:
         for text, flt in QUERIES:
-            words = [fold(t) for t in query_tokens(text)]
-            conds, params = pgq._where(parse_filters(flt), "alpha")
-            sql = BM25.replace("{where}", " AND ".join(conds) or "true")
-            # the filters' own %s placeholders, then the named ones: bind all by name
-            names = {f"p{i}": v for i, v in enumerate(params)}
-            for i in range(len(params)):
-                sql = sql.replace("%s", f"%(p{i})s", 1)
-            got = [str(r[0]) for r in con.execute(
-                sql, {"host": "alpha", "words": words, "q": " ".join(words), **names})]
             want = [str(h["id"]) for h in local.search(db, text, flt, limit=10)["hits"]]
-            assert got == want, (text, flt)
+            assert bm25_page(con, "alpha", text, flt, 10) == want, (text, flt)
