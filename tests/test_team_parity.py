@@ -94,38 +94,45 @@ def test_first_pages_equal(same_home: tuple[str, Path]) -> None:
 # whose lexemes are the unicode61 tokens (projections.pg.project.words): D = the document's
 # positions, f = the word's, statistics over the host's documents. A prototype of issue
 # 27's score, held here equal to history.db's first pages (not yet the team search's).
+DL = "(SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest({}.tsv) u)"
+STATS = ("SELECT count(*)::float8 AS n, avg(" + DL.format("x") + ")::float8 AS avgdl"
+         " FROM agentlog.documents x WHERE x.host = %(host)s")
 BM25 = f"""
-WITH d0 AS (SELECT d.*, (SELECT coalesce(sum(array_length(positions, 1)), 0)
-                         FROM unnest(d.tsv)) AS dl
-            FROM agentlog.documents d WHERE d.host = %(host)s),
-st AS (SELECT count(*)::float8 AS n, avg(dl)::float8 AS avgdl FROM d0),
-t AS (SELECT w, (SELECT count(*) FROM d0 WHERE d0.tsv @@ plainto_tsquery('simple', w)
-                 )::float8 AS nhit FROM unnest(%(words)s::text[]) w),
+WITH st AS ({{stats}}),
+t AS (SELECT w, (SELECT count(*) FROM agentlog.documents x WHERE x.host = %(host)s
+                 AND x.tsv @@ plainto_tsquery('simple', w))::float8 AS nhit
+      FROM unnest(%(words)s::text[]) w),
 idf AS (SELECT w, greatest(ln((st.n - nhit + 0.5) / (nhit + 0.5)), 1e-6) AS idf FROM t, st),
+d0 AS (SELECT d.*, {DL.format("d")} AS dl FROM agentlog.documents d
+       WHERE d.host = %(host)s AND d.tsv @@ plainto_tsquery('simple', %(q)s) AND {{where}}),
 hits AS (
   SELECT d.rid, d.id, d.at, d.role, d.kind, sum(-idf.idf * ((ff.f * 2.2)
          / (ff.f + 1.2 * (1 - 0.75 + 0.75 * d.dl / st.avgdl)))) AS bm
   FROM d0 d, st, idf, LATERAL (SELECT coalesce((SELECT array_length(u.positions, 1)
        FROM unnest(d.tsv) u WHERE u.lexeme = idf.w), 0)::float8 AS f) ff
-  WHERE d.tsv @@ plainto_tsquery('simple', %(q)s) AND {{where}}
   GROUP BY d.rid, d.id, d.at, d.role, d.kind, d.dl, st.avgdl)
 SELECT d.id FROM hits d ORDER BY d.bm * {WEIGHT_SQL}, d.at DESC, d.rid DESC LIMIT %(n)s
 """
 
 
-def bm25_page(con: Any, host: str, text: str, flt: dict[str, Any] | None, n: int) -> list[str]:
-    """The ids of the first `n` hits of `text` on `host` ranked by `BM25` (the prototype)."""
+def bm25_page(con: Any, host: str, text: str, flt: dict[str, Any] | None, n: int,
+              stats: tuple[float, float] | None = None) -> list[str]:
+    """The ids of the first `n` hits of `text` on `host` ranked by `BM25` (the prototype);
+    `stats`: the host's (documents, mean tokens) when known (else counted: a full scan)."""
     from projections.filters import parse_filters
     from projections.text import fold, query_tokens
 
     words = [fold(t) for t in query_tokens(text)]
     conds, params = pgq._where(parse_filters(flt), host)
-    sql = BM25.replace("{where}", " AND ".join(conds) or "true")
+    sql = BM25.replace("{where}", " AND ".join(conds) or "true").replace(
+        "{stats}", STATS if stats is None else "SELECT %(sn)s::float8 n, %(sa)s::float8 avgdl")
+    sn, sa = stats or (0.0, 0.0)
     names = {f"p{i}": v for i, v in enumerate(params)}  # the filters' %s, bound by name
     for i in range(len(params)):
         sql = sql.replace("%s", f"%(p{i})s", 1)
     return [str(r[0]) for r in con.execute(
-        sql, {"host": host, "words": words, "q": " ".join(words), "n": n, **names})]
+        sql, {"host": host, "words": words, "q": " ".join(words), "n": n, "sn": sn, "sa": sa,
+                                      **names})]
 
 
 def test_bm25_in_sql_gives_the_local_first_pages(same_home: tuple[str, Path]) -> None:
