@@ -122,6 +122,13 @@ def main() -> None:
                 nrow, ntok = _varints(blob)[:2]
                 print(f"statistics: local {nrow} rows, {ntok / nrow:.2f} tokens a row;"
                       f" server {host_stats[0]:.0f} rows, {host_stats[1]:.2f} tokens a row")
+                cut = con.execute(  # what the tsvector loses or adds against FTS5's tokens
+                    "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(tsv) u"
+                    " WHERE 16383 = ANY(u.positions) OR array_length(u.positions, 1) = 256)),"
+                    " count(*) FILTER (WHERE text ~ '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]')"
+                    " FROM agentlog.documents WHERE host = %s", (HOST,)).fetchone()
+                print(f"server documents: {cut[0]} with positions cut (256 a word, or past"
+                      f" 16,383), {cut[1]} holding CJK (bigrams in the tsvector)")
                 for q in qs:
                     want = _ids(local.search(db, q, limit=50))
                     got = {"team": _ids(pgq.search(url, q, {"host": HOST}, limit=50)),
