@@ -83,13 +83,20 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-def searches(db_path: Path, words: list[str], stop: threading.Event, out: list[float]) -> None:
+def searches(db_path: Path, words: list[str], stop: threading.Event, out: list[float],
+             failed: list[str]) -> None:
+    """Needle searches until `stop`; a search that fails (a tree that gives up on a lock:
+    "history.db is busy") counts with the time it took, and its error is kept."""
     from projections import query
 
     i = 0
     while not stop.is_set():
         t = time.perf_counter()
-        got = query.search(db_path, words[i % len(words)], limit=10)
+        try:
+            got = query.search(db_path, words[i % len(words)], limit=10)
+        except Exception as exc:
+            got = {"hits": [None]}
+            failed.append(type(exc).__name__)
         out.append((time.perf_counter() - t) * 1000)
         if not got["hits"]:
             raise SystemExit(f"needle {words[i % len(words)]!r} not found")
@@ -113,17 +120,32 @@ def needles(db_path: Path, n: int = 64) -> list[str]:
 
 def drive(home: Path, mode: str, words: list[str]) -> dict[str, object]:
     """One measurement in this process (run with BURST_TREE naming the code measured)."""
-    from projections import query
 
     db_path = home / "history.db"
     done = home / "probe.stop"
     probe = (subprocess.Popen([sys.executable, "-c", PROBE, str(db_path), str(done)],
                               stdout=subprocess.PIPE, text=True)
              if os.environ.get("BURST_PROBE") else None)
+    try:
+        return measure(home, mode, words)
+    finally:
+        done.touch()  # the probe stops (also when the measure failed: it holds our stderr)
+        windows = json.loads(probe.communicate()[0]) if probe is not None else []
+        LOCKED[:] = windows
+
+
+LOCKED: list[list[float]] = []  # the probe's windows of the last drive
+
+
+def measure(home: Path, mode: str, words: list[str]) -> dict[str, object]:
+    from projections import query
+
+    db_path = home / "history.db"
     idle: list[float] = []
+    failed: list[str] = []
     stop = threading.Event()
     threading.Timer(1.0, stop.set).start()
-    searches(db_path, words, stop, idle)
+    searches(db_path, words, stop, idle, failed)
     query.close_connections()
     busy: list[float] = []
     stop = threading.Event()
@@ -138,12 +160,15 @@ def drive(home: Path, mode: str, words: list[str]) -> dict[str, object]:
             result.append(writer.returncode)
             stop.set()
     else:
-        from cli.services.capture.loop import SWITCH_INTERVAL_S
+        from cli.services.capture import loop as capture_loop
         from eventlog import EventLog
         from projections.catchup import catch_up
 
-        # what CaptureLoop.start does in mcp/serve (BURST_SWITCH overrides, to measure)
-        sys.setswitchinterval(float(os.environ.get("BURST_SWITCH", SWITCH_INTERVAL_S)))
+        # what CaptureLoop.start does in mcp/serve, if the tree does it (BURST_SWITCH
+        # overrides, to measure)
+        switch = os.environ.get("BURST_SWITCH", getattr(capture_loop, "SWITCH_INTERVAL_S", None))
+        if switch is not None:
+            sys.setswitchinterval(float(switch))
 
         log = EventLog(home / "log", readonly=True)
 
@@ -158,16 +183,12 @@ def drive(home: Path, mode: str, words: list[str]) -> dict[str, object]:
 
     thread = threading.Thread(target=wait)
     thread.start()
-    searches(db_path, words, stop, busy)
+    searches(db_path, words, stop, busy, failed)
     took = time.perf_counter() - started
     thread.join()
     if result != [0]:
         raise SystemExit(f"the catch-up failed: {result}")
-    windows: list[list[float]] = []
-    if probe is not None:
-        done.touch()
-        windows = json.loads(probe.communicate()[0])
-    return {"idle": idle, "busy": busy, "catchup_s": took, "locked": windows}
+    return {"idle": idle, "busy": busy, "catchup_s": took, "failed": failed}
 
 
 def vocabulary(db_path: Path, n: int = 20_000) -> tuple[list[str], list[int]]:
@@ -274,7 +295,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.drive:
         home, mode, words = args.drive
-        print(json.dumps(drive(Path(home), mode, json.loads(Path(words).read_text()))))
+        got = drive(Path(home), mode, json.loads(Path(words).read_text()))
+        print(json.dumps({**got, "locked": LOCKED}))
         return
     if args.quick:
         args.rounds, args.sessions, args.burst_mb = 1, 8, 4.0
@@ -302,10 +324,12 @@ def main() -> None:
                 os.sync()  # the copy's writes not left to the catch-up's first fsync
                 out = subprocess.run(
                     [sys.executable, str(Path(__file__).resolve()), "--drive", str(run), mode,
-                     str(words_file)], cwd=trees[tree], check=True, capture_output=True,
+                     str(words_file)], cwd=trees[tree], capture_output=True,
                     text=True, env={**os.environ, "BURST_TREE": str(trees[tree]),
-                                    **({"BURST_PROBE": "1"} if args.probe else {})}).stdout
-                r = json.loads(out.strip().splitlines()[-1])
+                                    **({"BURST_PROBE": "1"} if args.probe else {})})
+                if out.returncode:
+                    raise SystemExit(f"{tree} {mode} failed:\n{out.stderr[-3000:]}")
+                r = json.loads(out.stdout.strip().splitlines()[-1])
                 loads.append(os.getloadavg()[0])
                 acc = got.setdefault((tree, mode), {"idle": [], "busy": [], "s": []})
                 acc["idle"] += r["idle"]
@@ -314,7 +338,10 @@ def main() -> None:
                 print(f"  round {rnd + 1} {tree:>8} {mode:<5}: caught up in "
                       f"{r['catchup_s']:.2f} s, {len(r['busy'])} searches, p99 "
                       f"{pct(r['busy'], 99):.1f} ms, max {max(r['busy']):.1f} ms;"
-                      f" load {loads[-1]:.1f}", flush=True)
+                      f" load {loads[-1]:.1f}"
+                      + (f"; {len(r['failed'])} searches failed"
+                         f" ({', '.join(sorted(set(r['failed'])))})" if r["failed"] else ""),
+                      flush=True)
                 if r["locked"]:
                     spans = sorted(ms for _, ms in r["locked"])
                     print(f"    locked {len(spans)} times, {sum(spans):.0f} ms in all, longest"

@@ -93,7 +93,7 @@ def search_text(result: dict[str, Any], query: str) -> str:
     if not hits and near:
         lines.append(f"did you mean: {'; '.join(near)}?")
     if hits or related:
-        lines.append("get_conversation(id=<@ref or session>) reads it in context")
+        lines.append("read one in context: get_conversation(id=\"@ref\")")
     return "\n".join(lines)
 
 

@@ -41,7 +41,7 @@ _TIME = {"type": ["string", "integer"]}
 DETAILS = ("compact", "full")
 _DETAIL = {"type": "string", "enum": list(DETAILS), "default": "compact",
            "description": "full: every field and link."}
-SNIPPET_CHARS = 160  # a compact hit's snippet (full: 320)
+SNIPPET_CHARS = 130  # a compact hit's snippet (full: 320)
 MAX_CHARS = 300  # a conversation item's text by default (maxChars; full: 16,000)
 MAX_ITEM_CHARS = 16_000  # projections.query.MAX_ITEM_CHARS, the most an item holds
 
