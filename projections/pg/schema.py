@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections import cjk
+from projections.pg import logsql as _logsql
 from projections.pg import rank as _rank
 from projections.rows import COLUMNS
 
@@ -213,6 +214,10 @@ WRITER_GRANTS = (
     + _rank.WRITER_GRANTS)
 
 
+# step 5's storage: filled in as the size levers are measured (bench/postgres.py)
+STORAGE = ""
+
+
 def exists(con: Any) -> bool:
     row = con.execute("SELECT to_regclass('agentlog.records'), to_regclass('agentlog.documents')"
                       ).fetchone()
@@ -230,6 +235,9 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (4, "derived data and champion lists written only through the schema owner's functions",
      _rank.FUNCTIONS + WRITES + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
      f" rolname = 'agentlog_writer') THEN {WRITER_GRANTS} END IF; END $$;"),
+    (5, "log tables written only through the schema owner's functions; smaller storage",
+     _logsql.FUNCTIONS + STORAGE + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
+     f" rolname = 'agentlog_writer') THEN {_logsql.WRITER_GRANTS} END IF; END $$;"),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
@@ -268,10 +276,10 @@ def ensure_schema(con: Any) -> list[int]:
                         f"agentlog knows ({LATEST}): upgrade agentlog on this machine")
     applied = []
     for step, name, sql in MIGRATIONS:
-        if step <= have and step > 1:
+        if step <= have and (step > 1 or have > 1):
             continue
-        con.execute(sql)  # step 1 is all IF NOT EXISTS: always safe to run again
-        if step == 1:
+        con.execute(sql)  # step 1 is all IF NOT EXISTS: safe to run again on a version 1
+        if step == 1:  # (never later: a later step may drop what it makes)
             con.execute(_MIGRATIONS_TABLE)
             con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (1, %s)"
                         " ON CONFLICT (version) DO NOTHING", (name,))
