@@ -203,17 +203,17 @@ def test_a_writer_cannot_lock_write_or_forge_the_log_tables(
     with psycopg.connect(team["b"]) as con:
         # SELECT only on hosts and records: no write, no row lock, no table lock above
         # ACCESS SHARE (a search joins hosts: an exclusive lock there stalled it)
-        for stmt in ("INSERT INTO agentlog.records(host, seq, hash, value)"
-                     " VALUES ('host-b', 99, decode(repeat('00', 32), 'hex'), '\\x01')",
-                     "UPDATE agentlog.hosts SET head_seq = 0 WHERE host = 'host-b'",
+        for stmt in (*(f"LOCK TABLE agentlog.{t} IN {m} MODE"
+                       for t in ("hosts", "records") for m in _MODES),
+                     "INSERT INTO agentlog.records(host, seq, hash, value)"  # a record of
+                     " VALUES ('host-b', 99, substring(%s FROM 2 FOR 32), %s)",  # its own,
+                     "UPDATE agentlog.hosts SET head_seq = 0 WHERE host = 'host-b'",  # unchained
                      "INSERT INTO agentlog.hosts(host) VALUES ('host-x')",
                      "DELETE FROM agentlog.records WHERE host = 'host-b'",
                      "TRUNCATE agentlog.records", "TRUNCATE agentlog.hosts",
                      "SELECT * FROM agentlog.hosts WHERE host = 'host-b' FOR UPDATE",
                      "SELECT * FROM agentlog.hosts FOR SHARE",
                      "SELECT * FROM agentlog.records FOR KEY SHARE",
-                     *(f"LOCK TABLE agentlog.{t} IN {m} MODE"
-                       for t in ("hosts", "records") for m in _MODES),
                      # the owner's functions act for the caller's own hosts only
                      "SELECT * FROM agentlog.take_head('host-a')",
                      "SELECT agentlog.forget_records('host-a', ARRAY[1::bigint],"
@@ -221,7 +221,8 @@ def test_a_writer_cannot_lock_write_or_forge_the_log_tables(
                      "SELECT agentlog.put_records('host-a', ARRAY[9::bigint],"
                      " ARRAY[%s::bytea])"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                con.execute(stmt, (tomb,) if "%s" in stmt else None)
+                con.execute(stmt, [one if "INSERT" in stmt else tomb] * stmt.count("%s")
+                            or None)
             con.rollback()
         con.execute("LOCK TABLE agentlog.hosts IN ACCESS SHARE MODE")  # what a read takes
         con.rollback()
