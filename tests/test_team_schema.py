@@ -144,6 +144,12 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
                             " ('old-host', %s, %s, %s)", (r.seq, r.value[1:33], r.value))
             con.execute("UPDATE agentlog.hosts SET head_seq = %s, head_hash = %s",
                         (log.head().seq, log.head().hash))
+        # an agentlog that knows step 5 still ships into it, directly (old grants), until
+        # the owner migrates
+        from tests.test_projections_support import append
+        from tests.test_team_sync import messages
+        append(log, messages(2, "mid"), prefix="mid")
+        assert sync(log, pg_url, "old-host").shipped == 2
         before = project(pg_url, tmp_path / "scratch").hosts
         assert before == {"old-host": log.head().seq}
         with psycopg.connect(pg_url) as con:
@@ -175,8 +181,6 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
     ver = run_cli(home, "verify", "--postgres", pg_url, "--json")
     assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
     # the host goes on syncing (through the new functions) and projecting
-    from tests.test_projections_support import append
-    from tests.test_team_sync import messages
     append(log, messages(4, "after"), prefix="after")
     assert sync(log, pg_url, "old-host").shipped == 4
     assert project(pg_url, tmp_path / "scratch").hosts == {"old-host": log.head().seq}
