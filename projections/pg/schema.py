@@ -12,6 +12,8 @@ Tables:
   rows it covers.
 - `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache,
   written only by the schema owner's SECURITY DEFINER upkeep functions (step 4).
+- `hosts` and `records` are written only by the schema owner's functions too (step 5,
+  `logsql`): writers hold SELECT only on every table.
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
 - `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
   only a role that may update the row can take it (row-level security: its own hosts).
@@ -20,7 +22,8 @@ Versioned migrations: `MIGRATIONS` is an ordered list of steps; `ensure_schema` 
 those after the database's version, each recorded in `migrations`, in the caller's
 transaction under a transaction-level advisory lock (a second process waits, then finds
 nothing to do). A database made before the table existed is version 1 (its tables are
-step 1's, which is all `IF NOT EXISTS`). A database newer than this agentlog is refused.
+step 1's, which is all `IF NOT EXISTS`, so step 1 runs again on it — and only on it: on a
+later version it would re-make what a later step dropped). A database newer than this agentlog is refused.
 """
 
 from __future__ import annotations
@@ -214,10 +217,6 @@ WRITER_GRANTS = (
     + _rank.WRITER_GRANTS)
 
 
-# step 5's storage: filled in as the size levers are measured (bench/postgres.py)
-STORAGE = ""
-
-
 def exists(con: Any) -> bool:
     row = con.execute("SELECT to_regclass('agentlog.records'), to_regclass('agentlog.documents')"
                       ).fetchone()
@@ -235,8 +234,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (4, "derived data and champion lists written only through the schema owner's functions",
      _rank.FUNCTIONS + WRITES + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
      f" rolname = 'agentlog_writer') THEN {WRITER_GRANTS} END IF; END $$;"),
-    (5, "log tables written only through the schema owner's functions; smaller storage",
-     _logsql.FUNCTIONS + STORAGE + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
+    (5, "hosts and records written only through the schema owner's functions",
+     _logsql.FUNCTIONS + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
      f" rolname = 'agentlog_writer') THEN {_logsql.WRITER_GRANTS} END IF; END $$;"),
 )
 LATEST = MIGRATIONS[-1][0]
