@@ -23,7 +23,8 @@ those after the database's version, each recorded in `migrations`, in the caller
 transaction under a transaction-level advisory lock (a second process waits, then finds
 nothing to do). A database made before the table existed is version 1 (its tables are
 step 1's, which is all `IF NOT EXISTS`, so step 1 runs again on it — and only on it: on a
-later version it would re-make what a later step dropped). A database newer than this agentlog is refused.
+later version it would re-make what a later step dropped). A database newer than this
+agentlog is refused.
 """
 
 from __future__ import annotations
