@@ -9,6 +9,7 @@ import pytest
 
 from projections.pg import logsql, schema
 from projections.pg.project import project
+from projections.pg.roles import _with_credentials
 from projections.pg.sync import sync
 from tests.conftest import run_cli
 from tests.test_team_sync import make_log
@@ -150,8 +151,15 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
         from tests.test_team_sync import messages
         append(log, messages(2, "mid"), prefix="mid")
         assert sync(log, pg_url, "old-host").shipped == 2
+        # ... and so does a writer role (its try to migrate fails, quietly; RLS as before)
+        role = f"agentlog_w_{pg_url.rsplit('/', 1)[1]}_old"
+        with psycopg.connect(pg_url) as con:
+            con.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw4' IN ROLE agentlog_writer")
+        writer = _with_credentials(pg_url, role, "pw4")
+        other = make_log(tmp_path / "w4", 3, prefix="w4")
+        assert sync(other, writer, "w4-host").shipped == other.head().seq
         before = project(pg_url, tmp_path / "scratch").hosts
-        assert before == {"old-host": log.head().seq}
+        assert before == {"old-host": log.head().seq, "w4-host": other.head().seq}
         with psycopg.connect(pg_url) as con:
             assert schema.version(con) == 4
             assert con.execute("SELECT has_table_privilege('agentlog_writer',"
@@ -183,6 +191,12 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
     # the host goes on syncing (through the new functions) and projecting
     append(log, messages(4, "after"), prefix="after")
     assert sync(log, pg_url, "old-host").shipped == 4
-    assert project(pg_url, tmp_path / "scratch").hosts == {"old-host": log.head().seq}
+    append(other, messages(2, "w4"), prefix="w4b")  # the writer, now through the functions
+    assert sync(other, writer, "w4-host").shipped == 2
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT owner FROM agentlog.hosts WHERE host = 'w4-host'"
+                           ).fetchone() == (role,)
+    assert project(pg_url, tmp_path / "scratch").hosts == {"old-host": log.head().seq,
+                                                            "w4-host": other.head().seq}
     ver = run_cli(home, "verify", "--postgres", pg_url, "--json")
     assert ver.returncode == 0, ver.stdout.decode() + ver.stderr.decode()
