@@ -278,9 +278,9 @@ def test_a_projection_built_before_a_forget_is_rebuilt(tmp_path: Path, home: Pat
 
 @pytest.mark.postgres
 def test_the_team_store_follows_a_forget(tmp_path: Path, home: Path, pg_url: str) -> None:
-    """A writer role (row-level security on) syncs, forgets, syncs again: the server's raw
-    records and documents hold nothing of the session, its chain check and
-    `verify --postgres` pass, and the other sessions are still found there."""
+    """A writer role (SELECT only: the owner's functions write) syncs, forgets, syncs
+    again: the server's raw records and documents hold nothing of the session, its chain
+    check and `verify --postgres` pass, and the other sessions are still found there."""
     import psycopg
 
     tag = pg_url.rsplit("/", 1)[1]

@@ -49,7 +49,7 @@ def test_writers_ship_their_own_hosts_and_nothing_else(
     with psycopg.connect(team["b"]) as con, pytest.raises(psycopg.Error) as err:
         con.execute("INSERT INTO agentlog.records(host, seq, hash, value)"
                     " VALUES ('host-a', 99, decode(repeat('00', 32), 'hex'), '\\x01')")
-    assert "row-level security" in str(err.value)
+    assert "permission denied" in str(err.value)  # writes go through the owner's functions
     with psycopg.connect(team["a"]) as con:
         for stmt in ("UPDATE agentlog.records SET value = '\\x00' WHERE host = 'host-a'",
                      "DELETE FROM agentlog.records WHERE host = 'host-a'"):
@@ -177,3 +177,80 @@ def test_a_writer_cannot_forge_or_lock_the_champion_lists(
     with psycopg.connect(team["s"]) as con, pytest.raises(  # nor may the searcher call it
             psycopg.errors.InsufficientPrivilege):
         con.execute("SELECT agentlog.rank_forget(%s)", (rids,))
+
+
+_MODES = ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE ROW EXCLUSIVE", "SHARE",
+          "SHARE UPDATE EXCLUSIVE", "ROW EXCLUSIVE", "ROW SHARE")
+
+
+def test_a_writer_cannot_lock_write_or_forge_the_log_tables(
+        tmp_path: Path, team: dict[str, str]) -> None:
+    log_a = make_log(tmp_path / "a", 8, prefix="a")
+    sync(log_a, team["a"], "host-a")
+    log_b = make_log(tmp_path / "b", 4, prefix="b")
+    sync(log_b, team["b"], "host-b")
+
+    def state() -> list[tuple[object, ...]]:
+        with psycopg.connect(team["s"]) as con:
+            return [*con.execute("SELECT host, owner, head_seq, head_hash FROM agentlog.hosts"
+                                 " ORDER BY host"),
+                    *con.execute("SELECT host, seq, hash, value FROM agentlog.records"
+                                 " ORDER BY host, seq")]
+
+    before = state()
+    one = log_a.read_raw(1, 1)[0].value  # a real record, to forge from
+    tomb = bytes([0xF0]) + one[1:33] + bytes(8)
+    with psycopg.connect(team["b"]) as con:
+        # SELECT only on hosts and records: no write, no row lock, no table lock above
+        # ACCESS SHARE (a search joins hosts: an exclusive lock there stalled it)
+        for stmt in (*(f"LOCK TABLE agentlog.{t} IN {m} MODE"
+                       for t in ("hosts", "records") for m in _MODES),
+                     "INSERT INTO agentlog.records(host, seq, hash, value)"  # a record of
+                     " VALUES ('host-b', 99, substring(%s FROM 2 FOR 32), %s)",  # its own,
+                     "UPDATE agentlog.hosts SET head_seq = 0 WHERE host = 'host-b'",  # unchained
+                     "INSERT INTO agentlog.hosts(host) VALUES ('host-x')",
+                     "DELETE FROM agentlog.records WHERE host = 'host-b'",
+                     "TRUNCATE agentlog.records", "TRUNCATE agentlog.hosts",
+                     "SELECT * FROM agentlog.hosts WHERE host = 'host-b' FOR UPDATE",
+                     "SELECT * FROM agentlog.hosts FOR SHARE",
+                     "SELECT * FROM agentlog.records FOR KEY SHARE",
+                     # the owner's functions act for the caller's own hosts only
+                     "SELECT * FROM agentlog.take_head('host-a')",
+                     "SELECT agentlog.forget_records('host-a', ARRAY[1::bigint],"
+                     " ARRAY[%s::bytea])",
+                     "SELECT agentlog.put_records('host-a', ARRAY[9::bigint],"
+                     " ARRAY[%s::bytea])"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(stmt, [one if "INSERT" in stmt else tomb] * stmt.count("%s")
+                            or None)
+            con.rollback()
+        con.execute("LOCK TABLE agentlog.hosts IN ACCESS SHARE MODE")  # what a read takes
+        con.rollback()
+    with psycopg.connect(team["a"]) as con:
+        # its own host: a record that breaks the chain, skips a seq, rewrites a shipped one
+        # or is not a known form is refused, and so is a "forget" that is not one
+        head = log_a.head().seq
+        forged = one[:40] + b"X" + one[41:]
+        for seqs, values in (([head + 1], [forged]), ([head + 2], [one]), ([1], [one]),
+                             ([head + 1], [b"\x07" + one[1:]])):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                con.execute("SELECT agentlog.put_records('host-a', %s, %b)", (seqs, values))
+            con.rollback()
+        for value in (forged, bytes([0xF0]) + bytes(32) + bytes(8)):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                con.execute("SELECT agentlog.forget_records('host-a', %s, %b)",
+                            ([1], [value]))
+            con.rollback()
+    with psycopg.connect(team["s"]) as con:  # a searcher may not register a host
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            con.execute("SELECT agentlog.register_host('host-s', NULL)")
+        con.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            con.execute("LOCK TABLE agentlog.hosts IN ROW EXCLUSIVE MODE")
+    assert state() == before
+    # the functions' own path still ships, and the server's chain still verifies
+    append(log_a, messages(3, "late"), prefix="late")
+    assert sync(log_a, team["a"], "host-a").shipped == 3
+    from projections.pg.verify import check_hosts
+    with psycopg.connect(team["s"]) as con:
+        assert [c.ok for c in check_hosts(con)] == [True, True]

@@ -1,11 +1,12 @@
 """Roles and row-level security of the team server, set up idempotently by `team init`.
 
-- `agentlog_writer` (group): may register hosts it then owns, insert `records` only for the
-  hosts it owns (row-level security on `records` and `hosts`), move only its own hosts'
-  heads, and write the projection (`documents`, `aliases`, `projection`: derived data that
-  any projector rebuilds by replay). It can neither update nor delete a record. The
-  champion lists (`rank_terms`, `rank_champions`) it only reads: their upkeep runs in the
-  schema owner's SECURITY DEFINER functions (`rank`), computed from the documents.
+- `agentlog_writer` (group): SELECT only on every table; it writes through the schema
+  owner's SECURITY DEFINER functions, each acting only for the hosts its login role owns:
+  register a host, append records that continue the host's chain and move its head,
+  replace records by their forgotten forms (`logsql`), write the projection (`documents`,
+  `aliases`, `projection`: derived data any projector rebuilds by replay; `schema.WRITES`)
+  and keep the champion lists (`rank`). It can neither update nor delete a record, nor
+  take a lock above ACCESS SHARE on any table (that needs a write privilege).
 - `agentlog_reader` (group): SELECT only.
 - one LOGIN role per machine (`agentlog_w_<name>`) and per searcher (`agentlog_r_<name>`),
   members of those groups, with a random password. The password is sent to the server only
@@ -25,7 +26,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from projections.pg import schema
+from projections.pg import logsql, schema
 from projections.pg.conn import TeamError
 
 WRITER = "agentlog_writer"
@@ -48,34 +49,15 @@ _DERIVED_POLICIES = "\n".join(
 _GRANTS = f"""
 GRANT USAGE ON SCHEMA agentlog TO {WRITER}, {READER};
 GRANT SELECT ON ALL TABLES IN SCHEMA agentlog TO {WRITER}, {READER};
-GRANT INSERT, UPDATE (head_seq, head_hash, synced_at) ON agentlog.hosts TO {WRITER};
-GRANT INSERT, UPDATE (value) ON agentlog.records TO {WRITER};
 {schema.WRITER_GRANTS}
 ALTER TABLE agentlog.hosts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE agentlog.records ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS hosts_read ON agentlog.hosts;
-DROP POLICY IF EXISTS hosts_register ON agentlog.hosts;
-DROP POLICY IF EXISTS hosts_advance ON agentlog.hosts;
 DROP POLICY IF EXISTS records_read ON agentlog.records;
-DROP POLICY IF EXISTS records_own ON agentlog.records;
-DROP POLICY IF EXISTS records_forget ON agentlog.records;
 CREATE POLICY hosts_read ON agentlog.hosts FOR SELECT USING (true);
-CREATE POLICY hosts_register ON agentlog.hosts FOR INSERT TO {WRITER}
-  WITH CHECK (owner = current_user);
-CREATE POLICY hosts_advance ON agentlog.hosts FOR UPDATE TO {WRITER}
-  USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY records_read ON agentlog.records FOR SELECT USING (true);
-CREATE POLICY records_own ON agentlog.records FOR INSERT TO {WRITER}
-  WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
-                      WHERE h.host = records.host AND h.owner = current_user));
 {_DERIVED_POLICIES}
-CREATE POLICY records_forget ON agentlog.records FOR UPDATE TO {WRITER}
-  USING (EXISTS (SELECT 1 FROM agentlog.hosts h
-                 WHERE h.host = records.host AND h.owner = current_user))
-  WITH CHECK (EXISTS (SELECT 1 FROM agentlog.hosts h
-                      WHERE h.host = records.host AND h.owner = current_user)
-              AND get_byte(value, 0) IN (240, 241)
-              AND substring(value FROM 2 FOR 32) = hash);
+{logsql.WRITER_GRANTS}
 """
 
 

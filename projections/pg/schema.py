@@ -12,6 +12,8 @@ Tables:
   rows it covers.
 - `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache,
   written only by the schema owner's SECURITY DEFINER upkeep functions (step 4).
+- `hosts` and `records` are written only by the schema owner's functions too (step 5,
+  `logsql`): writers hold SELECT only on every table.
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
 - `projector_locks(host)`: the row a host's projector locks (FOR UPDATE) while it projects;
   only a role that may update the row can take it (row-level security: its own hosts).
@@ -20,7 +22,9 @@ Versioned migrations: `MIGRATIONS` is an ordered list of steps; `ensure_schema` 
 those after the database's version, each recorded in `migrations`, in the caller's
 transaction under a transaction-level advisory lock (a second process waits, then finds
 nothing to do). A database made before the table existed is version 1 (its tables are
-step 1's, which is all `IF NOT EXISTS`). A database newer than this agentlog is refused.
+step 1's, which is all `IF NOT EXISTS`, so step 1 runs again on it — and only on it: on a
+later version it would re-make what a later step dropped). A database newer than this
+agentlog is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections import cjk
+from projections.pg import logsql as _logsql
 from projections.pg import rank as _rank
 from projections.rows import COLUMNS
 
@@ -230,6 +235,9 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (4, "derived data and champion lists written only through the schema owner's functions",
      _rank.FUNCTIONS + WRITES + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
      f" rolname = 'agentlog_writer') THEN {WRITER_GRANTS} END IF; END $$;"),
+    (5, "hosts and records written only through the schema owner's functions",
+     _logsql.FUNCTIONS + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
+     f" rolname = 'agentlog_writer') THEN {_logsql.WRITER_GRANTS} END IF; END $$;"),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
@@ -268,10 +276,10 @@ def ensure_schema(con: Any) -> list[int]:
                         f"agentlog knows ({LATEST}): upgrade agentlog on this machine")
     applied = []
     for step, name, sql in MIGRATIONS:
-        if step <= have and step > 1:
+        if step <= have and (step > 1 or have > 1):
             continue
-        con.execute(sql)  # step 1 is all IF NOT EXISTS: always safe to run again
-        if step == 1:
+        con.execute(sql)  # step 1 is all IF NOT EXISTS: safe to run again on a version 1
+        if step == 1:  # (never later: a later step may drop what it makes)
             con.execute(_MIGRATIONS_TABLE)
             con.execute("INSERT INTO agentlog.migrations(version, name) VALUES (1, %s)"
                         " ON CONFLICT (version) DO NOTHING", (name,))

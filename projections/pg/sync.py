@@ -16,8 +16,11 @@ Promises:
   `ChainCheck` as restore and rebuild first, so local damage stops the sync with
   `CorruptRecord` (naming the record, `agentlog verify` lists them all) instead of being
   mistaken for a server that diverged;
-- records go through COPY into a session temp table and one INSERT … SELECT, so row-level
-  security (which COPY FROM does not support) still checks every row a writer sends.
+- every write goes through the schema owner's functions (`projections.pg.logsql`: a writer
+  holds SELECT only on `hosts` and `records`, so it can take no lock on them that would
+  stall a search): a batch is one `put_records` call with the seqs and values as two
+  binary arrays, which re-checks the host, the seqs and the chain on the server and moves
+  the head with the records.
 """
 
 from __future__ import annotations
@@ -68,24 +71,42 @@ class SyncResult:
 
 def register_host(con: Any, host: str, label: str | None = None) -> None:
     """Create the host's row if missing (owned by the connected role); commits."""
-    if not schema.exists(con):
+    have = schema.version(con)
+    if have < schema.LATEST:
         try:
             schema.ensure_schema(con)
             con.commit()
         except Exception as exc:
             con.rollback()
-            raise TeamError(redact(
-                f"the team schema is missing and this role cannot create it ({exc}); "
-                "run `agentlog team init URL` with the server's owner first")) from None
-    con.execute("INSERT INTO agentlog.hosts(host, label) VALUES (%s, %s)"
-                " ON CONFLICT (host) DO NOTHING", (host, label))
+            if have == 0:
+                raise TeamError(redact(
+                    f"the team schema is missing and this role cannot create it ({exc}); "
+                    "run `agentlog team init URL` with the server's owner first")) from None
+    if _functions(con):
+        con.execute("SELECT agentlog.register_host(%s, %s)", (host, label))
+    else:
+        con.execute("INSERT INTO agentlog.hosts(host, label) VALUES (%s, %s)"
+                    " ON CONFLICT (host) DO NOTHING", (host, label))
     con.commit()
 
 
+def _functions(con: Any) -> bool:
+    """Whether the database has step 5's log functions. An older one (until its owner runs
+    `team init`) takes sync's writes directly, under its row-level security as before:
+    records keep leaving the machine while the owner has not upgraded the schema."""
+    row = con.execute("SELECT to_regprocedure('agentlog.put_records(text, bigint[], bytea[])')"
+                      " IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
 def server_head(con: Any, host: str, *, lock: bool = False) -> tuple[int, bytes]:
-    row = con.execute(
-        "SELECT head_seq, head_hash FROM agentlog.hosts WHERE host = %s"
-        + (" FOR UPDATE" if lock else ""), (host,)).fetchone()
+    """The host's (head seq, head hash); `lock`: its row locked for the transaction, through
+    the owner's `take_head` (only the host's own writer may)."""
+    sql = "SELECT head_seq, head_hash FROM agentlog.hosts WHERE host = %s"
+    if lock:
+        sql = ("SELECT head_seq, head_hash FROM agentlog.take_head(%s)" if _functions(con)
+               else sql + " FOR UPDATE")
+    row = con.execute(sql, (host,)).fetchone()
     if row is None:
         raise TeamError(f"host {host!r} is not registered on the server")
     return int(row[0]), bytes(row[1])
@@ -119,7 +140,8 @@ def ship_batch(con: Any, host: str, records: Sequence[RawRecord]) -> int:
             con.rollback()
             return 0
         prev, expect = head_hash, head + 1
-        rows: list[tuple[str, int, bytes, bytes]] = []
+        seqs: list[int] = []
+        values: list[bytes] = []
         for r in new:
             fmt, h, stored = codec.unpack_value(r.value)
             if r.seq != expect:
@@ -127,28 +149,35 @@ def ship_batch(con: Any, host: str, records: Sequence[RawRecord]) -> int:
             forgotten = fmt in (codec.FORGOTTEN, codec.AMENDED)  # proven by its forget event
             if not forgotten and (fmt != codec.FORMAT or chain.link(prev, r.seq, stored) != h):
                 raise Diverged(f"host {host}: record {r.seq} does not continue the chain")
-            rows.append((host, r.seq, h, r.value))
+            seqs.append(r.seq)
+            values.append(r.value)
             prev, expect = h, expect + 1
-        _insert(con, rows)
-        con.execute("UPDATE agentlog.hosts SET head_seq = %s, head_hash = %s, synced_at = now()"
-                    " WHERE host = %s", (rows[-1][1], prev, host))
+        if _functions(con):  # binary parameters (%b): the values travel as they are
+            con.execute("SELECT agentlog.put_records(%s, %b, %b)", (host, seqs, values))
+        else:
+            _insert_directly(con, host, seqs, values, prev)
         con.commit()
-        return len(rows)
+        return len(seqs)
     except BaseException:
         con.rollback()
         raise
 
 
-def _insert(con: Any, rows: list[tuple[str, int, bytes, bytes]]) -> None:
+def _insert_directly(con: Any, host: str, seqs: list[int], values: list[bytes],
+                     head_hash: bytes) -> None:
+    """Before step 5: COPY into a session temp table, one INSERT … SELECT (row-level security,
+    which COPY FROM does not support, checks every row), the head moved by UPDATE."""
     con.execute("CREATE TEMP TABLE IF NOT EXISTS ship_in(host text, seq bigint, hash bytea,"
                 " value bytea) ON COMMIT DELETE ROWS")
     with con.cursor() as cur:
         with cur.copy("COPY ship_in (host, seq, hash, value) FROM STDIN (FORMAT BINARY)") as cp:
             cp.set_types(["text", "int8", "bytea", "bytea"])
-            for row in rows:
-                cp.write_row(row)
+            for seq, value in zip(seqs, values, strict=True):
+                cp.write_row((host, seq, value[1:33], value))
         cur.execute("INSERT INTO agentlog.records(host, seq, hash, value)"
                     " SELECT host, seq, hash, value FROM ship_in ORDER BY seq")
+    con.execute("UPDATE agentlog.hosts SET head_seq = %s, head_hash = %s, synced_at = now()"
+                " WHERE host = %s", (seqs[-1], head_hash, host))
 
 
 def sync(
@@ -225,14 +254,17 @@ def push_forgotten(con: Any, log: EventLog, host: str, *, chunk: int = 1000) -> 
                     theirs = con.execute(
                         "SELECT seq, sha256(value) FROM agentlog.records WHERE host = %s AND"
                         " seq BETWEEN %s AND %s", (host, lo, hi)).fetchall()
-                    upd = [(local[int(q)], host, int(q)) for q, d in theirs
-                           if int(q) in local and bytes(d) != hashlib.sha256(
-                               local[int(q)]).digest()]
-                    if upd:
+                    upd = [int(q) for q, d in theirs if int(q) in local and bytes(d)
+                           != hashlib.sha256(local[int(q)]).digest()]
+                    if upd and _functions(con):  # forgotten forms keeping the hash only
+                        con.execute("SELECT agentlog.forget_records(%s, %b, %b)",
+                                    (host, upd, [local[q] for q in upd]))
+                    elif upd:  # before step 5: the policy `records_forget` checks them
                         with con.cursor() as cur:
                             cur.executemany("UPDATE agentlog.records SET value = %s"
-                                            " WHERE host = %s AND seq = %s", upd)
-                        changed += len(upd)
+                                            " WHERE host = %s AND seq = %s",
+                                            [(local[q], host, q) for q in upd])
+                    changed += len(upd)
         if changed:
             from projections.pg.project import drop_host_rows
 
