@@ -82,7 +82,6 @@ def test_the_same_documents_match(same_home: tuple[str, Path]) -> None:
         assert sorted(got) == sorted(want), (text, flt)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: the team score is ts_rank, not bm25")
 def test_first_pages_equal(same_home: tuple[str, Path]) -> None:
     url, db = same_home
     differ = [(text, flt) for text, flt in QUERIES
@@ -103,14 +102,14 @@ t AS (SELECT w, (SELECT count(*) FROM agentlog.documents x WHERE x.host = %(host
                  AND x.tsv @@ plainto_tsquery('simple', w))::float8 AS nhit
       FROM unnest(%(words)s::text[]) w),
 idf AS (SELECT w, greatest(ln((st.n - nhit + 0.5) / (nhit + 0.5)), 1e-6) AS idf FROM t, st),
-d0 AS (SELECT d.*, {DL.format("d")} AS dl FROM agentlog.documents d
+d0 AS (SELECT d.*, {DL.format("d")} AS dlen FROM agentlog.documents d
        WHERE d.host = %(host)s AND d.tsv @@ plainto_tsquery('simple', %(q)s) AND {{where}}),
 hits AS (
   SELECT d.rid, d.id, d.at, d.role, d.kind, sum(-idf.idf * ((ff.f * 2.2)
-         / (ff.f + 1.2 * (1 - 0.75 + 0.75 * d.dl / st.avgdl)))) AS bm
+         / (ff.f + 1.2 * (1 - 0.75 + 0.75 * d.dlen / st.avgdl)))) AS bm
   FROM d0 d, st, idf, LATERAL (SELECT coalesce((SELECT array_length(u.positions, 1)
        FROM unnest(d.tsv) u WHERE u.lexeme = idf.w), 0)::float8 AS f) ff
-  GROUP BY d.rid, d.id, d.at, d.role, d.kind, d.dl, st.avgdl)
+  GROUP BY d.rid, d.id, d.at, d.role, d.kind, d.dlen, st.avgdl)
 SELECT d.id FROM hits d ORDER BY d.bm * {WEIGHT_SQL}, d.at DESC, d.rid DESC LIMIT %(n)s
 """
 
