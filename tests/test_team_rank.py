@@ -107,4 +107,7 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
         assert con.execute("SELECT text FROM agentlog.documents WHERE text LIKE 'zebra now%'"
                            ).fetchone(), "the re-emitted line replaced its document"
     pgq.close_connections()
-    check(answered_by_lists=3)
+    # bm25 (projections.pg.bm25): the trim raised the bound to a document with the same
+    # (f, D, weight) as the members, and a tie at the bound never certifies (as history.db's
+    # lists): fewer answers from the lists, the same answers
+    check(answered_by_lists=1)

@@ -101,15 +101,12 @@ CREATE TABLE IF NOT EXISTS agentlog.bm25_hosts(host text PRIMARY KEY,
   docs bigint NOT NULL DEFAULT 0, tokens bigint NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS agentlog.bm25_df(term text NOT NULL, host text NOT NULL,
   df bigint NOT NULL, PRIMARY KEY (term, host));
--- the lists are a cache: remade in bm25's shape (key v, tie k = lrow, f and dl kept)
-DROP TABLE IF EXISTS agentlog.rank_champions, agentlog.rank_terms;
-CREATE TABLE agentlog.rank_terms(term text PRIMARY KEY, v float8 NOT NULL, k bigint NOT NULL,
-  rid bigint NOT NULL, avgdl float8 NOT NULL);
-CREATE TABLE agentlog.rank_champions(term text NOT NULL, rid bigint NOT NULL,
-  v float8 NOT NULL, k bigint NOT NULL, f float8 NOT NULL, dl float8 NOT NULL,
-  PRIMARY KEY (term, rid));
-CREATE INDEX rank_champions_rid ON agentlog.rank_champions (rid);
-CREATE INDEX rank_champions_key ON agentlog.rank_champions (term, v DESC, k DESC, rid DESC);
+-- the lists are a cache: emptied and kept in bm25's shape (projections.pg.rank): `s` is now
+-- the list key v at the list's mean length `avgdl`, `at` the tie key lrow; f and dl kept
+TRUNCATE agentlog.rank_champions, agentlog.rank_terms;
+ALTER TABLE agentlog.rank_terms ADD COLUMN IF NOT EXISTS avgdl float8 NOT NULL DEFAULT 1.0;
+ALTER TABLE agentlog.rank_champions ADD COLUMN IF NOT EXISTS f float8 NOT NULL DEFAULT 0.0,
+  ADD COLUMN IF NOT EXISTS dl float8 NOT NULL DEFAULT 0.0;
 
 -- FTS5's idf and one phrase's summand, in fts5_aux.c's operation order
 CREATE OR REPLACE FUNCTION agentlog.bm25_idf(p_n bigint, p_hit bigint) RETURNS float8
@@ -164,26 +161,26 @@ END $f$;
 CREATE OR REPLACE FUNCTION agentlog.rank_trim(p_term text, p_keep int) RETURNS void
 LANGUAGE sql {_DEF} AS $f$
   WITH dropped AS (DELETE FROM agentlog.rank_champions c USING (SELECT rid FROM
-    agentlog.rank_champions WHERE term = p_term ORDER BY v DESC, k DESC, rid DESC
+    agentlog.rank_champions WHERE term = p_term ORDER BY s DESC, at DESC, rid DESC
     OFFSET greatest(p_keep, 1)) r WHERE c.term = p_term AND c.rid = r.rid
-    RETURNING c.v, c.k, c.rid),
-  best AS (SELECT v, k, rid FROM dropped ORDER BY v DESC, k DESC, rid DESC LIMIT 1)
-  UPDATE agentlog.rank_terms t SET v = b.v, k = b.k, rid = b.rid FROM best b
-  WHERE t.term = p_term AND (b.v, b.k, b.rid) > (t.v, t.k, t.rid)
+    RETURNING c.s, c.at, c.rid),
+  best AS (SELECT s, at, rid FROM dropped ORDER BY s DESC, at DESC, rid DESC LIMIT 1)
+  UPDATE agentlog.rank_terms t SET s = b.s, at = b.at, rid = b.rid FROM best b
+  WHERE t.term = p_term AND (b.s, b.at, b.rid) > (t.s, t.at, t.rid)
 $f$;
 CREATE OR REPLACE FUNCTION agentlog.rank_fold(p_rids bigint[], p_keep int) RETURNS void
 LANGUAGE plpgsql {_DEF} AS $f$
 DECLARE got text[]; w text;
 BEGIN
   PERFORM agentlog.rank_forget(p_rids);
-  WITH ins AS (INSERT INTO agentlog.rank_champions(term, rid, v, k, f, dl)
-    SELECT t.term, d.rid, x.v, coalesce(d.lrow, 0), b.f, d.dl FROM agentlog.documents d
+  WITH ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at, f, dl)
+    SELECT t.term, d.rid, x.s, coalesce(d.lrow, 0), b.f, d.dl FROM agentlog.documents d
     CROSS JOIN LATERAL agentlog.bm25_tf(d.tsv, d.tfx) b
     JOIN agentlog.rank_terms t ON t.term = b.term
-    CROSS JOIN LATERAL (SELECT {_ONE.format(f="b.f::float8", a="t.avgdl")} AS v) x
+    CROSS JOIN LATERAL (SELECT {_ONE.format(f="b.f::float8", a="t.avgdl")} AS s) x
     WHERE d.rid = ANY(p_rids) AND d.dl IS NOT NULL AND agentlog.may_act(d.host)
       AND d.tsv @@ plainto_tsquery('simple', t.term)
-      AND (x.v, coalesce(d.lrow, 0), d.rid) > (t.v, t.k, t.rid)
+      AND (x.s, coalesce(d.lrow, 0), d.rid) > (t.s, t.at, t.rid)
     RETURNING term)
   SELECT array_agg(DISTINCT ins.term) INTO got FROM ins;
   FOR w IN SELECT c.term FROM agentlog.rank_champions c WHERE c.term = ANY(got)
@@ -203,31 +200,29 @@ BEGIN
     RETURN false;  -- no statistics yet
   END IF;
   DELETE FROM agentlog.rank_champions WHERE term = p_word;
-  WITH r AS (SELECT m.*, row_number() OVER (ORDER BY m.v DESC, m.k DESC, m.rid DESC) n
-    FROM (SELECT d.rid, coalesce(d.lrow, 0) AS k, x.f, d.dl,
-                 {_ONE.format(f="x.f", a="a")} AS v
+  WITH r AS (SELECT m.*, row_number() OVER (ORDER BY m.s DESC, m.at DESC, m.rid DESC) n
+    FROM (SELECT d.rid, coalesce(d.lrow, 0) AS at, x.f, d.dl,
+                 {_ONE.format(f="x.f", a="a")} AS s
           FROM agentlog.documents d, plainto_tsquery('simple', p_word) q,
           LATERAL (SELECT {F_OF.format(term="p_word")} AS f) x
           WHERE d.tsv @@ q AND d.dl IS NOT NULL AND x.f > 0.0
-          ORDER BY v DESC, k DESC, d.rid DESC LIMIT keep + 1) m),
-  ins AS (INSERT INTO agentlog.rank_champions(term, rid, v, k, f, dl)
-    SELECT p_word, r.rid, r.v, r.k, r.f, r.dl FROM r WHERE r.n <= keep)
-  INSERT INTO agentlog.rank_terms(term, v, k, rid, avgdl)
-    SELECT p_word, coalesce(b.v, -1.0), coalesce(b.k, 0), coalesce(b.rid, 0), a
+          ORDER BY s DESC, at DESC, d.rid DESC LIMIT keep + 1) m),
+  ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at, f, dl)
+    SELECT p_word, r.rid, r.s, r.at, r.f, r.dl FROM r WHERE r.n <= keep)
+  INSERT INTO agentlog.rank_terms(term, s, at, rid, avgdl)
+    SELECT p_word, coalesce(b.s, -1.0), coalesce(b.at, 0), coalesce(b.rid, 0), a
     FROM (SELECT 1) one LEFT JOIN r b ON b.n = keep + 1
-    ON CONFLICT (term) DO UPDATE SET v = EXCLUDED.v, k = EXCLUDED.k, rid = EXCLUDED.rid,
+    ON CONFLICT (term) DO UPDATE SET s = EXCLUDED.s, at = EXCLUDED.at, rid = EXCLUDED.rid,
       avgdl = EXCLUDED.avgdl;
   RETURN true;
 END $f$;
 REVOKE ALL ON FUNCTION agentlog.rank_trim(text, int) FROM PUBLIC;
 DO $$ BEGIN
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agentlog_writer') THEN
-    GRANT SELECT ON agentlog.bm25_hosts, agentlog.bm25_df, agentlog.rank_terms,
-      agentlog.rank_champions TO agentlog_writer;
+    GRANT SELECT ON agentlog.bm25_hosts, agentlog.bm25_df TO agentlog_writer;
   END IF;
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agentlog_reader') THEN
-    GRANT SELECT ON agentlog.bm25_hosts, agentlog.bm25_df, agentlog.rank_terms,
-      agentlog.rank_champions TO agentlog_reader;
+    GRANT SELECT ON agentlog.bm25_hosts, agentlog.bm25_df TO agentlog_reader;
   END IF;
 END $$;
 """
@@ -279,10 +274,10 @@ def listed(term: str, where: str) -> tuple[str, list[str]]:
     today's statistics (module docstring): exactly the head of `every([term], …)`."""
     head, args = _stats([term])
     sql = (f"{head}SELECT c.rid, (0.0::float8 + agentlog.bm25_term(ix.i0, c.f, c.dl, st.a))"
-           f" * {WEIGHT} AS s, c.k AS at FROM agentlog.rank_terms t"
+           f" * {WEIGHT} AS s, c.at AS at FROM agentlog.rank_terms t"
            " JOIN agentlog.rank_champions c ON c.term = t.term"
            " JOIN agentlog.documents d ON d.rid = c.rid CROSS JOIN st CROSS JOIN ix"
            f" WHERE t.term = %s AND agentlog.bm25_term(1.0::float8, c.f, c.dl, st.a) * {WEIGHT}"
-           f" > t.v * greatest(1.0::float8, st.a / t.avgdl) * (1.0::float8 + {MARGIN}::float8)"
+           f" > t.s * greatest(1.0::float8, st.a / t.avgdl) * (1.0::float8 + {MARGIN}::float8)"
            " AND " + where)
     return sql, [*args, term]

@@ -191,10 +191,10 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             params.append(_like(s))
         where = " AND ".join(conds) or "true"
         cov: list[Any] = []
-        listed, scored = _listed(con)
-        if scored and words:  # bm25 from the stored statistics (projections.pg.bm25)
+        if _scored(con) and words:  # bm25 from the stored statistics (projections.pg.bm25)
             terms = _terms(tokens)
-            if len(terms) == 1 and not subs and terms[0] == words[0] and terms[0] in listed:
+            if (len(terms) == 1 and not subs and terms[0] == words[0]
+                    and terms[0] in _listed(con)):
                 inner, args = bm25.listed(terms[0], where)
                 hits = _ranked(con, inner, [*args, *params], n, tokens, cov)
                 _local.path = "lists"
@@ -219,12 +219,21 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
     return {"engine": ENGINE, "hits": hits, "coverage": _coverage(con)}
 
 
-def _listed(con: Any) -> tuple[frozenset[str], bool]:
-    """(the words with a champion list, whether bm25 ranks), as this connection last read
-    them (at most `LISTED_TTL` seconds ago). A stale set costs speed, never exactness: a
-    new list is used a little later; a word no longer listed finds no champions and ranks
-    all. bm25 ranks once schema step 5 is in and every host was projected at schema 3
-    (its documents carry `dl`, `tfx`, `lrow`; until then `ts_rank`, every match)."""
+def _listed(con: Any) -> frozenset[str]:
+    """The words with a champion list, as this connection last read them (at most
+    `LISTED_TTL` seconds ago). A stale set costs speed, never exactness: a new list is
+    used a little later; a word no longer listed finds no champions and ranks all."""
+    return _known(con)[1]
+
+
+def _scored(con: Any) -> bool:
+    """Whether bm25 ranks (`projections.pg.bm25`): schema step 5 is in and every host was
+    projected at schema 3 (its documents carry `dl`, `tfx`, `lrow`); until then `ts_rank`
+    ranks every match (as read at most `LISTED_TTL` seconds ago)."""
+    return _known(con)[2]
+
+
+def _known(con: Any) -> tuple[float, frozenset[str], bool]:
     import time
 
     known: dict[int, tuple[float, frozenset[str], bool]] = getattr(_local, "listed", None) or {}
@@ -237,11 +246,11 @@ def _listed(con: Any) -> tuple[frozenset[str], bool]:
             "SELECT to_regclass('agentlog.bm25_hosts') IS NOT NULL AND coalesce((SELECT"
             " min(schema_version) FROM agentlog.projection), 3) >= 3").fetchone()
         scored = bool(row and row[0])
-        if scored and rank.ready(con):
+        if scored and rank.ready(con):  # the lists are bm25's from step 5 on
             terms = frozenset(str(r[0]) for r in con.execute(
                 "SELECT term FROM agentlog.rank_terms"))
         got = known[id(con)] = (now, terms, scored)
-    return got[1], got[2]
+    return got
 
 
 def _terms(tokens: list[str]) -> list[str]:
