@@ -140,6 +140,10 @@ def test_a_step_4_database_with_data_migrates_to_bm25(
             assert schema.version(con) == 4
             assert con.execute("SELECT to_regclass('agentlog.bm25_hosts')").fetchone() == (None,)
     pgq.close_connections()
+    from projections.errors import TeamError
+
+    with pytest.raises(TeamError, match="predates schema step 5"):  # until the owner migrates
+        project(url, tmp_path / "scratch")
     with psycopg.connect(url) as con:
         assert schema.ensure_schema(con) == [5]
         con.commit()

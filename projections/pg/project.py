@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from projections import db
-from projections.pg import rank, schema
+from projections.pg import bm25, rank, schema
 from projections.pg.conn import (
     TeamError,
     connect,
@@ -140,6 +140,12 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
             raise TeamError("the team database predates schema step 4 (the projection is "
                             "written through the owner's functions): its owner runs "
                             "`agentlog team init URL` once, then sync projects again")
+        if schema.LATEST >= bm25.STEP and con.execute(  # (LATEST: a test's older agentlog)
+                "SELECT to_regclass('agentlog.bm25_hosts')").fetchone()[0] is None:
+            con.rollback()
+            raise TeamError("the team database predates schema step 5 (bm25's statistics, "
+                            "the team score): its owner runs `agentlog team init URL` once, "
+                            "then sync projects again")
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
         ranked = rank.ready(con, write=True)
