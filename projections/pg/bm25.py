@@ -65,11 +65,11 @@ RETURNS SETOF bigint LANGUAGE sql {_DEF} AS $f$
   WITH src AS (SELECT r.*, to_tsvector('simple', r.words) AS v FROM jsonb_to_recordset(p_docs)
     AS r({", ".join(f"{c} {types.get(c, 'text')}" for c in COLUMNS)}, words text, dl int,
          tf jsonb, lrow bigint)),
-  new AS (SELECT s.*, (SELECT jsonb_object_agg(coalesce(a.key, u.lexeme),
-                                               coalesce(a.value::int, 0))
+  new AS (SELECT s.*, CASE WHEN s.dl IS NULL OR s.tf = (SELECT coalesce(jsonb_object_agg(
+        u.lexeme, array_length(u.positions, 1)), '{{}}') FROM unnest(s.v) u) THEN NULL
+      ELSE (SELECT jsonb_object_agg(coalesce(a.key, u.lexeme), coalesce(a.value::int, 0))
       FROM jsonb_each_text(s.tf) a FULL JOIN unnest(s.v) u ON u.lexeme = a.key
-      WHERE s.dl IS NOT NULL
-        AND coalesce(a.value::int, 0) <> coalesce(array_length(u.positions, 1), 0)) AS x
+      WHERE coalesce(a.value::int, 0) <> coalesce(array_length(u.positions, 1), 0)) END AS x
     FROM src s),
   old AS (SELECT d.dl, d.tsv, d.tfx FROM agentlog.documents d JOIN src s
           ON d.host = p_host AND d.id = s.id WHERE d.dl IS NOT NULL),
@@ -180,12 +180,12 @@ BEGIN
   PERFORM agentlog.rank_forget(p_rids);
   WITH ins AS (INSERT INTO agentlog.rank_champions(term, rid, s, at, f, dl)
     SELECT t.term, d.rid, x.s, coalesce(d.lrow, 0), b.f, d.dl FROM agentlog.documents d
-    CROSS JOIN LATERAL agentlog.bm25_tf(d.tsv, d.tfx) b
-    JOIN agentlog.rank_terms t ON t.term = b.term
-    CROSS JOIN LATERAL (SELECT {_ONE.format(f="b.f::float8", a="t.avgdl")} AS s) x
-    WHERE d.rid = ANY(p_rids) AND d.dl IS NOT NULL AND agentlog.may_act(d.host)
-      AND d.tsv @@ plainto_tsquery('simple', t.term)
-      AND (x.s, coalesce(d.lrow, 0), d.rid) > (t.s, t.at, t.rid)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(d.tsv)) l(term)
+    JOIN agentlog.rank_terms t ON t.term = l.term
+    CROSS JOIN LATERAL (SELECT {F_OF.format(term="t.term")} AS f) b
+    CROSS JOIN LATERAL (SELECT {_ONE.format(f="b.f", a="t.avgdl")} AS s) x
+    WHERE d.rid = ANY(p_rids) AND d.dl IS NOT NULL AND b.f > 0.0
+      AND agentlog.may_act(d.host) AND (x.s, coalesce(d.lrow, 0), d.rid) > (t.s, t.at, t.rid)
     RETURNING term)
   SELECT array_agg(DISTINCT ins.term) INTO got FROM ins;
   FOR w IN SELECT c.term FROM agentlog.rank_champions c WHERE c.term = ANY(got)
