@@ -248,9 +248,11 @@ def _stats(terms: list[str]) -> tuple[str, list[str]]:
     idfs = ", ".join(
         f"agentlog.bm25_idf(st.n, (SELECT coalesce(sum(x.df), 0)::bigint FROM agentlog.bm25_df x"
         f" WHERE x.term = %s)) AS i{i}" for i in range(len(terms)))
-    return ("WITH st AS (SELECT coalesce(sum(docs), 0)::bigint AS n, coalesce(sum(tokens), 0)"
-            "::float8 / nullif(sum(docs), 0)::float8 AS a FROM agentlog.bm25_hosts),"
-            f" ix AS (SELECT {idfs} FROM st) ", list(terms))
+    # MATERIALIZED: computed once, not inlined into (and recomputed for) every match
+    return ("WITH st AS MATERIALIZED (SELECT coalesce(sum(docs), 0)::bigint AS n,"
+            " coalesce(sum(tokens), 0)::float8 / nullif(sum(docs), 0)::float8 AS a"
+            f" FROM agentlog.bm25_hosts), ix AS MATERIALIZED (SELECT {idfs} FROM st) ",
+            list(terms))
 
 
 def every(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
