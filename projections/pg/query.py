@@ -6,10 +6,12 @@ history.db path and return the documented shapes (docs/search.md) with one added
 The query rules hold: at most 32 literal tokens, all required, nothing is query syntax
 (tokens become `plainto_tsquery('simple', …)` of folded words, CJK runs and the non-word
 parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
-metacharacters escaped). Ranking: `ts_rank` weighted by role (`rank.SCORE`) over EVERY
-match, best first, ties newest first; one word with a champion list is answered from the
-list when its members above the bound fill the page (exactly the full ranking's head,
-`projections.pg.rank`), else every match is ranked. Reads use a per-thread autocommit
+metacharacters escaped). Ranking: FTS5's bm25 × role weight from stored statistics
+(`projections.pg.bm25`, schema step 5: history.db's scores and tie order) over EVERY match,
+best first; one word with a champion list is answered from the list when its members that
+beat the bound at today's statistics fill the page (exactly the full ranking's head,
+`projections.pg.rank`), else every match is ranked. Until every host was projected at
+schema 3, `ts_rank` × role weight (`rank.SCORE`) over every match, ties newest first. Reads use a per-thread autocommit
 connection per URL, reopened once when the server dropped it.
 """
 
