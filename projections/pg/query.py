@@ -11,8 +11,9 @@ metacharacters escaped). Ranking: FTS5's bm25 × role weight from stored statist
 best first; one word with a champion list is answered from the list when its members that
 beat the bound at today's statistics fill the page (exactly the full ranking's head,
 `projections.pg.rank`), else every match is ranked. Until every host was projected at
-schema 3, `ts_rank` × role weight (`rank.SCORE`) over every match, ties newest first. Reads use a per-thread autocommit
-connection per URL, reopened once when the server dropped it.
+schema 3, `ts_rank` × role weight (`rank.SCORE`) over every match, ties newest first.
+Reads use a per-thread autocommit connection per URL, reopened once when the server
+dropped it.
 """
 
 from __future__ import annotations
