@@ -6,7 +6,8 @@ is rebuilt from the log, and the same log is synced to a throwaway PostgreSQL se
 vocabulary among those in at least 50 documents (one word each), and pairs of them whose
 AND still has 50 matches (`--queries` in all). For each query, the first 50 hits of local
 search (`projections.query.search`) against:
-- `team`: `projections.pg.query.search` of this tree (ts_rank × role weight);
+- `team`: `projections.pg.query.search` of this tree (bm25 × role weight from the stored
+  statistics, projections/pg/bm25.py; before schema step 5, ts_rank × role weight);
 - `bm25-sql`: FTS5's bm25 × role weight computed in SQL over the server's tsvector
   (tests/test_team_parity.py `BM25`, the prototype of issue 27's score).
 Prints, per engine, how many top-50 pages equal the local one, the mean and minimum number
@@ -121,7 +122,18 @@ def main() -> None:
                     "SELECT block FROM documents_fts_data WHERE id = 1").fetchone()[0]
                 nrow, ntok = _varints(blob)[:2]
                 print(f"statistics: local {nrow} rows, {ntok / nrow:.2f} tokens a row;"
-                      f" server {host_stats[0]:.0f} rows, {host_stats[1]:.2f} tokens a row")
+                      f" server tsvector {host_stats[0]:.0f} rows, {host_stats[1]:.2f}"
+                      " positions a row")
+                kept = con.execute("SELECT sum(docs), sum(tokens) FROM agentlog.bm25_hosts"
+                                   ).fetchone()
+                exc = con.execute("SELECT count(*) FILTER (WHERE tfx IS NOT NULL),"
+                                  " coalesce(sum((SELECT count(*) FROM jsonb_object_keys(tfx))),"
+                                  " 0) FROM agentlog.documents WHERE host = %s",
+                                  (HOST,)).fetchone()
+                print(f"server bm25 statistics (schema step 5): {kept[0]} rows,"
+                      f" {int(kept[1]) / int(kept[0]):.2f} tokens a row; {exc[0]} documents"
+                      f" whose tsvector's positions differ from FTS5's counts ({exc[1]}"
+                      " terms kept in tfx)")
                 cut = con.execute(  # what the tsvector loses or adds against FTS5's tokens
                     "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(tsv) u"
                     " WHERE 16383 = ANY(u.positions) OR array_length(u.positions, 1) = 256)),"

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from projections import db
-from projections.pg import rank, schema
+from projections.pg import bm25, rank, schema
 from projections.pg.conn import (
     TeamError,
     connect,
@@ -140,6 +140,12 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
             raise TeamError("the team database predates schema step 4 (the projection is "
                             "written through the owner's functions): its owner runs "
                             "`agentlog team init URL` once, then sync projects again")
+        if schema.LATEST >= bm25.STEP and con.execute(  # (LATEST: a test's older agentlog)
+                "SELECT to_regclass('agentlog.bm25_hosts')").fetchone()[0] is None:
+            con.rollback()
+            raise TeamError("the team database predates schema step 6 (bm25's statistics, "
+                            "the team score): its owner runs `agentlog team init URL` once, "
+                            "then sync projects again")
         names = [str(r[0]) for r in con.execute(
             "SELECT host FROM agentlog.hosts ORDER BY host").fetchall()]
         ranked = rank.ready(con, write=True)
@@ -297,7 +303,7 @@ class _HostProjector:
             raise TeamError(f"projection of {self.host} moved under this projector")
         ids = [r[0] for r in scon.execute("SELECT key FROM pg_dirty WHERE tbl = 'd'")]
         docs = _fetch(scon, ids)
-        gone = sorted(set(ids) - {d[0] for d in docs})
+        gone = sorted(set(ids) - {d[1].id for d in docs})
         if self.ranked and (gone or docs):
             rank.lock_shared(c)
         if gone:
@@ -318,23 +324,31 @@ class _HostProjector:
         return len(docs) + len(gone)
 
 
-def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[Row]:
-    out: list[Row] = []
+def _fetch(scon: sqlite3.Connection, ids: list[str]) -> list[tuple[int, Row]]:
+    """(rowid in the scratch history.db, row) of the documents `ids` that exist."""
+    out: list[tuple[int, Row]] = []
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        out += map(Row._make, scon.execute(
-            f"SELECT {', '.join(DOC_COLS)} FROM documents WHERE id IN"
-            f" ({','.join('?' * len(chunk))})", chunk))
+        out += [(int(r[0]), Row._make(r[1:])) for r in scon.execute(
+            f"SELECT rowid, {', '.join(DOC_COLS)} FROM documents WHERE id IN"
+            f" ({','.join('?' * len(chunk))})", chunk)]
     return out
 
 
-def _upsert_docs(c: Any, host: str, docs: list[Row]) -> list[int]:
-    """Insert or replace `docs` through `agentlog.put_documents` (the schema owner's
-    function: a writer holds no write privilege on `documents`); their rids."""
+def _upsert_docs(c: Any, host: str, docs: list[tuple[int, Row]]) -> list[int]:
+    """Insert or replace `docs` ((scratch rowid, row)) through `agentlog.put_documents` (the
+    schema owner's function: a writer holds no write privilege on `documents`), each with
+    what bm25 reads of it (`projections.pg.bm25`): its FTS5 token count `dl` and term
+    counts `tf` (history.db's tokenizer, `projections.rank.tokens.term_counts`) and `lrow`,
+    its rowid in the scratch history.db (history.db's tie order); their rids."""
     from psycopg.types.json import Jsonb
 
+    from projections.rank.tokens import term_counts
+
+    stats = term_counts((r, d.text or "") for r, d in docs)
     rows = [{**dict(zip(DOC_COLS, map(_clean, d), strict=True)),
-             "words": words(_clean(d.text) or "")} for d in docs]
+             "words": words(_clean(d.text) or ""), "dl": stats[r][0], "tf": dict(stats[r][1]),
+             "lrow": r} for r, d in docs]
     return [int(r[0]) for r in c.execute("SELECT agentlog.put_documents(%s, %s)",
                                          (host, Jsonb(rows))).fetchall()]
 

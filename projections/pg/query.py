@@ -6,11 +6,14 @@ history.db path and return the documented shapes (docs/search.md) with one added
 The query rules hold: at most 32 literal tokens, all required, nothing is query syntax
 (tokens become `plainto_tsquery('simple', …)` of folded words, CJK runs and the non-word
 parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
-metacharacters escaped). Ranking: `ts_rank` weighted by role (`rank.SCORE`) over EVERY
-match, best first, ties newest first; one word with a champion list is answered from the
-list when its members above the bound fill the page (exactly the full ranking's head,
-`projections.pg.rank`), else every match is ranked. Reads use a per-thread autocommit
-connection per URL, reopened once when the server dropped it.
+metacharacters escaped). Ranking: FTS5's bm25 × role weight from stored statistics
+(`projections.pg.bm25`, schema step 6: history.db's scores and tie order) over EVERY match,
+best first; one word with a champion list is answered from the list when its members that
+beat the bound at today's statistics fill the page (exactly the full ranking's head,
+`projections.pg.rank`), else every match is ranked. Until every host was projected at
+schema 3, `ts_rank` × role weight (`rank.SCORE`) over every match, ties newest first.
+Reads use a per-thread autocommit connection per URL, reopened once when the server
+dropped it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from projections.filters import (
     ref_holds,
     stale_ref,
 )
-from projections.pg import rank
+from projections.pg import bm25, rank
 from projections.pg.schema import CJK_PREDICATE
 from projections.query import _link, check_id, conversation_items, empty_coverage, source_link
 from projections.text import fold, query_tokens, snippet
@@ -191,25 +194,27 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             params.append(_like(s))
         where = " AND ".join(conds) or "true"
         cov: list[Any] = []
-        if len(words) == 1 and not subs and words[0] in _listed(con):
-            # the word's champions that beat its bound: exactly the full ranking's head
-            # (projections.pg.rank); too few after filters and de-duplication: rank all
-            # (their keys are kept exact by the projector's fold, so read, not recomputed)
-            inner = ("SELECT c.rid, c.s, c.at FROM agentlog.rank_terms t"
-                     " JOIN agentlog.rank_champions c ON c.term = t.term"
-                     " JOIN agentlog.documents d ON d.rid = c.rid WHERE t.term = %s"
-                     f" AND {where} AND (c.s, c.at, c.rid) > (t.s, t.at, t.rid)")
-            hits = _ranked(con, inner, [words[0], *params], n, tokens, cov)
-            _local.path = "lists"
-            if len(hits) >= n:
-                return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
-        if words:
+        if _scored(con) and words:  # bm25 from the stored statistics (projections.pg.bm25)
+            terms = _terms(tokens)
+            if (len(terms) == 1 and not subs and terms[0] == words[0]
+                    and terms[0] in _listed(con)):
+                inner, args = bm25.listed(terms[0], where)
+                hits = _ranked(con, inner, [*args, *params], n, tokens, cov)
+                _local.path = "lists"
+                if len(hits) >= n:
+                    return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
+            inner, args = bm25.every(terms, " ".join(words), where)
+            hits = _ranked(con, inner, [*args, *params], n, tokens, cov)
+            _local.path = "all"
+            return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
+        if words:  # a server not yet at bm25 (a host projected before schema 3)
             inner = (f"SELECT d.rid, {rank.SCORE} AS s, d.at"
                      " FROM agentlog.documents d, plainto_tsquery('simple', %s) q"
                      f" WHERE d.tsv @@ q AND {where}")
             params = [" ".join(words), *params]
-        else:
-            inner = (f"SELECT d.rid, {rank.WEIGHT} AS s, d.at FROM agentlog.documents d"
+        else:  # CJK or literal parts only: by weight, newest first
+            inner = (f"SELECT d.rid, {rank.WEIGHT} AS s, d.at"
+                     " FROM agentlog.documents d"
                      f" WHERE {where}")
         hits = _ranked(con, inner, params, n, tokens, cov)
         _local.path = "all"
@@ -221,19 +226,43 @@ def _listed(con: Any) -> frozenset[str]:
     """The words with a champion list, as this connection last read them (at most
     `LISTED_TTL` seconds ago). A stale set costs speed, never exactness: a new list is
     used a little later; a word no longer listed finds no champions and ranks all."""
+    return _known(con)[1]
+
+
+def _scored(con: Any) -> bool:
+    """Whether bm25 ranks (`projections.pg.bm25`): schema step 6 is in and every host was
+    projected at schema 3 (its documents carry `dl`, `tfx`, `lrow`); until then `ts_rank`
+    ranks every match (as read at most `LISTED_TTL` seconds ago)."""
+    return _known(con)[2]
+
+
+def _known(con: Any) -> tuple[float, frozenset[str], bool]:
     import time
 
-    known: dict[int, tuple[float, frozenset[str]]] = getattr(_local, "listed", None) or {}
+    known: dict[int, tuple[float, frozenset[str], bool]] = getattr(_local, "listed", None) or {}
     _local.listed = known
     now = time.monotonic()
     got = known.get(id(con))
     if got is None or now - got[0] > LISTED_TTL:
         terms: frozenset[str] = frozenset()
-        if rank.ready(con):
+        row = con.execute(
+            "SELECT to_regclass('agentlog.bm25_hosts') IS NOT NULL AND coalesce((SELECT"
+            " min(schema_version) FROM agentlog.projection), 3) >= 3").fetchone()
+        scored = bool(row and row[0])
+        if scored and rank.ready(con):  # the lists are bm25's from step 6 on
             terms = frozenset(str(r[0]) for r in con.execute(
                 "SELECT term FROM agentlog.rank_terms"))
-        got = known[id(con)] = (now, terms)
-    return got[1]
+        got = known[id(con)] = (now, terms, scored)
+    return got
+
+
+def _terms(tokens: list[str]) -> list[str]:
+    """The FTS5 term of each word token of the query (CJK tokens are conditions, not
+    ranked: as history.db's main index), in query order: the phrases bm25 sums over."""
+    from projections import cjk
+    from projections.rank.tokens import index_term
+
+    return [index_term(t) or fold(t) for t in tokens if not cjk.has_cjk(t)]
 
 
 def last_path() -> str | None:

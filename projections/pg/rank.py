@@ -1,22 +1,29 @@
 """Champion lists of the team server: one common word ranked without ranking all its matches.
 
-The team score of a document for a query is `ts_rank(tsv, q) × role weight` (`SCORE`),
-ordered (score, at, rid) descending. `ts_rank` (normalization 0) reads only the document's
-own positions of the query's lexemes: unlike bm25 it has no corpus statistics, so a
-document's score for a word never changes unless the document does.
+The team score (schema step 6, `projections.pg.bm25`) is FTS5's bm25 × role weight from
+stored statistics, ordered (score, lrow, rid) descending; before step 6 (and until every
+host was projected at schema 3) it is `ts_rank(tsv, q) × role weight` (`SCORE`), ordered
+(score, at, rid), ranked over every match without lists.
 
 For a word in more than `HOT_DF` documents (the most common elements ANALYZE keeps for
-`tsv`), `rank_champions(term, rid, s, at)` holds at least its `CHAMPIONS` best documents
-with their keys (s exactly as `SCORE` computes it: float8, never rounded), and
-`rank_terms(term, s, at, rid)` a bound key.
-Invariants: every document holding the word that is NOT in its list has a key at or
-below the bound; every member's stored key is its document's current key. So the
-members that beat the bound, after filters and the duplicate drop, are exactly the full
-ranking's first hits; when fewer than the page asks for remain, every match is ranked.
+`tsv`), `rank_champions(term, rid, s, at, f, dl)` holds at least its `CHAMPIONS` best
+documents by the list key s = v = g(f, dl, avgdl) × weight (bm25's term-frequency part,
+`agentlog.bm25_term` with idf 1, at the mean length `rank_terms.avgdl` the list was made
+with; `at` = the document's lrow, the tie order), and `rank_terms(term, s, at, rid, avgdl)`
+a bound key.
+Invariants (as history.db's lists, projections.rank.champions): every document holding
+the word that is NOT in its list has a key at or below the bound; every member's stored
+key, f and dl are its document's current ones. At query time a non-member's v at today's
+mean length is at most bound × max(1, avgdl_now / avgdl) (g grows with avgdl at most by
+that ratio), so the members whose v now beats that (with a relative margin for rounding),
+after filters and the duplicate drop, are exactly the full ranking's first hits (idf is
+one positive factor for one word); when fewer than the page asks for remain, every match
+is ranked.
 Upkeep keeps it in the projector's own transaction (`fold`): every document a batch writes
 or deletes leaves every list, and goes back into the lists of its words where its key is
 above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises
-the bound to the best key it dropped. Deletions only shrink lists (no corpus statistics).
+the bound to the best key it dropped. Deletions only shrink lists (the change of N, df and
+avgdl they bring is what the query-time certificate allows for).
 Batches of different hosts fold at once: a member may end below a bound another batch
 raised (it is then never answered from, only ranked in the fall-back); trims lock each
 word's bound row in word order, so two batches never deadlock.
@@ -35,9 +42,10 @@ from projections.ranking import WEIGHT_SQL
 HOT_DF = 5000  # ~10 ms of ranking every match (bench/pg_search.py): below that, no list
 CHAMPIONS = 1000
 BUILD_BUDGET = 3  # matches ranked per document when making lists in one pass
+DRIFT = 0.05  # a list is made again once the mean length grew 5 % past the list's
 LOCK = "hashtext('agentlog.rank')"
 WEIGHT = WEIGHT_SQL  # history.db's role weights, the same SQL (projections.ranking)
-SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"
+SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"  # the score before schema step 6 (no lists)
 
 
 
@@ -82,7 +90,8 @@ def fold(c: Any, rids: list[int]) -> None:
 # these functions computed from the documents themselves. A list's length (`p_keep`, the
 # caller's `CHAMPIONS`) changes only how much the lists answer, never what: any length keeps
 # the invariants. Full lists are trimmed in term order: two hosts' batches trimming at once
-# never deadlock.
+# never deadlock. These are step 4's (ts_rank keys); step 6 (`projections.pg.bm25`)
+# replaces rank_trim, rank_fold and rank_make by bm25's, with the same signatures.
 FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION agentlog.may_act(p_host text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
@@ -160,7 +169,8 @@ WRITER_GRANTS = ("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agentlog.rank_terms
 
 def hot_words(c: Any) -> list[tuple[str, int]]:
     """(word, estimated documents) of every word above `HOT_DF` without a list, hottest
-    first, from ANALYZE's most common elements of `tsv`."""
+    first, then those whose list is stale (`DRIFT`), from ANALYZE's most common elements of
+    `tsv`."""
     row = c.execute(
         "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
         " FROM pg_stats s, pg_class c WHERE s.schemaname = 'agentlog'"
@@ -168,11 +178,17 @@ def hot_words(c: Any) -> list[tuple[str, int]]:
         " AND c.oid = 'agentlog.documents'::regclass").fetchone()
     if row is None or row[0] is None:
         return []
-    have = {str(r[0]) for r in c.execute("SELECT term FROM agentlog.rank_terms")}
+    now = c.execute("SELECT sum(tokens)::float8 / nullif(sum(docs), 0)::float8"
+                    " FROM agentlog.bm25_hosts").fetchone()
+    mean = float(now[0]) if now and now[0] is not None else None
+    # a list made at a mean length the corpus has since outgrown by more than `DRIFT`
+    # certifies less and less (module docstring): made again, after the words without one
+    have = {str(t): mean is not None and float(a) * (1.0 + DRIFT) < mean for t, a in c.execute(
+        "SELECT term, avgdl FROM agentlog.rank_terms")}
     est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
            zip(row[0], row[1][:len(row[0])], strict=True)]
-    return sorted(((w, n) for w, n in est if n > HOT_DF and w not in have),
-                  key=lambda wn: (-wn[1], wn[0]))
+    return sorted(((w, n) for w, n in est if n > HOT_DF and have.get(w, True)),
+                  key=lambda wn: (wn[0] in have, -wn[1], wn[0]))
 
 
 def make_lists(con: Any, *, budget: int | None = None) -> int:

@@ -32,14 +32,15 @@ from __future__ import annotations
 from typing import Any
 
 from projections import cjk
+from projections.pg import bm25 as _bm25
 from projections.pg import logsql as _logsql
 from projections.pg import rank as _rank
 from projections.rows import COLUMNS
 
 SCHEMA = "agentlog"
 # the projection's layout: a projector replays a host projected under another version
-# (2: CJK bigrams in `tsv`)
-SCHEMA_VERSION = 2
+# (2: CJK bigrams in `tsv`; 3: bm25's statistics, `dl`, `tfx`, `lrow`, `bm25_hosts`, `bm25_df`)
+SCHEMA_VERSION = 3
 # Documents holding CJK text: the only ones a substring (trigram) condition is ever asked of
 # (see `query._plan`), so the trigram index covers just them — over every document it cost
 # ~5x the rest of the projection (bench/postgres.py). Queries repeat this exact predicate.
@@ -238,6 +239,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (5, "hosts and records written only through the schema owner's functions",
      _logsql.FUNCTIONS + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE"
      f" rolname = 'agentlog_writer') THEN {_logsql.WRITER_GRANTS} END IF; END $$;"),
+    (_bm25.STEP, "bm25 as FTS5 computes it: per document its FTS5 tokens, per host its"
+     " statistics, champion lists with a certificate", _bm25.MIGRATION),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """

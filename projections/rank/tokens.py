@@ -264,3 +264,28 @@ def df_since(con: sqlite3.Connection, terms: list[str],
         now.update(t for t, _ in freq)
     gone = was_hits(con, wm, terms)
     return {t: now[t] - gone[t] for t in terms if now[t] or gone[t]}
+
+
+def term_counts(texts: Iterable[tuple[int, str]]) -> dict[int, tuple[int, Counter[str]]]:
+    """{doc: (D, {term: f})} of every term of each text as documents_fts tokenizes it: what
+    bm25 reads of a row (the team server's stored statistics, projections.pg). An ASCII
+    text is split here the way unicode61 splits ASCII (as `frequencies` does), any other
+    text by FTS5 itself (D from its docsize record, f from its instances)."""
+    out: dict[int, tuple[int, Counter[str]]] = {}
+    rest: list[tuple[int, str]] = []
+    for r, toks in _ascii_split(texts, rest):
+        out[r] = (len(toks), Counter(toks))
+    if rest:
+        con = _tokenizer()
+        con.execute("BEGIN")
+        try:
+            con.execute("DELETE FROM t")
+            con.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", rest)
+            per: dict[int, Counter[str]] = {}
+            for t, d, n in con.execute("SELECT term, doc, count(*) FROM v GROUP BY doc, term"):
+                per.setdefault(int(d), Counter())[str(t)] = int(n)
+            for i, sz in con.execute("SELECT id, sz FROM t_docsize"):
+                out[int(i)] = (varints(bytes(sz))[0], per.get(int(i), Counter()))
+        finally:
+            con.execute("ROLLBACK")
+    return out
