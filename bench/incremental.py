@@ -34,11 +34,12 @@ copy of the home, interleaved with ours (the same load for both), with the ratio
 `--gb` times the same on bench/cold.py's 1 GB three-agent home (6,000 files; issue 32's goal:
 p95 <= 0.25 s until searchable); `--src DIR` copies a home written before (e.g.
 `$AGENTLOG_BENCH_DATA/memory-gb`) instead of writing one; `--phases steady` skips the
-after-a-rebuild cells (a 1 GB reindex takes ~40 s a side).
+after-a-rebuild cells (a 1 GB reindex takes ~40 s a side); `--lines N` writes sessions of N
+lines instead of 40 (~25 KB; 320 lines are ~200 KB, the --gb home's median Claude file).
 
 Usage: .venv/bin/python bench/incremental.py [--quick | --gb] [--src DIR] [--sessions N]
        [--per-rebuild K] [--keep DIR] [--editable] [--baseline REV]
-       [--paths hook,background,capture] [--phases after,steady]
+       [--paths hook,background,capture] [--phases after,steady] [--lines N]
 """
 
 from __future__ import annotations
@@ -111,15 +112,18 @@ def probe() -> float:
 PROBES: dict[tuple[str, str], list[float]] = {}  # (phase, path) -> probe before each sample
 
 
+LINES = [40]  # lines of a new session (--lines): 40 make ~25 KB
+
+
 def write_session(src: Path, tag: str, i: int) -> tuple[Path, str]:
-    """A new Claude session of 40 lines whose first prompt holds a unique word."""
+    """A new Claude session of `LINES` lines whose first prompt holds a unique word."""
     rng = random.Random(f"{tag}{i}")
     word = f"zq{tag}{i:04d}x"
     path = src / "claude" / "projects" / f"-w-{tag}" / f"{tag}-{i:04d}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     # record uuids are the session id's first 8 characters + the line number: make them unique
     sid = hashlib.sha256(f"{tag}{i}".encode()).hexdigest()[:8] + f"-{tag}{i}"
-    lines = [_claude_line(rng, sid, j, 60) for j in range(40)]
+    lines = [_claude_line(rng, sid, j, 60) for j in range(LINES[0])]
     rec = json.loads(lines[0])
     rec["message"]["content"] = f"please look at {word}"
     lines[0] = json.dumps(rec).encode() + b"\n"
@@ -257,6 +261,9 @@ def main() -> None:
     ap.add_argument("--src", type=Path, default=None,
                     help="copy this synthetic home (e.g. one bench/cold.py wrote) instead of"
                          " writing one")
+    ap.add_argument("--lines", type=int, default=40,
+                    help="lines of each new session (default 40, ~25 KB; 320 make ~200 KB,"
+                         " the median Claude file of the --gb home)")
     ap.add_argument("--phases", default="after,steady",
                     help="after (right after a rebuild), steady, or both (default)")
     ap.add_argument("--sessions", type=int, default=30, help="samples per cell (default 30)")
@@ -272,6 +279,7 @@ def main() -> None:
     args = ap.parse_args()
     n, k = args.sessions, max(1, args.per_rebuild)
     GOAL[:] = [0.25 if args.gb else 0.15]
+    LINES[:] = [max(1, args.lines)]
     paths = [p for p in PATHS if p in args.paths.split(",")]
     tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="agentlog-bench-inc-")
     work = args.keep or Path(tmp.name)  # type: ignore[union-attr]
@@ -311,8 +319,8 @@ def main() -> None:
     size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
     how = "editable venv" if args.editable else "plain install"
     print(f"+1 session bench: home of {size / 1e6:.0f} MB captured and indexed in {cold:.1f} s"
-          f" ({how}); {n} sessions per cell, a reindex before every {k} in the after-a-rebuild"
-          " cells")
+          f" ({how}); {n} sessions of {LINES[0]} lines per cell, a reindex before every {k} in"
+          " the after-a-rebuild cells")
     run_tag = f"{int(time.time()) % 100000}"
     times: dict[tuple[str, str], list[float]] = {}
     firsts: dict[tuple[str, str], list[float]] = {}

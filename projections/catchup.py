@@ -362,6 +362,8 @@ def _apply_batches(
         done += n
         if progress is not None:
             progress(last_seq, head_seq)
+        if last_seq >= head_seq and max_events is None:
+            break  # at the head this catch-up was asked for: no empty transaction to find it
     if failure is not None:
         raise failure
     return done
