@@ -13,6 +13,11 @@ Promises:
   (a spill takes the exclusive lock until the commit: a 23 MB burst held it 8.7 s); the
   commit waits for the readers of the moment with `db.commit` (every 0.5 ms, not SQLite's
   busy schedule);
+- a batch's statement journals stay in memory (`STATEMENT_JOURNAL`): every row goes
+  through triggers, so SQLite keeps the original of each page a statement changes until
+  the statement ends (about 100 KiB a row here), and past its 64 KiB spill a file in
+  /var/tmp took it: a 200 KB session wrote 35 MB there (issue 32). The rollback journal,
+  the one the crash-safety promise rests on, is unchanged;
 - a batch's new documents are full-text indexed by one statement before its commit
   (`fts_defer.defer_fts`/`index_deferred`): one new FTS5 segment per batch, not one per row;
 - the documents are folded into the champion lists (`projections.rank`, a cache of the
@@ -71,6 +76,11 @@ PIECE_BYTES = 64 << 10
 # not folded yet from its text (champions' `wm`), so every answer is the same.
 FOLD_BYTES = 4 << 20
 FAST_PATH_BYTES = 64 << 20  # a backlog this large (and larger than the rest) is rebuilt
+# temp_store of a catch-up's connection: a statement journal (and the fold's savepoint) in
+# memory, decided when each write transaction begins; it is truncated at each statement's
+# end, so it holds at most the pages one statement (or the fold) changes, fewer than the
+# writer's page cache (`db.WRITER_CACHE_KIB`) holds for the batch anyway
+STATEMENT_JOURNAL = "MEMORY"
 
 
 def status(db_path: Path, head_seq: int) -> str:
@@ -300,6 +310,7 @@ def _apply_batches(
     from projections.apply import appliers, apply_records
 
     table = appliers()
+    con.execute(f"PRAGMA temp_store = {STATEMENT_JOURNAL}")
     done = 0
     failure: Exception | None = None  # of a fold: raised once every batch is in
     journal = Path(f"{path}-journal") if path is not None else None
@@ -351,6 +362,8 @@ def _apply_batches(
         done += n
         if progress is not None:
             progress(last_seq, head_seq)
+        if last_seq >= head_seq and max_events is None:
+            break  # at the head this catch-up was asked for: no empty transaction to find it
     if failure is not None:
         raise failure
     return done

@@ -44,7 +44,8 @@ Promises:
   loading ('automerge' 0, set back after), and an index with two rows or more ends the
   load with two segments or more, so the indexer's closing 'optimize' merges them one
   level up (a lone segment would stay on level 0 and be rewritten whole by the next
-  catch-ups: tests/test_fts_segments.py);
+  catch-ups: tests/test_fts_segments.py), and `fts_levels.lift` then moves that segment
+  to a level the catch-ups' merges do not reach (issue 32);
 - a failure in the indexer (an error, or its process dying) is raised in the building
   thread as RuntimeError (at the next send or at `finish`), but a full disk as SQLite's
   "database or disk is full" (issue 31: `reindex` and `verify` said "internal error"); the
@@ -358,8 +359,11 @@ def apply_op(con: sqlite3.Connection, op: tuple[Any, ...], default_hashsize: int
         con.execute("SAVEPOINT fts_bulk")
         con.execute("RELEASE fts_bulk")
     elif op[0] == "done":
-        for table in TABLES:  # merged one level up (the segments above)
+        from projections import fts_levels
+
+        for table in TABLES:  # merged one level up (the segments above), then lifted out
             con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            fts_levels.lift(con, table)  # of the catch-ups' merges (issue 32)
         for table in TABLES:  # what the new file keeps: the defaults
             con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)",
                         (default_hashsize,))

@@ -176,8 +176,11 @@ def build(
         made = db.finish_bulk(con, chosen, lists=lists)
         db.write_checkpoint(con, last_seq, last_hash)
         if chosen == "fts5":
-            con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
-            con.execute("INSERT INTO documents_cjk(documents_cjk) VALUES ('optimize')")
+            from projections import fts_levels
+
+            for fts in ("documents_fts", "documents_cjk"):  # one segment, out of the
+                con.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+                fts_levels.lift(con, fts)  # catch-ups' merges (issue 32)
             if not made:
                 from projections import rank
 

@@ -19,7 +19,7 @@ import pytest
 
 from eventlog.events import MessageSent
 from eventlog.store import EventLog
-from projections import db, fts_defer
+from projections import db, fts_defer, fts_levels
 from projections.catchup import catch_up
 from projections.rebuild import rebuild
 from projections.rows import put_document
@@ -100,6 +100,58 @@ def test_a_rebuild_leaves_its_index_above_level_zero(tmp_path: Path) -> None:
     con.close()
     assert sum(len(lv) for lv in levels) == 1 and levels[0] == []
     assert sum(len(lv) for lv in cjk) == 1 and cjk[0] == []
+    # lifted out of the catch-ups' merges (issue 32): alone on the top level
+    assert len(levels) == fts_levels.LEVEL + 1 and len(levels[-1]) == 1
+    assert len(cjk) == fts_levels.LEVEL + 1 and len(cjk[-1]) == 1
+
+
+def test_catch_ups_merge_below_the_rebuilt_segment(tmp_path: Path) -> None:
+    """The catch-ups' small segments are merged among themselves (FTS5's automerge, four a
+    level, a step every 64 leaf pages written) and never take the rebuild's segment in: its
+    pages stay where they are (issue 32: on level 1 it was rewritten by every step)."""
+    log = EventLog(tmp_path / "log")
+    _messages(log, 0, 3000)
+    path = tmp_path / "history.db"
+    rebuild(path, log)
+    con = db.connect(path, readonly=True)
+    (big,) = structure(con)[-1]
+    con.close()
+    for k in range(80):  # one batch (one level-0 segment, one leaf page) each
+        _messages(log, 10_000 + 40 * k, 40)
+        catch_up(path, log)
+    con = db.connect(path, readonly=True)
+    levels = structure(con)
+    row = con.execute("SELECT block FROM documents_fts_data WHERE id = 10").fetchone()
+    parsed = fts_levels._parse(bytes(row[0]))
+    hits = con.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH 'shared'"
+                       ).fetchone()[0]
+    con.close()
+    con = db.connect(path)  # FTS5's own check of the index (a "write" statement)
+    con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('integrity-check')")
+    con.close()
+    assert parsed is not None and parsed[1] > 64  # the write counter: merge steps were due
+    assert levels[-1] == [big]  # the same segment, untouched, alone on its level
+    assert max(len(lv) for lv in levels[1:-1]) >= 1  # the small ones merged below it
+    assert hits == 3000 + 80 * 40
+
+
+def test_lift_leaves_other_shapes_alone(tmp_path: Path) -> None:
+    con = db.connect(tmp_path / "h.db")
+    db.create_schema(con, engine="fts5")
+    assert not fts_levels.lift(con, "documents_fts")  # no structure record yet
+    for i in range(3):  # three segments on level 0: not one merged segment
+        con.execute("BEGIN")
+        put_document(con, {"id": f"d{i}", "kind": "message", "agent": "claude", "at": 0,
+                           "text": f"word{i} shared"})
+        con.execute("COMMIT")
+    before = structure(con)
+    assert not fts_levels.lift(con, "documents_fts")
+    assert structure(con) == before
+    con.execute("INSERT INTO documents_fts(documents_fts) VALUES ('optimize')")
+    assert fts_levels.lift(con, "documents_fts")
+    assert not fts_levels.lift(con, "documents_fts")  # already there
+    assert fts_levels._parse(b"\0\0\0\1\xff\0\0\1") is None  # another layout
+    con.close()
 
 
 def test_a_rebuilt_file_has_no_free_pages(tmp_path: Path) -> None:
