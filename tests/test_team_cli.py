@@ -116,3 +116,24 @@ def test_verify_postgres_catches_an_edited_document(home: Path, pg_url: str) -> 
     assert bad.returncode == 1 and b"documents DIFFER" in bad.stdout and b"edited: 1" in bad.stdout
     _ok(run_cli(home, "sync", "--rebuild"))  # the host's own replay puts it right
     assert _ok(run_cli(home, "verify", "--postgres", "config"))
+
+
+def test_verify_postgres_catches_a_forged_bm25_count(home: Path, pg_url: str) -> None:
+    # what bm25 reads of a document comes from the writer (FTS5's counts): verify counts
+    # them again from the local text, so a writer that inflated its own counts is named
+    _ok(run_cli(home, "record", input=MESSAGES.encode()))
+    (home / "config.json").write_text(json.dumps({"team": {"postgres": pg_url}}))
+    _ok(run_cli(home, "sync"))
+    ver = json.loads(_ok(run_cli(home, "verify", "--postgres", "config", "--json")))
+    assert ver["hosts"][0]["documents"]["miscounted"] == 0
+    with psycopg.connect(pg_url) as con:
+        con.execute("UPDATE agentlog.documents SET tfx = '{\"quokka\": 40}'::jsonb"
+                    " WHERE id = (SELECT min(id) FROM agentlog.documents)")
+        con.execute("UPDATE agentlog.documents SET dl = dl + 7"
+                    " WHERE id = (SELECT max(id) FROM agentlog.documents)")
+    bad = run_cli(home, "verify", "--postgres", "config", "--json")
+    got = json.loads(bad.stdout)["hosts"][0]["documents"]
+    assert bad.returncode == 1 and got["miscounted"] == 2 and got["edited"] == 0
+    assert "bm25 counts differ: 2" in got["detail"]
+    _ok(run_cli(home, "sync", "--rebuild"))  # the host's own replay puts it right
+    assert _ok(run_cli(home, "verify", "--postgres", "config"))

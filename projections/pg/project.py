@@ -366,9 +366,15 @@ def _sync_aliases(c: Any, scon: sqlite3.Connection, host: str, keys: list[str]) 
 def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:
     """The server's documents of `host` against the projection this home's projector wrote
     (`team-projector/<host>.db`, made from the local log): one digest per document over
-    every column, compared both ways. `checked` is false (and says why) when there is no
-    local copy or it is not at the server's projection checkpoint."""
+    every column, compared both ways; and what bm25 reads of each document (its FTS5 token
+    count `dl`, history.db's rowid `lrow`, every term's count as the server scores it,
+    `bm25_tf`) against the same counted from the local copy's text (a writer sends them:
+    a forged count would move other hosts' documents in the ranking). `checked` is false
+    (and says why) when there is no local copy or it is not at the server's projection
+    checkpoint."""
     import hashlib
+
+    from projections.rank.tokens import term_counts
 
     if not scratch.exists():
         return {"checked": False, "ok": True, "detail": "no local projection to compare with "
@@ -383,24 +389,60 @@ def compare_documents(con: Any, host: str, scratch: Path) -> dict[str, Any]:
                     f"{cp.last_seq if cp else 0}, the server's at {row[0] if row else 0}: "
                     "run `agentlog sync` to compare"}
         local: dict[str, str] = {}
-        for r in scon.execute(f"SELECT {', '.join(DOC_COLS)} FROM documents"):
-            vals = [_clean(v) for v in r]
+        texts: list[tuple[int, str]] = []
+        ids: dict[int, str] = {}
+        for r in scon.execute(f"SELECT rowid, {', '.join(DOC_COLS)} FROM documents"):
+            vals = [_clean(v) for v in r[1:]]
             joined = "\x1f".join(str(v) for v in vals if v is not None)
             local[str(vals[0])] = hashlib.md5(joined.encode(), usedforsecurity=False).hexdigest()
+            ids[int(r[0])] = str(vals[0])
+            texts.append((int(r[0]), str(r[1 + DOC_COLS.index("text")] or "")))
     finally:
         scon.close()
+    want = {ids[r]: _stats_digest(dl, tf, r) for r, (dl, tf) in term_counts(texts).items()}
     cols = ", ".join(f"{c}::text" for c in DOC_COLS)
     server = {str(i): str(d) for i, d in con.execute(
         f"SELECT id, md5(concat_ws(chr(31), {cols})) FROM agentlog.documents WHERE host = %s",
         (host,))}
+    counted = _server_stats(con, host)
     con.rollback()
     edited = sorted(i for i in server.keys() & local.keys() if server[i] != local[i])
     extra = sorted(server.keys() - local.keys())
     missing = sorted(local.keys() - server.keys())
-    ok = not (edited or extra or missing)
+    miscounted = sorted(i for i in counted.keys() & want.keys() if counted[i] != want[i])
+    ok = not (edited or extra or missing or miscounted)
     detail = "" if ok else "; ".join(
-        f"{label}: {len(ids)} ({', '.join(ids[:3])}{'…' if len(ids) > 3 else ''})"
-        for label, ids in (("edited", edited), ("not in the log", extra),
-                           ("missing", missing)) if ids)
+        f"{label}: {len(found)} ({', '.join(found[:3])}{'…' if len(found) > 3 else ''})"
+        for label, found in (("edited", edited), ("not in the log", extra),
+                             ("missing", missing), ("bm25 counts differ", miscounted))
+        if found)
     return {"checked": True, "ok": ok, "documents": len(server), "edited": len(edited),
-            "extra": len(extra), "missing": len(missing), "detail": detail}
+            "extra": len(extra), "missing": len(missing), "miscounted": len(miscounted),
+            "detail": detail}
+
+
+def _stats_digest(dl: int, tf: Any, lrow: int) -> str:
+    """One document's bm25 inputs as one string: dl, lrow, then term:f in code point order
+    (the server's `COLLATE "C"` order of UTF-8 text is the same)."""
+    import hashlib
+
+    terms = ",".join(f"{t}:{f}" for t, f in sorted(tf.items()) if f > 0)
+    return hashlib.md5(f"{dl}|{lrow}|{terms}".encode(), usedforsecurity=False).hexdigest()
+
+
+def _server_stats(con: Any, host: str) -> dict[str, str]:
+    """{id: digest} of what the server scores each of `host`'s documents by (the documents
+    it projected at schema step 6 and after: `dl` is set)."""
+    import hashlib
+
+    if con.execute("SELECT to_regprocedure('agentlog.bm25_tf(tsvector, jsonb)')"
+                   ).fetchone()[0] is None:
+        return {}  # before step 6: the server scores by ts_rank, from its own tsvector
+    out: dict[str, str] = {}
+    for i, dl, lrow, terms in con.execute(
+            "SELECT d.id, d.dl, d.lrow, (SELECT string_agg(b.term || ':' || b.f, ','"
+            " ORDER BY b.term COLLATE \"C\") FROM agentlog.bm25_tf(d.tsv, d.tfx) b)"
+            " FROM agentlog.documents d WHERE d.host = %s AND d.dl IS NOT NULL", (host,)):
+        out[str(i)] = hashlib.md5(f"{dl}|{lrow}|{terms or ''}".encode(),
+                                  usedforsecurity=False).hexdigest()
+    return out
