@@ -34,12 +34,8 @@ STRUCTURE_ID = 10  # FTS5_STRUCTURE_ROWID
 def lift(con: sqlite3.Connection, table: str, level: int = LEVEL) -> bool:
     """Move `table`'s lone segment to `level` inside the caller's transaction; whether it
     moved (False: another shape or layout, or already there or higher)."""
-    row = con.execute(f"SELECT block FROM {table}_data WHERE id = ?",
-                      (STRUCTURE_ID,)).fetchone()
-    if row is None:
-        return False
-    raw = bytes(row[0])
-    parsed = _parse(raw)
+    raw = _record(con, table)
+    parsed = None if raw is None else _parse(raw)
     if parsed is None:
         return False
     cookie, write_counter, levels = parsed
@@ -56,6 +52,22 @@ def lift(con: sqlite3.Connection, table: str, level: int = LEVEL) -> bool:
 
 
 Level = tuple[int, list[tuple[int, int, int]]]  # (nMerge, [(iSegid, pgnoFirst, pgnoLast)])
+
+
+def read(con: sqlite3.Connection, table: str) -> list[Level] | None:
+    """`table`'s levels as its structure record holds them; [] before its first segment,
+    None for a record in another layout."""
+    raw = _record(con, table)
+    if raw is None:
+        return []
+    parsed = _parse(raw)
+    return None if parsed is None else parsed[2]
+
+
+def _record(con: sqlite3.Connection, table: str) -> bytes | None:
+    row = con.execute(f"SELECT block FROM {table}_data WHERE id = ?",
+                      (STRUCTURE_ID,)).fetchone()
+    return None if row is None else bytes(row[0])
 
 
 def _parse(raw: bytes) -> tuple[bytes, int, list[Level]] | None:

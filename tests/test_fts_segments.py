@@ -27,40 +27,11 @@ from projections.rows import put_document
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
 
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    v = 0
-    for k in range(9):
-        c = b[i]
-        i += 1
-        if k == 8:
-            return (v << 8) | c, i
-        v = (v << 7) | (c & 0x7F)
-        if not c & 0x80:
-            return v, i
-    return v, i
-
-
 def structure(con: sqlite3.Connection, table: str = "documents_fts") -> list[list[int]]:
     """Per level, the page counts of its segments (FTS5's structure record, id 10)."""
-    row = con.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
-    if row is None:
-        return []
-    blk, i = bytes(row[0]), 4  # a 4-byte cookie, then varints
-    levels, i = _varint(blk, i)
-    _, i = _varint(blk, i)  # total segments
-    _, i = _varint(blk, i)  # write counter
-    out: list[list[int]] = []
-    for _ in range(levels):
-        _, i = _varint(blk, i)  # segments being merged
-        nseg, i = _varint(blk, i)
-        pages = []
-        for _ in range(nseg):
-            _, i = _varint(blk, i)
-            first, i = _varint(blk, i)
-            last, i = _varint(blk, i)
-            pages.append(last - first + 1)
-        out.append(pages)
-    return out
+    levels = fts_levels.read(con, table)
+    assert levels is not None, "an FTS5 structure record in a layout fts_levels does not know"
+    return [[last - first + 1 for _, first, last in segs] for _, segs in levels]
 
 
 def _messages(log: EventLog, start: int, n: int) -> None:
