@@ -12,7 +12,8 @@ Promises:
   (`db.WRITER_CACHE_KIB`) holds every page a batch changes, so none spills into the file
   (a spill takes the exclusive lock until the commit: a 23 MB burst held it 8.7 s); the
   commit waits for the readers of the moment with `db.commit` (every 0.5 ms, not SQLite's
-  busy schedule);
+  busy schedule); between two pieces it lets this process's searches in flight go first
+  (`inflight.give_way`: a capturing server's tool calls share its interpreter lock);
 - a batch's statement journals stay in memory (`STATEMENT_JOURNAL`): every row goes
   through triggers, so SQLite keeps the original of each page a statement changes until
   the statement ends (about 100 KiB a row here), and past its 64 KiB spill a file in
@@ -51,7 +52,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from projections import db, fts_defer
+from projections import db, fts_defer, inflight
 from projections.errors import ProjectionBusy, busy, disk_full
 from projections.results import BuildResult, Checkpoint
 
@@ -337,6 +338,7 @@ def _apply_batches(
                 n += len(records)
                 stored += sum(len(r.value) for r in records)
                 last_seq, last_hash = apply_records(con, records, table)
+                inflight.give_way()  # this process's searches first (a capturing server)
                 if (stored >= min(TXN_BYTES, BATCH_BYTES)
                         or _journaled(journal) >= TXN_JOURNAL_BYTES):
                     break

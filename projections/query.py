@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from projections import db, stale
+from projections import db, inflight, stale
 from projections.cancel import Cancel, interrupted
 from projections.errors import (
     BadId,
@@ -184,6 +184,7 @@ def _hit(row: tuple[Any, ...], tokens: list[str], width: int = SNIPPET_CHARS,
 
 
 @damage_named
+@inflight.marked
 def search(
     db_path: Path,
     query: str,
