@@ -5,20 +5,23 @@ Promises:
   checkpoint (last seq and its chain hash), so a crash between batches resumes exactly
   after `last_seq`, and two processes catching up at once never apply an event twice;
 - catch-up in any batch sizes gives the same rows as a rebuild (tests hold them equal);
-- a search never waits for a batch, only for its commit (issue 29): a batch ends once it
-  changed about `TXN_JOURNAL_BYTES` of the file's existing pages (their original content,
-  in the rollback journal) or applied `TXN_BYTES` of stored events, looked at after every
-  piece of at most `PIECE` events and `PIECE_BYTES`, and the writer's page cache
-  (`db.WRITER_CACHE_KIB`) holds every page a batch changes, so none spills into the file
-  (a spill takes the exclusive lock until the commit: a 23 MB burst held it 8.7 s); the
-  commit waits for the readers of the moment with `db.commit` (every 0.5 ms, not SQLite's
-  busy schedule); between two pieces it lets this process's searches in flight go first
-  (`inflight.give_way`: a capturing server's tool calls share its interpreter lock);
+- a search never waits for a batch (issue 29): the live file is in WAL mode
+  (projections/db.py), so readers read the last commit while a batch writes. Batches
+  stay bounded for a plain file from before generations (rollback journal, where a reader
+  waits for a commit) and for the capturing process itself: a batch ends once it changed
+  about `TXN_JOURNAL_BYTES` of such a file's existing pages (their original content, in
+  its rollback journal) or applied `TXN_BYTES` of stored events, looked at after every
+  piece of at most `PIECE` events and `PIECE_BYTES`; the writer's page cache
+  (`db.WRITER_CACHE_KIB`) holds every page a batch changes, so none spills before the
+  commit; the commit waits for a rollback file's readers with `db.commit` (every 0.5 ms,
+  not SQLite's busy schedule); between two pieces it lets this process's searches in
+  flight go first (`inflight.give_way`: a capturing server's tool calls share its
+  interpreter lock);
 - a batch's statement journals stay in memory (`STATEMENT_JOURNAL`): every row goes
   through triggers, so SQLite keeps the original of each page a statement changes until
   the statement ends (about 100 KiB a row here), and past its 64 KiB spill a file in
-  /var/tmp took it: a 200 KB session wrote 35 MB there (issue 32). The rollback journal,
-  the one the crash-safety promise rests on, is unchanged;
+  /var/tmp took it: a 200 KB session wrote 35 MB there (issue 32). The WAL (or a plain
+  file's rollback journal), the one the crash-safety promise rests on, is unchanged;
 - a batch's new documents are full-text indexed by one statement before its commit
   (`fts_defer.defer_fts`/`index_deferred`): one new FTS5 segment per batch, not one per row;
 - the documents are folded into the champion lists (`projections.rank`, a cache of the
@@ -40,9 +43,10 @@ Promises:
 - every record is checked against its chain hash before it is applied: a damaged record
   stops the catch-up with `CorruptRecord` (the batch holding it is not applied);
 - a batch, and each step of `make_lists`, begins only on the file the path names now
-  (`db.swapped`): after a rebuild's swap the connection is reopened before it takes a lock,
-  since a lock on the swapped-out file would take the new file's journal for a hot one
-  (issue 31: a false "disk I/O error").
+  (`db.swapped`): after a rebuild's swap the connection is reopened before it takes a lock
+  (on a plain file from before generations, a lock on the swapped-out file would take the
+  new file's journal for a hot one: issue 31), and a batch that took the write lock just
+  as a swap finished rolls back and reopens (a removed WAL file still takes writes).
 """
 
 from __future__ import annotations
@@ -321,6 +325,9 @@ def _apply_batches(
         if path is not None and db.swapped(con, path):
             raise _Swapped(path)
         con.execute("BEGIN IMMEDIATE")
+        if path is not None and db.swapped(con, path):  # swapped while we took the lock
+            con.execute("ROLLBACK")  # (a WAL file takes writes after its removal)
+            raise _Swapped(path)
         try:
             cp = db.read_checkpoint(con)  # re-read: another process may have advanced it
             assert cp is not None

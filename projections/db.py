@@ -6,9 +6,12 @@ Promises:
   it covers, so a crash never leaves rows without their checkpoint or the reverse;
 - the engine is probed once, when the file is created: "fts5" when this SQLite can create an
   FTS5 table, else "plain" (ordinary tables only; the plain engine answers queries);
-- the live file uses a rollback journal (not WAL), so `rebuild` can swap in a new file with
-  `os.replace` while other processes keep reading the old inode; SQLite refuses writes on a
-  moved file (SQLITE_READONLY_DBMOVED), which `catchup` handles by reopening;
+- the live file is a generation (`history.db.g<token>`, a name never used twice) in WAL mode,
+  and `history.db` a symbolic link to it (`rebuild` publishes a new generation by replacing
+  the link, projections/rebuild.py); every connection opens the generation the link names
+  when it opens (`live_file`), so its `-wal` and `-shm` are that generation's alone and a
+  reader never waits for a writer's commit. A file from before generations (a plain
+  `history.db`, rollback journal) is read and written as it is until the next rebuild;
 - documents are written to the `document_rows` table (only through `projections.rows`,
   plus in-place updates of metadata columns) and read through the `documents` view, whose
   `text` is the stored body decoded (`doc_text`, projections/body.py); the text is stored
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections import fileid, heap
 from projections.body import unpack
-from projections.errors import ProjectionDamaged, busy
+from projections.errors import ProjectionBusy, ProjectionDamaged, busy
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
 from projections.indexes import INDEX_SQL as _INDEX_SQL
 from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
@@ -296,27 +300,38 @@ class Connection(sqlite3.Connection):
         return con
 
 
+def live_file(path: Path) -> Path:
+    """The file `path` names now: the generation its link points to (or `path` itself: a
+    plain file from before generations, a rebuild's private file, or none yet)."""
+    return Path(os.path.realpath(path))
+
+
 def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), rollback journal.
+    """A connection in autocommit mode (transactions are explicit) to the file `path` names
+    now (`live_file`); its journal mode is the file's (WAL for a published generation).
 
     `readonly` connections refuse writes (`query_only`) but are opened read-write without
-    creating the file: a writer killed mid-transaction leaves a hot journal that only a
-    read-write connection can roll back, and SQLite does that on the first read.
+    creating the file: a writer killed mid-transaction leaves a hot journal (or WAL) that only
+    a read-write connection can recover, and SQLite does that on the first read. A writer
+    creates the file only when `path` names nothing at all (a rebuild's private file): a
+    generation a rebuild removed between the link's reading and the open is never made
+    again empty; the link is read again instead.
     """
-    before = fileid.file_id(path)
-    if readonly:
-        uri = "file:" + str(path.absolute()).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    for _attempt in range(3):
+        before = fileid.file_id(path)
+        real = live_file(path)
         try:
-            con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
-                                  check_same_thread=False, factory=Connection)
-        except sqlite3.OperationalError:  # no write permission: a plain read-only open
-            uri = uri[: -len("rw")] + "ro"
-            con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
-                                  check_same_thread=False, factory=Connection)
-        con.execute("PRAGMA query_only = 1")
+            con = _open(real, create=not readonly and not os.path.lexists(path),
+                        timeout=timeout)
+        except sqlite3.OperationalError:
+            if live_file(path) == real:  # not a generation swapped out meanwhile
+                raise
+            continue
+        break
     else:
-        con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
-                              check_same_thread=False, factory=Connection)
+        raise ProjectionBusy(f"{path} was swapped three times while opening it")
+    if readonly:
+        con.execute("PRAGMA query_only = 1")
     if isinstance(con, Connection):  # None unless it named the same file before and after
         con.ident = before if before == fileid.file_id(path) else None
     con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
@@ -333,6 +348,22 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     return con
 
 
+def _open(real: Path, *, create: bool, timeout: float) -> sqlite3.Connection:
+    """`real` opened read-write, created when missing if `create`; else never created (and
+    read-only when this user may not write it)."""
+    if create:
+        return sqlite3.connect(str(real), timeout=timeout, isolation_level=None,
+                               check_same_thread=False, factory=Connection)
+    uri = "file:" + str(real).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    try:
+        return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                               check_same_thread=False, factory=Connection)
+    except sqlite3.OperationalError:  # no write permission (or gone): a plain read-only open
+        return sqlite3.connect(uri[: -len("rw")] + "ro", uri=True, timeout=timeout,
+                               isolation_level=None, check_same_thread=False,
+                               factory=Connection)
+
+
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 # How often a reader (`until_readable`) or a committing writer (`commit`) looks at the lock
@@ -342,7 +373,8 @@ POLL_S = 0.0005
 
 
 def until_readable(con: sqlite3.Connection, timeout: float = 10.0) -> None:
-    """Wait while a writer commits (holds history.db's PENDING or EXCLUSIVE lock), looking
+    """Wait while a writer commits to a plain file from before generations (holds its
+    PENDING or EXCLUSIVE lock; a WAL file never makes a reader wait), looking
     every `POLL_S`, so a read starts within a fraction of a millisecond of the commit's end.
     Returns at once when the file is readable, and after `timeout` in any case (the read
     itself then waits with the connection's busy timeout, or fails as busy)."""
@@ -386,11 +418,13 @@ def commit(con: sqlite3.Connection, timeout: float = 10.0) -> None:
 def swapped(con: sqlite3.Connection, path: Path) -> bool:
     """Whether `path` no longer names the file `con` opened (a rebuild swapped a new one in).
 
-    Such a connection must not take a lock again: SQLite finds a rollback journal by path
-    but locks by inode, so a journal of a writer of the new file (synced mid-commit, or left
-    by a writer killed mid-transaction) looks hot to it; it would play that journal into the
-    old file and delete it, and the new file's writer then fails its commit with
-    SQLITE_IOERR_DELETE_NOENT ("disk I/O error") or, killed, is never rolled back.
+    A writer on such a connection must reopen: its writes would go to a removed file (a WAL
+    file takes them), and on a plain file from before generations it must not even take a
+    lock again: SQLite finds a rollback journal by path but locks by inode, so a journal of
+    a writer of the new file looked hot to it (issue 31: it played that journal into the
+    old file and deleted it, and the new file's writer failed its commit with
+    SQLITE_IOERR_DELETE_NOENT, "disk I/O error"). Generations never share a name, so that
+    can no longer happen to a file a rebuild published.
     A connection whose file was not known (`ident` None) counts as swapped.
     """
     ident = getattr(con, "ident", None)

@@ -7,12 +7,17 @@ Promises:
   projections/fts_bulk.py; its champion lists made from that index and the rows' weights in
   `.weights` beside the query-index sort: projections/bulk_tail.py; both side files removed
   on success and failure alike), then optimized (the pages the
-  merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), fsynced and
-  published with `os.replace`; until the swap, every reader (in any process) keeps
-  answering from the old file, and a crash at any point leaves the old file serving;
-- the swap happens while holding an EXCLUSIVE lock on the old file, so no writer is in the
-  middle of a transaction on it (its rollback journal could otherwise be mistaken for the
-  new file's); writers that opened the old file get SQLITE_READONLY_DBMOVED and reopen;
+  merge freed handed back: auto_vacuum=INCREMENTAL, incremental_vacuum), turned to WAL,
+  fsynced and published as a new generation: renamed to `history.db.g<token>` (a name never
+  used twice) and `history.db`, a symbolic link, replaced by one to it (`publish`); until
+  then every reader (in any process) keeps answering from the old file, and a crash at any
+  point leaves the old file serving (a generation the link does not name is removed by the
+  next publish);
+- the swap happens while holding the old file's write lock, so no writer is in the middle
+  of a transaction on it; the old generation's files (and those of a plain `history.db`
+  from before generations) are removed under that lock. Readers that opened the old file
+  keep reading it (its inode, its own `-wal` and `-shm`, which no later file shares); a
+  writer that opened it sees `db.swapped` once it holds the write lock, and reopens;
 - one rebuild at a time per file (an advisory lock on `history.db.lock`);
 - nothing but the log is read: agent files are never touched;
 - every record is checked against its chain hash as it is read: a damaged log stops the
@@ -80,7 +85,8 @@ def build_lock(db_path: Path, timeout: float = 600.0) -> Iterator[None]:
 
 
 def _clean_stale(db_path: Path) -> None:
-    for tmp in db_path.parent.glob(db_path.name + ".reindex-*"):
+    for tmp in [*db_path.parent.glob(db_path.name + ".reindex-*"),
+                *db_path.parent.glob(db_path.name + ".link-*")]:
         pid = tmp.name.rsplit("-", 1)[-1].split(".")[0]
         if pid.isdigit() and _alive(int(pid)) and int(pid) != os.getpid():
             continue
@@ -254,6 +260,7 @@ def rebuild(
         try:
             result = build(tmp, log, progress=progress, engine=engine, parallel=parallel,
                            follow=follow)
+            to_wal(tmp)
             swap(tmp, db_path)
             stale.clear_stale(db_path)  # a known drift is gone with the old file
         except BaseException:
@@ -262,6 +269,16 @@ def rebuild(
             raise
         return BuildResult(db_path, result.last_seq, result.events, result.documents,
                            result.seconds, result.engine)
+
+
+def to_wal(path: Path) -> None:
+    """Turn a built file (journal off) to WAL, its lasting journal mode, and sync it."""
+    con = db.connect(path)
+    try:
+        con.execute("PRAGMA journal_mode = WAL")
+    finally:
+        con.close()
+    fsync_file(path)
 
 
 def existing_engine(db_path: Path) -> str | None:
@@ -286,7 +303,8 @@ def existing_engine(db_path: Path) -> str | None:
 
 
 def swap(new: Path, live: Path, timeout: float = 30.0) -> None:
-    """Publish `new` as `live` while holding an EXCLUSIVE lock on the old live file."""
+    """Publish `new` as `live` while holding the old live file's write lock; its files (the
+    generation, or a plain file's journal) are removed under that lock."""
     old: sqlite3.Connection | None = None
     if live.exists():
         try:
@@ -297,9 +315,36 @@ def swap(new: Path, live: Path, timeout: float = 30.0) -> None:
                 old.close()
             old = None  # not a usable database: nothing can be reading it consistently
     try:
-        replace_durably(new, live)
+        publish(new, live)
     finally:
         if old is not None:
             with contextlib.suppress(sqlite3.Error):
                 old.execute("ROLLBACK")
-            old.close()
+            with contextlib.suppress(sqlite3.Error):
+                old.close()  # its files are gone: a checkpoint on close writes to nothing
+
+
+GENERATION = ".g"  # history.db.g<token>: a published file; its -wal and -shm beside it
+SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def publish(new: Path, live: Path) -> Path:
+    """Rename `new` to a fresh generation of `live`, point the link `live` at it (replaced
+    atomically, the folder fsynced), then remove every other generation and the side files
+    of a plain `live` from before generations. Returns the generation."""
+    token = f"{time.time_ns():x}{os.getpid():x}"
+    gen = live.parent / f"{live.name}{GENERATION}{token}"
+    os.rename(new, gen)
+    link = live.parent / f"{live.name}.link-{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    os.symlink(gen.name, link)
+    replace_durably(link, live)
+    for stale_gen in live.parent.glob(f"{live.name}{GENERATION}*"):
+        if not stale_gen.name.startswith(gen.name):
+            with contextlib.suppress(OSError):
+                stale_gen.unlink()
+    for suffix in SIDE_FILES[1:]:
+        with contextlib.suppress(OSError):
+            (live.parent / (live.name + suffix)).unlink()
+    return gen

@@ -21,7 +21,7 @@ from projections import apply, catchup, db, fts_defer
 from projections.catchup import catch_up
 from projections.drift import digests
 from projections.rebuild import build, rebuild
-from tests.test_projections_support import append, make_log
+from tests.test_projections_support import append, make_log, plain_file
 
 
 def _burst(start: int, n: int, seed: int = 29) -> list[MessageSent]:
@@ -103,10 +103,12 @@ def test_a_burst_commits_in_bounded_transactions_that_readers_read_between(
 def test_a_transaction_ends_once_it_changed_about_txn_journal_bytes_of_pages(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bounded by the pages it changes (their original content in the journal), not only by
-    the events' bytes: each new document's id lands on a random leaf of the id index."""
+    the events' bytes: each new document's id lands on a random leaf of the id index. On a
+    plain file from before generations (rollback journal: a reader waits for a commit)."""
     path = tmp_path / "history.db"
     log = make_log(tmp_path / "log", _burst(0, 600))
     rebuild(path, log)
+    plain_file(path)
     append(log, _burst(600, 400), prefix="burst")
     monkeypatch.setattr(catchup, "TXN_BYTES", 1 << 40)
     monkeypatch.setattr(catchup, "TXN_JOURNAL_BYTES", 48 << 10)
@@ -165,6 +167,7 @@ def test_a_reader_waits_for_a_commit_and_starts_right_after_it(tmp_path: Path) -
     path = tmp_path / "history.db"
     log = make_log(tmp_path / "log", _burst(0, 5))
     rebuild(path, log)
+    plain_file(path)  # rollback journal: what a file from before generations does
     log.close()
     writer = db.connect(path)
     reader = db.connect(path, readonly=True)
@@ -200,6 +203,7 @@ def test_a_commit_waits_for_a_reader_and_keeps_its_transaction(tmp_path: Path) -
     path = tmp_path / "history.db"
     log = make_log(tmp_path / "log", _burst(0, 5))
     rebuild(path, log)
+    plain_file(path)  # rollback journal: what a file from before generations does
     log.close()
     writer = db.connect(path)
     reader = db.connect(path, readonly=True)
@@ -236,6 +240,31 @@ def test_a_commit_waits_for_a_reader_and_keeps_its_transaction(tmp_path: Path) -
     finally:
         writer.close()
         reader.close()
+
+
+def test_a_reader_of_a_generation_never_waits_for_a_writer(tmp_path: Path) -> None:
+    """A published generation is in WAL mode: while a writer holds the write lock with
+    changed pages spilled (what made a rollback file's readers wait), a reader that never
+    waits reads the last commit; after the commit, the new one."""
+    path = tmp_path / "history.db"
+    log = make_log(tmp_path / "log", _burst(0, 5))
+    rebuild(path, log)
+    log.close()
+    assert path.is_symlink() and path.resolve().name.startswith("history.db.g")
+    writer = db.connect(path)
+    try:
+        assert writer.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        before = _read_now(path)
+        writer.execute("PRAGMA cache_size = 2")  # every changed page spills at once
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("UPDATE checkpoint SET last_seq = last_seq + 100")
+        writer.executemany("INSERT INTO parser_state VALUES (?, ?)",
+                           [(f"s{i}", "x" * 3000) for i in range(200)])
+        assert _read_now(path) == before
+        writer.execute("COMMIT")
+        assert _read_now(path) == before + 100
+    finally:
+        writer.close()
 
 
 def test_searches_answer_the_same_with_the_fine_wait(tmp_path: Path) -> None:

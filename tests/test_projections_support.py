@@ -119,3 +119,18 @@ def make_log(path: Path, events: Iterable[Event]) -> EventLog:
     log = EventLog(path)
     append(log, events)
     return log
+
+
+def plain_file(path: Path) -> None:
+    """Make `path` (a published generation's link) the plain file in rollback-journal mode an
+    agentlog from before generations left: read and written as it is until a rebuild."""
+    import os
+    import sqlite3
+
+    real = path.resolve()
+    con = sqlite3.connect(real, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        con.close()
+    os.replace(real, path)
