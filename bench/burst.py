@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -270,6 +271,21 @@ def build(work: Path, sessions: int, burst_mb: float, base_mb: int) -> tuple[Pat
     return home, burst, size
 
 
+def as_made_before(path: Path) -> None:
+    """The home's history.db as a tree from before generations made it (`--base`): a plain
+    file in rollback-journal mode (the journal mode is the file's: a WAL copy would give the
+    older tree this tree's readers)."""
+    if not path.is_symlink():
+        return
+    real = path.resolve()
+    con = sqlite3.connect(real, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        con.close()
+    os.replace(real, path)
+
+
 def extract(rev: str, into: Path) -> Path:
     """`rev`'s tree (git archive), for a baseline measured in the same run."""
     into.mkdir(parents=True)
@@ -320,7 +336,9 @@ def main() -> None:
             for tree, mode in order:
                 run = Path(tmp) / "run"
                 shutil.rmtree(run, ignore_errors=True)
-                shutil.copytree(home, run)
+                shutil.copytree(home, run, symlinks=True)  # history.db: a link to its file
+                if "def publish(" not in (trees[tree] / "projections/rebuild.py").read_text():
+                    as_made_before(run / "history.db")
                 os.sync()  # the copy's writes not left to the catch-up's first fsync
                 out = subprocess.run(
                     [sys.executable, str(Path(__file__).resolve()), "--drive", str(run), mode,

@@ -330,31 +330,69 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
         break
     else:
         raise ProjectionBusy(f"{path} was swapped three times while opening it")
-    if readonly:
-        con.execute("PRAGMA query_only = 1")
+    try:
+        _first_read(con, path, readonly=readonly, timeout=timeout)
+    except sqlite3.OperationalError as exc:
+        if not (readonly and no_shared_memory(exc) and not _wal_frames(real)):
+            raise
+        # a full disk: no room for the WAL's shared-memory file, and no writer alive (no
+        # WAL frames): the file as it stands, read without locks (a writer could not write)
+        con = _open(real, create=False, timeout=timeout, immutable=True)
+        _first_read(con, path, readonly=True, timeout=timeout)
     if isinstance(con, Connection):  # None unless it named the same file before and after
         con.ident = before if before == fileid.file_id(path) else None
-    con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    register_functions(con)
-    try:  # the first statement that reads the file's header
+    return con
+
+
+def _first_read(con: sqlite3.Connection, path: Path, *, readonly: bool,
+                timeout: float) -> None:
+    """The connection's settings and functions, and the first statement that reads the
+    file's header (a damaged file raises `ProjectionDamaged`; the connection is closed on
+    any error)."""
+    try:
+        if readonly:
+            con.execute("PRAGMA query_only = 1")
+        con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        register_functions(con)
         con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
         if not readonly:
             con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
     except sqlite3.DatabaseError as exc:
+        con.close()
         if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
             raise
-        con.close()
         raise ProjectionDamaged(f"{path} is damaged ({exc})") from exc
-    return con
 
 
-def _open(real: Path, *, create: bool, timeout: float) -> sqlite3.Connection:
+def no_shared_memory(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite failing to make or grow a WAL file's `-shm` (no space left)."""
+    return getattr(exc, "sqlite_errorcode", None) in _SHM_ERRORS
+
+
+_SHM_ERRORS = (getattr(sqlite3, "SQLITE_IOERR_SHMSIZE", 4874),
+               getattr(sqlite3, "SQLITE_IOERR_SHMOPEN", 4618))
+
+
+def _wal_frames(real: Path) -> bool:
+    try:
+        return os.stat(f"{real}-wal").st_size > 0
+    except OSError:
+        return False
+
+
+def _open(real: Path, *, create: bool, timeout: float,
+          immutable: bool = False) -> sqlite3.Connection:
     """`real` opened read-write, created when missing if `create`; else never created (and
-    read-only when this user may not write it)."""
+    read-only when this user may not write it, or `immutable`: read as it stands)."""
     if create:
         return sqlite3.connect(str(real), timeout=timeout, isolation_level=None,
                                check_same_thread=False, factory=Connection)
-    uri = "file:" + str(real).replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    uri = "file:" + str(real).replace("?", "%3f").replace("#", "%23")
+    if immutable:
+        return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, timeout=timeout,
+                               isolation_level=None, check_same_thread=False,
+                               factory=Connection)
+    uri += "?mode=rw"
     try:
         return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
                                check_same_thread=False, factory=Connection)

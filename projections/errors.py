@@ -69,8 +69,9 @@ def disk_full(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's or the OS's "no space left" (history.db could not grow)."""
     import errno
 
-    if isinstance(exc, sqlite3.OperationalError):
-        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or (
+    if isinstance(exc, sqlite3.OperationalError):  # (or no room for a WAL's -shm file)
+        return getattr(exc, "sqlite_errorcode", None) in (
+            sqlite3.SQLITE_FULL, getattr(sqlite3, "SQLITE_IOERR_SHMSIZE", 4874)) or (
             "disk is full" in str(exc))
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 

@@ -18,6 +18,7 @@ from eventlog.store import EventLog
 from projections import bulk_tail, db, fts_bulk, rank, ranking
 from projections.rank import champions
 from projections.rebuild import rebuild
+from tests.test_projections_support import listed
 from tests.test_rank import WORDS
 from tests.test_rank_scan import _tables, small_lists  # noqa: F401 (an autouse fixture)
 
@@ -62,7 +63,7 @@ def test_lists_made_beside_the_sort_equal_those_of_the_finished_file(
     log = _log(home / "log")
     rebuild(home / "history.db", log)
     assert files == [""]  # made on the in-memory connection, not after on the file
-    assert sorted(p.name for p in home.iterdir()) == ["history.db", "history.db.lock", "log"]
+    assert listed(home) == ["history.db", "history.db.g*", "history.db.lock", "log"]
     con = db.connect(home / "history.db")
     made = _tables(con)
     assert len(made["rank_terms"]) >= 3 and made["rank_deep"]
@@ -113,5 +114,5 @@ def test_a_failure_in_the_tail_stops_the_build_and_leaves_nothing(
     monkeypatch.setattr(owner.get(where, bulk_tail), where, boom)
     with pytest.raises(sqlite3.OperationalError, match=f"boom in {where}"):
         rebuild(home / "history.db", log)
-    assert sorted(p.name for p in home.iterdir()) == ["history.db.lock", "log"]
+    assert listed(home) == ["history.db.lock", "log"]
     log.close()

@@ -31,6 +31,7 @@ from projections import db, fts_bulk, query
 from projections import rebuild as rebuild_mod
 from projections.rebuild import rebuild
 from projections.rows import put_document
+from tests.test_projections_support import listed
 
 pytestmark = pytest.mark.skipif(not db.fts5_available(), reason="this SQLite has no FTS5")
 
@@ -114,8 +115,7 @@ def test_a_failing_indexer_stops_the_build_and_leaves_nothing(
         monkeypatch.setattr(fts_bulk, "cjk_grams", broken)
     with pytest.raises(RuntimeError, match="full-text build"):
         rebuild(path, log)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
-        "history.db", "history.db.lock"]
+    assert listed(tmp_path, "history.db") == ["history.db", "history.db.g*", "history.db.lock"]
     assert query.search(path, "w3")["hits"] == before
 
 
@@ -149,8 +149,7 @@ def test_a_killed_full_text_process_stops_the_build(tmp_path: Path, mode: str) -
 
     with pytest.raises(RuntimeError, match="full-text build"):
         rebuild(path, log, progress=kill)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
-        "history.db", "history.db.lock"]
+    assert listed(tmp_path, "history.db") == ["history.db", "history.db.g*", "history.db.lock"]
     assert query.search(path, "w3")["hits"] == before
 
 
@@ -237,8 +236,7 @@ def test_inline_merge_runs_beside_the_query_index_sort(
     with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
         rebuild(path, log)
     assert query.search(path, "w3")["hits"] == before
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
-        "history.db", "history.db.lock"]
+    assert listed(tmp_path, "history.db") == ["history.db", "history.db.g*", "history.db.lock"]
 
 
 def test_the_full_text_process_exits_when_its_build_is_killed(tmp_path: Path, mode: str) -> None:

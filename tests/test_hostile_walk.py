@@ -194,8 +194,10 @@ def test_record_counts_the_log_write_when_history_db_is_full(
 ) -> None:
     """The log's disk has room, history.db's is full (history.db lives on the tmpfs)."""
     home = _copy(base, tmp_path / "home")
-    shutil.move(home / "history.db", tiny_fs / "history.db")
-    (home / "history.db").symlink_to(tiny_fs / "history.db")
+    live = (home / "history.db").resolve()  # the generation the link names, moved there
+    shutil.move(live, tiny_fs / live.name)
+    (home / "history.db").unlink()
+    (home / "history.db").symlink_to(tiny_fs / live.name)
     _fill(tiny_fs)
     facts = "".join(json.dumps({"type": "message", "id": f"full{i}", "from": "a", "to": ["b"],
                                 "kind": "message", "body": f"word{i} " * 300, "at": 1 + i}) + "\n"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from eventlog import EventLog
 from eventlog.events import ChunkCaptured, Event, FileSnapshotted, MessageSent
-from projections import catchup, db, query
+from projections import db, query
 from projections.apply import appliers
 from projections.catchup import catch_up, status
 from projections.drift import check, digests
@@ -32,6 +32,7 @@ from tests.test_projections_support import (
     chunks_of,
     claude_line,
     mixed_events,
+    plain_file,
     seen,
 )
 
@@ -400,12 +401,40 @@ def test_writer_on_a_swapped_file_reopens(tmp_path: Path) -> None:
     catch_up(path, log)
     stale = db.connect(path)  # like a process that opened the file before a reindex
     rebuild(path, log)
-    with pytest.raises(sqlite3.OperationalError) as info:
-        stale.execute("INSERT INTO aliases VALUES ('x', 'y', 'z', 1)")
-    assert info.value.sqlite_errorcode == catchup.db_moved_code()
-    stale.close()
+    assert db.swapped(stale, path)  # what a writer looks at before and in its transaction
+    stale.execute("INSERT INTO aliases VALUES ('x', 'y', 'z', 1)")  # a removed WAL file
+    stale.close()  # takes writes: they go nowhere
+    fresh = db.connect(path, readonly=True)
+    assert fresh.execute("SELECT count(*) FROM aliases WHERE alias = 'x'").fetchone()[0] == 0
+    fresh.close()
     append(log, broker_events()[2:])
     assert catch_up(path, log).last_seq == log.head().seq
+
+
+def test_a_swap_while_a_catch_up_takes_the_write_lock_is_seen_under_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild that publishes between a batch's look at the path and its BEGIN IMMEDIATE:
+    the batch looks again under the lock, rolls back and reopens; the rows are the new
+    file's, caught up."""
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events()[:2])
+    path = tmp_path / "h.db"
+    catch_up(path, log)
+    append(log, broker_events()[2:])
+    real_swapped = db.swapped
+    looks: list[bool] = []
+
+    def swap_after_the_first_look(con: sqlite3.Connection, p: Path) -> bool:
+        got = real_swapped(con, p)
+        if not looks:
+            rebuild(path, log, lock_timeout=5)  # right after the look, before the lock
+        looks.append(got)
+        return got
+
+    monkeypatch.setattr(db, "swapped", swap_after_the_first_look)
+    assert catch_up(path, log).last_seq == log.head().seq
+    assert looks[:2] == [False, True]
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
 
 
 def test_two_builds_in_one_process_are_identical(tmp_path: Path) -> None:
@@ -492,17 +521,23 @@ time.sleep(60)
 """
 
 
-def test_search_after_a_writer_died_mid_transaction(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["generation", "plain"])
+def test_search_after_a_writer_died_mid_transaction(tmp_path: Path, kind: str) -> None:
+    """A generation (WAL: the dead writer's frames, never committed, are ignored) and a plain
+    file from before generations (its hot journal is rolled back on the first read)."""
     log = _bulk_log(tmp_path / "log", 2000)
     path = tmp_path / "history.db"
     catch_up(path, log)
+    if kind == "plain":
+        plain_file(path)
     before = _rows(path)
     proc = subprocess.Popen([sys.executable, "-c", _DIRTY_WRITER, str(path)],
                             stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"dirty\n"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert (tmp_path / "history.db-journal").exists()  # a hot journal
+    left = "-journal" if kind == "plain" else "-wal"
+    assert Path(f"{path.resolve()}{left}").stat().st_size > 0  # what the writer left
     query.close_connections()
     assert len(query.search(path, "common gamma")["hits"]) == 10  # rolled back on first read
     assert _rows(path) == before

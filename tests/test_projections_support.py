@@ -134,3 +134,15 @@ def plain_file(path: Path) -> None:
     finally:
         con.close()
     os.replace(real, path)
+
+
+def listed(folder: Path, prefix: str = "") -> list[str]:
+    """The names in `folder` starting with `prefix`, sorted, with a published generation
+    of history.db named `history.db.g*` (its token differs every time) and the WAL side
+    files of any file (`-wal`, `-shm`: there while a connection is open) left out."""
+    import re
+
+    names = {re.sub(r"^history\.db\.g[0-9a-f]+", "history.db.g*", p.name)
+             for p in folder.iterdir()
+             if p.name.startswith(prefix) and not p.name.endswith(("-wal", "-shm"))}
+    return sorted(names)

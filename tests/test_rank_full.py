@@ -193,6 +193,39 @@ def test_a_swapped_file_is_not_read(tmp_path: Path, forced: list[list[str]]) -> 
     con.close()
 
 
+def test_a_commit_between_the_callers_snapshot_and_a_threads_is_not_read(
+        tmp_path: Path, forced: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a WAL file (what a rebuild publishes) a catch-up may commit while the split runs:
+    a thread that sees another checkpoint than the caller ranks nothing, and the hits are
+    the caller's snapshot's."""
+    docs = [([w] * (1 + i % 3), "user", "s1", "claude") for i, w in enumerate(WORDS * 20)]
+    path = tmp_path / "h.db"
+    _home(path, docs).close()
+    writer = db.connect(path)
+    writer.execute("PRAGMA journal_mode = WAL")
+    db.write_checkpoint(writer, 1, "aa")
+    con = db.connect(path, readonly=True)
+    one = _search(con, ["alpha"], Filters(), 10, 1)
+    opened = split._reader
+
+    def after_a_commit(caller: sqlite3.Connection, file: Path) -> sqlite3.Connection:
+        writer.execute("BEGIN IMMEDIATE")
+        for i in range(3):
+            put_document(writer, {"id": f"transcript:late{i}", "kind": "transcript",
+                                  "agent": "claude", "at": 1, "role": "user",
+                                  "text": "alpha alpha alpha alpha"})
+        db.write_checkpoint(writer, 2, "bb")
+        writer.execute("COMMIT")
+        return opened(caller, file)
+
+    monkeypatch.setattr(split, "_reader", after_a_commit)
+    assert _search(con, ["alpha"], Filters(), 10, 2) == one
+    assert not _ranked_on_threads(forced)
+    assert _search(con, ["alpha"], Filters(), 10, 1) != one  # the commit is there now
+    con.close()
+    writer.close()
+
+
 def test_writers_wait_only_while_the_split_reads(tmp_path: Path,
                                                  forced: list[list[str]]) -> None:
     docs = [([w, "alpha"], "user", "s1", "claude") for w in WORDS * 30]

@@ -111,8 +111,9 @@ class Home:
 
 
 def _loose(path: Path) -> bool:
+    """Readable by others: the file itself (history.db is a link to its generation)."""
     try:
-        return bool(os.lstat(path).st_mode & 0o077)
+        return bool(os.stat(path).st_mode & 0o077)
     except FileNotFoundError:
         return False
 

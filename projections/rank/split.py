@@ -23,12 +23,15 @@ Promises:
   bit; the ranges are disjoint, so merging by (s, -rowid) is the one order; a range whose
   page was full is asked for its next page (on the caller's connection) before the merge
   passes its last row, so duplicates dropped after ranking may take any number of pages;
-- one snapshot: the caller's connection holds a read transaction (SHARED lock) from before
-  any thread starts until the last page, so no write commits in between (history.db uses a
-  rollback journal); a thread whose connection cannot read at once (busy: a writer waits for
-  the lock) or opened another file than the caller's (a rebuild swapped a new one in: their
-  `projections.fileid` identities differ) ranks nothing, and its range is ranked on the
-  caller's connection;
+- one snapshot: the caller's connection holds a read transaction from before any thread
+  starts until the last page, and a thread ranks only in a read transaction that sees the
+  caller's checkpoint (every write of the rows and full-text index a ranking reads is a
+  catch-up's, which writes the checkpoint in the same transaction: a WAL file lets a
+  commit land between the caller's snapshot and a thread's; on a plain rollback file no
+  commit can). A thread that sees another checkpoint, whose connection cannot read at once
+  (busy: a writer of a rollback file waits for the lock) or that opened another file than
+  the caller's (a rebuild swapped a new one in: their `projections.fileid` identities
+  differ) ranks nothing, and its range is ranked on the caller's connection;
 - a query with fewer matches pays one statement for the split (is there a PARALLEL_AT-th
   match?); then, and with one CPU, a caller already in a transaction, or whose file is not
   known (not a `projections.db.connect` connection of one file), `pages` returns None: the
@@ -114,6 +117,15 @@ def _cuts(con: sqlite3.Connection, table: str, expr: str, n: int) -> list[int] |
     return [_LOW, *(lo + width * i // n for i in range(1, n)), _HIGH]
 
 
+def _checkpoint(con: sqlite3.Connection) -> tuple[Any, ...] | None:
+    """The checkpoint the connection's read transaction sees (None in a file without one)."""
+    try:
+        row = con.execute("SELECT last_seq, last_hash FROM checkpoint").fetchone()
+    except sqlite3.OperationalError:  # no such table: a file of ranking tests alone
+        return None
+    return tuple(row) if row is not None else None
+
+
 def _reader(con: sqlite3.Connection, path: Path) -> sqlite3.Connection:
     """A thread's read-only connection (the functions `conds` may call registered), failing
     at once rather than waiting for a lock: opened by the caller's connection, a
@@ -125,7 +137,8 @@ def _reader(con: sqlite3.Connection, path: Path) -> sqlite3.Connection:
 
 def _split(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str, expr: str,
            conds: str, params: list[Any], page: int, n: int) -> Iterator[list[int]]:
-    cuts = _cuts(con, table, expr, n)  # the first read: the caller's SHARED lock from here on
+    seen = _checkpoint(con)  # the first read: the caller's snapshot from here on
+    cuts = _cuts(con, table, expr, n)
     if cuts is None:
         yield from one_statement(con, table, expr, conds, params, page)
         return
@@ -148,8 +161,8 @@ def _split(con: sqlite3.Connection, file: tuple[Path, fileid.FileId], table: str
             return
         try:
             wcon.execute("BEGIN")
-            if getattr(wcon, "ident", None) == file[1]:  # the caller's very file
-                firsts[i] = ranked(wcon, i, 0)
+            if getattr(wcon, "ident", None) == file[1] and _checkpoint(wcon) == seen:
+                firsts[i] = ranked(wcon, i, 0)  # the caller's very file and snapshot
         except sqlite3.OperationalError:  # busy (a writer waits for the lock): the same
             pass
         except BaseException as exc:  # raised again by the caller
