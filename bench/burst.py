@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -275,15 +274,10 @@ def as_made_before(path: Path) -> None:
     """The home's history.db as a tree from before generations made it (`--base`): a plain
     file in rollback-journal mode (the journal mode is the file's: a WAL copy would give the
     older tree this tree's readers)."""
-    if not path.is_symlink():
-        return
-    real = path.resolve()
-    con = sqlite3.connect(real, isolation_level=None)
-    try:
-        con.execute("PRAGMA journal_mode = DELETE")
-    finally:
-        con.close()
-    os.replace(real, path)
+    if path.is_symlink():
+        from tests.test_projections_support import plain_file
+
+        plain_file(path)
 
 
 def extract(rev: str, into: Path) -> Path:
