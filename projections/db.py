@@ -63,6 +63,10 @@ BULK_CACHE_KIB = 8 * 1024  # page cache of the rebuild's full-text scratch file
 # (seconds: a 23 MB burst held it 8.7 s with SQLite's default 2 MiB). Only pages read or
 # changed take memory; the connection is closed after its work.
 WRITER_CACHE_KIB = 32 * 1024
+# What a WAL file keeps of its `-wal` after a checkpoint that reset it (SQLite keeps its
+# high-water mark otherwise: a burst's tens of MB for as long as a server has it open; the
+# last connection to close removes the file in any case)
+WAL_KEEP_BYTES = 4 << 20
 
 # sqlite3 binds int/float/str/bytearray directly; any other parameter (None, bytes: ~10 of a
 # row's 24) goes through its adapter registry, which formats and drops an AttributeError for
@@ -357,6 +361,7 @@ def _first_read(con: sqlite3.Connection, path: Path, *, readonly: bool,
         con.execute("PRAGMA schema_version" if readonly else "PRAGMA synchronous = NORMAL")
         if not readonly:
             con.execute(f"PRAGMA cache_size = {-WRITER_CACHE_KIB}")
+            con.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
     except sqlite3.DatabaseError as exc:
         con.close()
         if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
