@@ -411,6 +411,37 @@ def test_writer_on_a_swapped_file_reopens(tmp_path: Path) -> None:
     assert catch_up(path, log).last_seq == log.head().seq
 
 
+def test_a_plain_file_from_before_generations_is_published_as_one_by_its_next_rebuild(
+        tmp_path: Path) -> None:
+    """An older agentlog's plain history.db (rollback journal) is caught up as it is; the
+    next rebuild replaces it by the link to a WAL generation, and a reader that opened the
+    plain file keeps reading it until it reopens; a second rebuild removes the first
+    generation."""
+    log = EventLog(tmp_path / "log")
+    append(log, broker_events()[:2])
+    path = tmp_path / "history.db"
+    catch_up(path, log)
+    plain_file(path)
+    append(log, broker_events()[2:4], prefix="b")
+    assert catch_up(path, log).last_seq == log.head().seq and not path.is_symlink()
+    old = db.connect(path, readonly=True)
+    seen = old.execute("SELECT count(*) FROM document_rows").fetchone()[0]
+    append(log, broker_events()[4:], prefix="c")
+    rebuild(path, log)
+    assert path.is_symlink() and db.swapped(old, path)
+    assert old.execute("SELECT count(*) FROM document_rows").fetchone()[0] == seen
+    old.close()
+    first = path.resolve()
+    con = db.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    rebuild(path, log)
+    assert not first.exists() and path.resolve() != first
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("history.db")) == [
+        "history.db", path.resolve().name, "history.db.lock"]
+    assert _rows(path) == _rows(_fresh(tmp_path, log))
+
+
 def test_a_swap_while_a_catch_up_takes_the_write_lock_is_seen_under_the_lock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild that publishes between a batch's look at the path and its BEGIN IMMEDIATE:
