@@ -86,3 +86,22 @@ def test_backup_is_verified_and_verifiable(home: Path) -> None:
     rep = json.loads(v.stdout)
     assert rep["head_hash"] == manifest["head_hash"] and rep["records"] == 51
     assert not list((home / "backups").glob(".*.tmp"))
+
+
+def test_verify_names_a_plain_history_db_from_before_generations(home: Path) -> None:
+    """A plain history.db (an older agentlog's, rollback journal) verifies, and verify says
+    that `reindex` moves it to WAL; after the reindex it is a generation and says nothing."""
+    from tests.test_projections_support import plain_file
+
+    record(home, fact(1))
+    assert run_cli(home, "search", "q").returncode == 0
+    plain_file(home / "history.db")
+    res = run_cli(home, "verify", "--json")
+    assert res.returncode == 0, res.stderr
+    section = next(s for s in json.loads(res.stdout)["checks"] if s["name"] == "history.db")
+    assert section["ok"] and "`agentlog reindex` moves it to WAL" in section["detail"]
+    assert run_cli(home, "reindex").returncode == 0
+    assert (home / "history.db").is_symlink()
+    res = run_cli(home, "verify", "--json")
+    section = next(s for s in json.loads(res.stdout)["checks"] if s["name"] == "history.db")
+    assert section["ok"] and "WAL" not in section["detail"]

@@ -51,6 +51,9 @@ def verify_section(home: Home, log: EventLog) -> dict[str, Any]:
         detail = f"{detail}; `agentlog reindex` rebuilds it from the log"
         with contextlib.suppress(OSError):
             stale.mark_stale(home.history_db, detail)  # search, serve and MCP flag it
+    elif not home.history_db.is_symlink():  # not a published generation (docs/search.md)
+        detail = (f"{detail}; a file from before generations (rollback journal: a search "
+                  "waits for capture's commits): `agentlog reindex` moves it to WAL")
     return {"name": "history.db", "ok": report["ok"], "detail": detail}
 
 
