@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections import fileid, heap
 from projections.body import unpack
-from projections.errors import ProjectionBusy, ProjectionDamaged, busy
+from projections.errors import ProjectionBusy, ProjectionDamaged, busy, disk_full
 from projections.fts_bulk import BulkFeed, beside, cjk_grams, has_cjk
 from projections.indexes import INDEX_SQL as _INDEX_SQL
 from projections.indexes import LOAD_INDEXES as _LOAD_INDEXES
@@ -337,7 +337,7 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = 10.0) -> sql
     try:
         _first_read(con, path, readonly=readonly, timeout=timeout)
     except sqlite3.OperationalError as exc:
-        if not (readonly and no_shared_memory(exc) and not _wal_frames(real)):
+        if not (readonly and disk_full(exc) and not _wal_frames(real)):
             raise
         # a full disk: no room for the WAL's shared-memory file, and no writer alive (no
         # WAL frames): the file as it stands, read without locks (a writer could not write)
@@ -367,15 +367,6 @@ def _first_read(con: sqlite3.Connection, path: Path, *, readonly: bool,
         if getattr(exc, "sqlite_errorcode", None) not in _DAMAGED:
             raise
         raise ProjectionDamaged(f"{path} is damaged ({exc})") from exc
-
-
-def no_shared_memory(exc: BaseException) -> bool:
-    """Whether `exc` is SQLite failing to make or grow a WAL file's `-shm` (no space left)."""
-    return getattr(exc, "sqlite_errorcode", None) in _SHM_ERRORS
-
-
-_SHM_ERRORS = (getattr(sqlite3, "SQLITE_IOERR_SHMSIZE", 4874),
-               getattr(sqlite3, "SQLITE_IOERR_SHMOPEN", 4618))
 
 
 def _wal_frames(real: Path) -> bool:

@@ -65,14 +65,17 @@ def busy(exc: BaseException) -> bool:
         "locked" in str(exc) or "busy" in str(exc))
 
 
+# SQLite's "no space left": a file could not grow, or a WAL file's `-shm` could not be made
+# or grown (SQLITE_IOERR_SHMSIZE, "disk I/O error": opening a WAL file needs room for it)
+_FULL = (sqlite3.SQLITE_FULL, getattr(sqlite3, "SQLITE_IOERR_SHMSIZE", 4874))
+
+
 def disk_full(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's or the OS's "no space left" (history.db could not grow)."""
     import errno
 
-    if isinstance(exc, sqlite3.OperationalError):  # (or no room for a WAL's -shm file)
-        return getattr(exc, "sqlite_errorcode", None) in (
-            sqlite3.SQLITE_FULL, getattr(sqlite3, "SQLITE_IOERR_SHMSIZE", 4874)) or (
-            "disk is full" in str(exc))
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) in _FULL or "disk is full" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 

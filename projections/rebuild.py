@@ -325,7 +325,7 @@ def swap(new: Path, live: Path, timeout: float = 30.0) -> None:
 
 
 GENERATION = ".g"  # history.db.g<token>: a published file; its -wal and -shm beside it
-SIDE_FILES = ("", "-wal", "-shm", "-journal")
+PLAIN_SIDE_FILES = ("-wal", "-shm", "-journal")  # of a plain history.db from before them
 
 
 def publish(new: Path, live: Path) -> Path:
@@ -344,7 +344,7 @@ def publish(new: Path, live: Path) -> Path:
         if not stale_gen.name.startswith(gen.name):
             with contextlib.suppress(OSError):
                 stale_gen.unlink()
-    for suffix in SIDE_FILES[1:]:
+    for suffix in PLAIN_SIDE_FILES:
         with contextlib.suppress(OSError):
             (live.parent / (live.name + suffix)).unlink()
     return gen
