@@ -5,7 +5,7 @@
 set -u
 # (and tmux, for the terminal browser's test under a real terminal: tests/test_tui_tmux.py)
 missing=""
-command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing="chromium"
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing=" chromium"
 command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
 if [ -z "$missing" ]; then
     exit 0
