@@ -136,3 +136,66 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
         con.execute("UPDATE agentlog.rank_terms SET avgdl = avgdl / 2")  # (as the owner)
     pgq.close_connections()
     check(answered_by_lists=0)
+
+
+def test_several_words_are_ranked_from_their_lists_as_from_every_match(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an AND of common words: the members of their lists that beat the sum of the bounds
+    # (projections.pg.bm25.walk) are exactly the head of the full ranking
+    import random
+
+    import psycopg
+
+    from projections.pg import rank
+
+    monkeypatch.setattr(rank, "HOT_DF", 20)
+    monkeypatch.setattr(rank, "CHAMPIONS", 25)
+    rng = random.Random(7)
+    vocab = ["okapi", "zebra", "lynx", "ibex", "tapir"]
+    kinds = ("message", "report", "progress", "approval")
+    msgs = []
+    for i in range(300):
+        words = [rng.choice(vocab[:3]) if rng.random() < 0.5 else rng.choice(vocab)
+                 for _ in range(rng.randrange(2, 14))] + [f"filler{rng.randrange(40)}"
+                                                          for _ in range(rng.randrange(0, 20))]
+        rng.shuffle(words)
+        msgs.append(MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
+                                body=" ".join(words), at=1_700_000_000_000 + i * 1000,
+                                project=f"/p{i % 3}"))
+    log = EventLog(tmp_path / "log")
+    append(log, msgs)
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("ANALYZE agentlog.documents")
+        while rank.make_lists(con):
+            pass
+        listed = {r[0] for r in con.execute("SELECT term FROM agentlog.rank_terms")}
+    assert set(vocab) <= listed
+    pgq.close_connections()
+    queries = ["okapi zebra", "zebra okapi", "lynx ibex tapir", "okapi okapi lynx",
+               "tapir ibex", "okapi zebra lynx ibex"]
+    walked = 0
+    for q in queries:
+        for flt, k in ((None, 1), (None, 5), (None, 20), ({"kind": "report"}, 3),
+                       ({"project": "/p1"}, 4)):
+            got = [(h["id"], h["snippet"]) for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+            walked += pgq.last_path() == "lists"
+            with monkeypatch.context() as m:
+                m.setattr(pgq, "_listed", lambda con: frozenset())
+                want = [(h["id"], h["snippet"])
+                        for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+                assert pgq.last_path() == "all"
+            assert got == want, (q, flt, k)
+    assert walked >= 10, walked  # most pages come from the lists
+    # a word's list dropped after the reader last looked (its cached set still names it):
+    # no bound, nothing certified, every match ranked; the same answers
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("DELETE FROM agentlog.rank_champions WHERE term = 'zebra'")
+        con.execute("DELETE FROM agentlog.rank_terms WHERE term = 'zebra'")
+    with monkeypatch.context() as m:
+        m.setattr(pgq, "_listed", lambda con: frozenset(vocab))
+        got = [h["id"] for h in pgq.search(pg_url, "okapi zebra", limit=5)["hits"]]
+        assert pgq.last_path() == "all"
+        m.setattr(pgq, "_listed", lambda con: frozenset())
+        assert got == [h["id"] for h in pgq.search(pg_url, "okapi zebra", limit=5)["hits"]]

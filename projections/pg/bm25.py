@@ -260,7 +260,38 @@ def every(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
     satisfying `where` (its parameters follow the returned ones), s = the bm25 of the FTS5
     terms `terms` (one per phrase, query order) × weight, negated: best first DESC."""
     head, strs = _stats(terms)
-    args: list[Any] = list(strs)
+    return _scored(head, strs, terms, query, ("agentlog.documents d", []), "", where)
+
+
+def walk(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
+    """(rid, s, at = lrow) of the matches of `query` that `every(terms, …)` ranks above
+    every document outside the words' champion lists: exactly the head of its ranking
+    (Fagin's threshold algorithm over the lists, as `projections.rank.multi` does for
+    history.db; every word of `terms` must have a list).
+
+    A document outside word i's list has v_i ≤ T_i = bound_i × max(1, avgdl_now /
+    avgdl_i) (the module docstring's certificate), so one in none of the lists scores
+    s = Σ idf_i × v_i ≤ U = Σ idf_i × T_i. The candidates — the members of any of the
+    lists — are scored exactly (f from each one's tsvector, as `every`) and those above U
+    (with the relative `MARGIN` for rounding) returned. A word whose list is gone since the
+    caller looked makes U NULL: nothing is returned, and the caller ranks every match."""
+    head, strs = _stats(terms)
+    bound = " + ".join(
+        f"ix.i{i} * (SELECT t.s * greatest(1.0::float8, st.a / t.avgdl)"
+        " FROM agentlog.rank_terms t WHERE t.term = %s)" for i in range(len(terms)))
+    head += f", ub AS MATERIALIZED (SELECT ({bound}) AS u FROM st CROSS JOIN ix) "
+    cand = ("(SELECT DISTINCT c.rid FROM agentlog.rank_champions c WHERE c.term = ANY(%s))"
+            " cand JOIN agentlog.documents d ON d.rid = cand.rid CROSS JOIN ub")
+    return _scored(head, [*strs, *terms], terms, query, (cand, [list(terms)]),
+                   f" AND s_of.s > ub.u + abs(ub.u) * {MARGIN}::float8", where)
+
+
+def _scored(head: str, head_args: list[str], terms: list[str], query: str,
+            source: tuple[str, list[Any]], above: str, where: str) -> tuple[str, list[Any]]:
+    """`every`'s and `walk`'s statement: the score of each document of `source` (its FROM
+    item with rows `d`, and its parameters) matching `query`, kept when `above` (a
+    condition on `s_of.s`) and `where` hold."""
+    args: list[Any] = [*head_args, *source[1]]
     fs = ", ".join(f"coalesce((d.tfx ->> %s)::float8, (max(array_length(u.positions, 1))"
                    f" FILTER (WHERE u.lexeme = %s))::float8, 0.0::float8) AS f{i}"
                    for i in range(len(terms)))
@@ -268,11 +299,12 @@ def every(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
         args += [t, t]
     score = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, ff.f{i}, d.dl::float8,"
                                          f" st.a)" for i in range(len(terms)))])
-    sql = (f"{head}SELECT d.rid, ({score}) * {WEIGHT} AS s, d.lrow AS at"
-           " FROM agentlog.documents d CROSS JOIN st CROSS JOIN ix"
+    sql = (f"{head}SELECT d.rid, s_of.s, d.lrow AS at"
+           f" FROM {source[0]} CROSS JOIN st CROSS JOIN ix"
            f" CROSS JOIN LATERAL (SELECT {fs} FROM unnest({ONLY.format(terms='%s::text[]')})"
            " u) ff"
-           " WHERE d.tsv @@ plainto_tsquery('simple', %s) AND " + where)
+           f" CROSS JOIN LATERAL (SELECT ({score}) * {WEIGHT} AS s) s_of"
+           f" WHERE d.tsv @@ plainto_tsquery('simple', %s){above} AND " + where)
     return sql, [*args, list(terms), query]
 
 

@@ -196,9 +196,11 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
         cov: list[Any] = []
         if _scored(con) and words:  # bm25 from the stored statistics (projections.pg.bm25)
             terms = _terms(tokens)
-            if (len(terms) == 1 and not subs and terms[0] == words[0]
-                    and terms[0] in _listed(con)):
-                inner, args = bm25.listed(terms[0], where)
+            if not subs and terms == words and set(terms) <= _listed(con):
+                # the head of the ranking from the champion lists: one word's members
+                # above its bound; several words' members above the sum of their bounds
+                inner, args = (bm25.listed(terms[0], where) if len(terms) == 1
+                               else bm25.walk(terms, " ".join(words), where))
                 hits = _ranked(con, inner, [*args, *params], n, tokens, cov)
                 _local.path = "lists"
                 if len(hits) >= n:
@@ -276,7 +278,9 @@ def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
     """Up to `n` de-duplicated hits of `inner` (rid, s, at), best first. One statement
     ranks and fetches a page; the coverage query rides in the same pipeline the first
     time (its rows are put in `cov`), so a search is one round trip unless
-    de-duplication needs another page."""
+    de-duplication needs another page. Never prepared: the best plan depends on the words
+    (psycopg prepares a statement run 5 times, and the server's generic plan for it then
+    scanned every match: a walk over the lists 23 -> 200 ms, bench/pg_search.py)."""
     sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
            f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
            " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
@@ -287,12 +291,12 @@ def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
     while len(hits) < n:
         if not cov:
             with con.pipeline():
-                cur = con.execute(sql, [*params, page, offset])
+                cur = con.execute(sql, [*params, page, offset], prepare=False)
                 cov_cur = con.cursor().execute(_COVERAGE)
             rows = cur.fetchall()
             cov.append(cov_cur.fetchall())
         else:
-            rows = con.execute(sql, [*params, page, offset]).fetchall()
+            rows = con.execute(sql, [*params, page, offset], prepare=False).fetchall()
         hits += _dedup(rows, n - len(hits), seen, tokens)
         if len(rows) < page:
             break
