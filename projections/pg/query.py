@@ -8,9 +8,10 @@ The query rules hold: at most 32 literal tokens, all required, nothing is query 
 parts of mixed tokens are ILIKE substrings served by the trigram index, with LIKE's
 metacharacters escaped). Ranking: FTS5's bm25 × role weight from stored statistics
 (`projections.pg.bm25`, schema step 6: history.db's scores and tie order) over EVERY match,
-best first; one word with a champion list is answered from the list when its members that
-beat the bound at today's statistics fill the page (exactly the full ranking's head,
-`projections.pg.rank`), else every match is ranked. Until every host was projected at
+best first; words that all have champion lists are answered from the lists when their
+members that beat the bound at today's statistics fill the page (one word: its bound,
+`projections.pg.rank`; several: the sum of the bounds, `bm25.walk`; exactly the full
+ranking's head), else every match is ranked. Until every host was projected at
 schema 3, `ts_rank` × role weight (`rank.SCORE`) over every match, ties newest first.
 Reads use a per-thread autocommit connection per URL, reopened once when the server
 dropped it.
