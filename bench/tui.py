@@ -37,7 +37,7 @@ QUERIES = ("refactor parser", "lmdb cursor error", "session index", "restore fun
 
 
 async def _type(app: object, queries: tuple[str, ...], agent: str | None,
-                gap: float) -> tuple[list[float], list[float]]:
+                gap: float) -> tuple[list[float], list[float], list[str]]:
     """Type each query one key every `gap` seconds (not waiting for the app); for each key,
     the time until the results drawn answer that query or a later one (a first page of the
     newest matches counts), and until the full ranking's answer is drawn."""
@@ -49,6 +49,7 @@ async def _type(app: object, queries: tuple[str, ...], agent: str | None,
     assert isinstance(app, BrowseApp)
     times: list[float] = []
     exact: list[float] = []
+    typed: list[str] = []  # the query as typed at each key
     drawn: list[tuple[float, str, bool]] = []  # (when, query, a first page only)
     shown = app._show_rows
 
@@ -85,7 +86,8 @@ async def _type(app: object, queries: tuple[str, ...], agent: str | None,
                           and query.startswith(q) and not part)
                 times.append(t1 - t0)
                 exact.append(t2 - t0)
-    return times, exact
+                typed.append(query[: i + 1])
+    return times, exact, typed
 
 
 def main() -> None:
@@ -97,6 +99,8 @@ def main() -> None:
                     help="seconds between keys (0.1: a fast typist)")
     ap.add_argument("--no-first-page", action="store_true",
                     help="never draw a first page while a slow full ranking runs (to compare)")
+    ap.add_argument("--slowest", type=int, default=5, metavar="N",
+                    help="name the N slowest keys (the query as typed) and their times")
     args = ap.parse_args()
     files, target, big = (600, 20 << 20, 0) if args.quick else (
         (6000, 250 << 20, 750) if args.gb else (6000, 250 << 20, 0))
@@ -126,7 +130,7 @@ def main() -> None:
         for agent in (None, "claude"):
             app = BrowseApp(h, projects=known_projects(h.history_db),
                             agents=list(search_agents()))
-            times, exact = asyncio.run(_type(app, QUERIES, agent, args.gap))
+            times, exact, typed = asyncio.run(_type(app, QUERIES, agent, args.gap))
             ms = [t * 1000 for t in times]
             full = [t * 1000 for t in exact]
             print(f"keystroke -> results drawn (agent={agent or 'any'}, {len(ms)} keys, one"
@@ -136,6 +140,9 @@ def main() -> None:
                   f" {pct(full, 50):.1f} ms, p95 {pct(full, 95):.1f} ms, max {max(full):.1f} ms;"
                   f" searches a newer key stopped:"
                   f" {app.interrupted}")
+            slow = sorted(zip(ms, typed, strict=True), reverse=True)[: args.slowest]
+            if slow:
+                print("  slowest keys: " + ", ".join(f"{q!r} {t:.0f} ms" for t, q in slow))
         print(f"load average: {load_average()}")
 
 

@@ -256,6 +256,52 @@ def test_a_newer_query_interrupts_the_slow_search_and_its_answer_is_drawn(
     assert app.interrupted >= 1
 
 
+def test_a_key_typed_while_its_search_runs_keeps_the_preview_waiting(
+        demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing is no rest: the preview the last answer asked for is not made while the next
+    key's search runs (it took the interpreter from that search and the drawing: a
+    keystroke waited ~300 ms on the 1 GB home, bench/tui.py). The next key's search is held
+    by a hook until the test lets it go."""
+    import sqlite3
+    import threading
+
+    from projections import query
+
+    go = threading.Event()
+    real = query.fts_search
+
+    def hooked(con: sqlite3.Connection, tokens: list[str], *args: Any,
+               **kwargs: Any) -> list[tuple[Any, ...]]:
+        if tokens == ["tangerine", "x"]:
+            go.wait(30)
+        return real(con, tokens, *args, **kwargs)
+
+    monkeypatch.setattr(query, "fts_search", hooked)
+    monkeypatch.setattr(app_module, "FIRST_AFTER", 3600.0)
+    app = app_of(demo_home)
+    made: list[str] = []
+    load = app._load
+    monkeypatch.setattr(app, "_load", lambda row, *a: (made.append(row.key), load(row, *a)))
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await pilot.press(*"tangerine")
+        await settle(pilot, lambda: "tangerine" in preview_text(app).lower())
+        await pilot.press("space")  # the same words: answered at once, a preview asked
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine ")
+        before = len(made)
+        await pilot.press("x")  # its search is held
+        await pilot.pause(6 * app_module.PREVIEW_DELAY)
+        assert len(made) == before, "a preview was made while a key's search ran"
+        go.set()
+        await settle(pilot, lambda: app.shown is not None and app.shown[0] == "tangerine x")
+        await pilot.press("escape")
+
+    try:
+        run(app, scenario)
+    finally:
+        go.set()
+
+
 def test_a_slow_ranking_draws_a_labelled_first_page_then_the_answer(
         demo_home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     """While a search ranks every match for longer than `FIRST_AFTER`, a first page (the
@@ -359,7 +405,7 @@ def test_a_preview_finished_after_the_user_left_is_dropped(demo_home: Home) -> N
 
     def late() -> None:
         try:
-            app._load(got[0], None, False, 80)
+            app._load(got[0], None, False, 80, app._keys)
         except BaseException as exc:  # the test reports it
             errors.append(exc)
 

@@ -136,6 +136,8 @@ class BrowseApp(App[model.Choice]):
         self.unfold = False
         self._window: model.Window | None = None
         self._pending: Timer | None = None
+        self._keys = 0  # queries asked (keystrokes, filter changes): a preview made before
+        # the latest is abandoned (`_load`)
         self.searches = 0  # searches answered (the first one catches history.db up)
         self._wake = threading.Condition()
         self._wanted: tuple[str, model.Filters] | None = None  # the next search to run
@@ -220,6 +222,13 @@ class BrowseApp(App[model.Choice]):
     def search(self) -> None:
         """Ask for the current query's results (the search thread runs the newest asked);
         the search in flight is stopped unless it asks the same (its words and filters)."""
+        # typing is no rest: a preview waiting for one is not started, one being made is
+        # abandoned (it would take the interpreter from the search and the drawing); the
+        # answer's drawing asks for it again
+        self._keys += 1
+        if self._pending is not None:
+            self._pending.stop()
+            self._pending = None
         with self._wake:
             self._wanted = self.current()
             self._asked = time.monotonic()
@@ -412,12 +421,14 @@ class BrowseApp(App[model.Choice]):
             return
         width = pane.size.width - 3
         unfold = self.unfold
-        self.run_worker(lambda: self._load(row, found, unfold, width), thread=True,
+        keys = self._keys
+        self.run_worker(lambda: self._load(row, found, unfold, width, keys), thread=True,
                         exclusive=True, group="preview")
 
     def _load(self, row: model.Row, found: model.Window | None, unfold: bool,
-              width: int) -> None:
-        """In a worker thread: read the window (unless given) and render its items."""
+              width: int, keys: int) -> None:
+        """In a worker thread: read the window (unless given) and render its items; given
+        up when a query is asked meanwhile (`keys` is no longer `_keys`)."""
         from cli.services.errors import AgentlogError
 
         if found is None and row.conversation is not None:
@@ -427,6 +438,8 @@ class BrowseApp(App[model.Choice]):
                 found = None
         drawn: list[tuple[Text, bool]] = []
         for i, item in enumerate(found.items if found is not None else []):
+            if self._keys != keys:  # (the answer's drawing asks for a preview again)
+                return
             hit = i == found.focus if found is not None else False
             drawn.append((as_text(render(item, unfold=unfold, hit=hit), width), hit))
         # a message, not call_from_thread: that raises once the app has stopped, and the user

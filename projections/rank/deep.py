@@ -304,13 +304,15 @@ def crossed(con: sqlite3.Connection, terms: list[str]) -> bool:
 
 Deep = tuple[float, float, float, "array[int]", "array[int]", "array[int]", Weights,
              set[int], list[tuple[int, int, int, float]], dict[str, bytes]]
+# (tau, tavgdl, the blob as stored, stale docs, adds, the other terms' cross columns as
+# stored): what `load` reads, before any decompression
+Raw = tuple[float, float, bytes, set[int], list[tuple[int, int, int, float]], dict[str, bytes]]
 
 
-def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
-    """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
-    first, stale docs, adds as (doc, f, D, w), cross columns of the other `terms`).
-    Read-only."""
-    out: dict[str, Deep] = {}
+def read(con: sqlite3.Connection, terms: list[str]) -> dict[str, Raw]:
+    """Per word with a deep list, its rows as stored (`Raw`; `decode` unpacks the blob
+    and the columns). Read-only."""
+    out: dict[str, Raw] = {}
     if not terms or not has_deep(con):
         return out
     marks = ",".join("?" * len(terms))
@@ -318,19 +320,38 @@ def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
     for t, tau, tavgdl, blob in con.execute(
             "SELECT d.term, d.tau, d.tavgdl, b.data FROM rank_deep d JOIN rank_deep_blob b"
             f" ON b.term = d.term WHERE d.term IN ({marks})", terms):
-        avgdl, docs, fs, dls, ws = unpack(bytes(blob))
         stale = {int(r[0]) for r in con.execute(
             "SELECT doc FROM rank_deep_stale WHERE term = ?", (t,))}
         adds = [(int(d), int(f), int(dl), float(w)) for d, f, dl, w in con.execute(
             "SELECT doc, f, dl, w FROM rank_deep_add WHERE term = ?", (t,))]
         cross: dict[str, bytes] = {}
         if crossed:
-            for other, data in con.execute(
-                    "SELECT other, data FROM rank_deep_cross WHERE term = ?"
-                    f" AND other IN ({marks})", [t, *terms]):
-                column = zlib.decompress(bytes(data))
-                if len(column) == len(docs):
-                    cross[str(other)] = column
-        out[str(t)] = (float(tau), float(tavgdl), avgdl, docs, fs, dls, ws, stale, adds,
-                       cross)
+            cross = {str(other): bytes(data) for other, data in con.execute(
+                "SELECT other, data FROM rank_deep_cross WHERE term = ?"
+                f" AND other IN ({marks})", [t, *terms])}
+        out[str(t)] = (float(tau), float(tavgdl), bytes(blob), stale, adds, cross)
+    return out
+
+
+def decode(blob: bytes, cross: dict[str, bytes]) -> tuple[
+        float, array[int], array[int], array[int], Weights, dict[str, bytes]]:
+    """`unpack(blob)` and the cross columns decompressed (a column of another length than
+    the blob's is left out)."""
+    avgdl, docs, fs, dls, ws = unpack(blob)
+    columns = {}
+    for other, data in cross.items():
+        column = zlib.decompress(data)
+        if len(column) == len(docs):
+            columns[other] = column
+    return avgdl, docs, fs, dls, ws, columns
+
+
+def load(con: sqlite3.Connection, terms: list[str]) -> dict[str, Deep]:
+    """Per word with a deep list: (tau, tavgdl, the blob's avgdl, docs, f, D, w best
+    first, stale docs, adds as (doc, f, D, w), cross columns of the other `terms`).
+    Read-only."""
+    out: dict[str, Deep] = {}
+    for t, (tau, tavgdl, blob, stale, adds, cross) in read(con, terms).items():
+        avgdl, docs, fs, dls, ws, columns = decode(blob, cross)
+        out[t] = (tau, tavgdl, avgdl, docs, fs, dls, ws, stale, adds, columns)
     return out
