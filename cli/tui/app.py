@@ -36,7 +36,6 @@ Promises:
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -183,12 +182,6 @@ class BrowseApp(App[model.Choice]):
         table.add_column("project", width=PROJECT_CHARS)
         table.add_column("text")
         self.query_one("#query", Input).focus()
-        # what is alive now (the imports, the widget tree) lives as long as the app: out of
-        # the cyclic collector's reach, whose full passes walked it all while a search ran
-        # (on the 1 GB home 7 of them in 160 keys, up to 51 ms each, and 0.4 s of younger
-        # passes: bench/tui.py)
-        gc.collect()
-        gc.freeze()
         # plain threads, not workers: they live as long as the app (a worker is a task that
         # ends); on_unmount stops them and waits for a list step to commit
         self._threads = [threading.Thread(target=self._searcher, name="browse-search",
@@ -233,9 +226,7 @@ class BrowseApp(App[model.Choice]):
         # abandoned (it would take the interpreter from the search and the drawing); the
         # answer's drawing asks for it again
         self._keys += 1
-        if self._pending is not None:
-            self._pending.stop()
-            self._pending = None
+        self._stop_pending()
         with self._wake:
             self._wanted = self.current()
             self._asked = time.monotonic()
@@ -416,9 +407,14 @@ class BrowseApp(App[model.Choice]):
         """Show `row`'s conversation once the results stay still for `PREVIEW_DELAY` s
         (typing fast draws no preview for the queries passed on the way)."""
         self.previewed = row.key
+        self._stop_pending()
+        self._pending = self.set_timer(PREVIEW_DELAY, lambda: self._start_preview(row))
+
+    def _stop_pending(self) -> None:
+        """The preview waiting for the highlight to rest is not started."""
         if self._pending is not None:
             self._pending.stop()
-        self._pending = self.set_timer(PREVIEW_DELAY, lambda: self._start_preview(row))
+            self._pending = None
 
     def _start_preview(self, row: model.Row, found: model.Window | None = None) -> None:
         self._pending = None

@@ -215,48 +215,11 @@ class _State:
             self.lists[u].head() - self.lists[u].top))
         li = self.lists[t]
         end = min(len(li.order), li.at + step)
-        others = [(u, li.cross[u]) for u in self.words if u != t and u in li.cross]
-        if len(others) == len(self.words) - 1:  # every other word's f in the cross columns
-            self._visit_crossed(t, li, others, li.order[li.at : end])
-        else:
-            for d in li.order[li.at : end]:
-                if d in li.members:
-                    self.visit(d)
+        for d in li.order[li.at : end]:
+            if d in li.members:
+                self.visit(d)
         li.at = end
         self.update_walk()
-
-    def _visit_crossed(self, t: str, li: _List, others: list[tuple[str, bytes]],
-                       docs: list[int]) -> None:
-        """`visit` of each of `docs` (entries of `t`'s deep list, which carries every other
-        word's f): the same scores, without asking every list for each document. A member
-        of another list takes its f from there (as `visit`); an entry whose cross f is not
-        kept, or a member that is not the list's own entry (an add), goes through `visit`."""
-        seen, lists, phrases, scored = self.seen, self.lists, self.phrases, self.scored
-        insort = bisect.insort
-        for d in docs:
-            if d in seen:
-                continue
-            hit = li.members.get(d)
-            if hit is None:
-                continue
-            f, dl, w, i = hit
-            if i < 0:
-                self.visit(d)
-                continue
-            known = {t: f}
-            for u, column in others:
-                other = lists[u].members.get(d)
-                fu = other[0] if other is not None else column[i]
-                if fu == 0 or fu >= deep.UNKNOWN:  # (`visit` says what these mean)
-                    break
-                known[u] = fu
-            else:
-                seen.add(d)
-                self.visits += 1
-                score = _score([known[p] for p in phrases], dl, w, self.idfs, self.a_now)
-                insort(scored, (-score, -d))
-                continue
-            self.visit(d)
 
     def best_unsure(self) -> float:
         return -self.unsure[0][0] if self.unsure else float("-inf")
@@ -375,7 +338,7 @@ def _deep_base(t: str, words: list[str], blob: bytes, stored: dict[str, bytes]) 
     blob and columns (keyed by their bytes, so a list made again or a column added is a
     new entry): typing one query after another re-reads the rows but no longer decodes
     and gathers ~20,000 entries a word (~10 ms each on the 1 GB home). Read only."""
-    key = (t, blob, tuple(sorted((u, c) for u, c in stored.items() if u != t)),
+    key = (t, blob, tuple(sorted(stored.items())),
            tuple(sorted(set(words))))  # (which entries are walked depends on the words)
     with _bases_lock:
         got = _bases.get(key)
