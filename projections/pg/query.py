@@ -202,7 +202,8 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
                 # above its bound; several words' members above the sum of their bounds
                 inner, args = (bm25.listed(terms[0], where) if len(terms) == 1
                                else bm25.walk(terms, " ".join(words), where))
-                hits = _ranked(con, inner, [*args, *params], n, tokens, cov)
+                hits = _ranked(con, inner, [*args, *params], n, tokens, cov,
+                               prepare=None if len(terms) == 1 else False)
                 _local.path = "lists"
                 if len(hits) >= n:
                     return {"engine": ENGINE, "hits": hits, "coverage": _coverage_of(cov[0])}
@@ -275,13 +276,14 @@ def last_path() -> str | None:
 
 
 def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
-            cov: list[Any]) -> list[dict[str, Any]]:
+            cov: list[Any], prepare: bool | None = None) -> list[dict[str, Any]]:
     """Up to `n` de-duplicated hits of `inner` (rid, s, at), best first. One statement
     ranks and fetches a page; the coverage query rides in the same pipeline the first
     time (its rows are put in `cov`), so a search is one round trip unless
-    de-duplication needs another page. Never prepared: the best plan depends on the words
-    (psycopg prepares a statement run 5 times, and the server's generic plan for it then
-    scanned every match: a walk over the lists 23 -> 200 ms, bench/pg_search.py)."""
+    de-duplication needs another page. `prepare` is psycopg's (None: prepared once run 5
+    times, which saves the planning, ~1.5 ms a search; False for the multi-word walk, whose
+    best plan depends on the words: the server's generic plan for it scanned every match,
+    23 -> 200 ms, bench/pg_search.py)."""
     sql = (f"SELECT {', '.join('d.' + c for c in _HIT_COLS)} FROM agentlog.documents d"
            f" JOIN (SELECT rid, s, at FROM ({inner}) c ORDER BY s DESC, at DESC, rid DESC"
            " LIMIT %s OFFSET %s) t ON t.rid = d.rid ORDER BY t.s DESC, t.at DESC, t.rid DESC")
@@ -292,12 +294,12 @@ def _ranked(con: Any, inner: str, params: list[Any], n: int, tokens: list[str],
     while len(hits) < n:
         if not cov:
             with con.pipeline():
-                cur = con.execute(sql, [*params, page, offset], prepare=False)
+                cur = con.execute(sql, [*params, page, offset], prepare=prepare)
                 cov_cur = con.cursor().execute(_COVERAGE)
             rows = cur.fetchall()
             cov.append(cov_cur.fetchall())
         else:
-            rows = con.execute(sql, [*params, page, offset], prepare=False).fetchall()
+            rows = con.execute(sql, [*params, page, offset], prepare=prepare).fetchall()
         hits += _dedup(rows, n - len(hits), seen, tokens)
         if len(rows) < page:
             break
