@@ -285,6 +285,55 @@ def test_cross_columns_score_deep_members_without_their_text(
     con.close()
 
 
+def test_crossed_lists_scored_as_arrays_answer_as_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
+) -> None:
+    """`use_arrays` (browse): every crossed entry scored at once, bit for bit FTS5's score;
+    the entries whose f a column does not keep, the adds, the new and the changed still
+    counted exactly; the same answers as the walk."""
+    monkeypatch.setattr(multi, "FULL_BELOW", 10**9)
+    monkeypatch.setattr(multi, "RELEASE", 2)  # (several releases on a small list)
+    monkeypatch.setattr(multi, "ARRAYS", False)  # (restored after the test)
+    monkeypatch.setattr(rank_deep, "UNKNOWN", 2)  # f >= 2 is not kept: visited instead
+    con = _listed(tmp_path / "h.db", 60)
+    words = ["fix", "error", "more"]
+    assert cross(con) >= 3
+    queries = [(words, k, flt) for k in (2, 3, 20) for flt in (Filters(), Filters(session="s1"))]
+    queries += [(["fix", "more"], 20, Filters())]
+
+    def answers() -> list[list[int] | None]:
+        out = []
+        for ws, k, flt in queries:
+            accept = lambda sc, b, f=flt, n=k: certified(con, sc, b, f, n)  # noqa: E731
+            hits = multi.search(con, ws, accept)
+            out.append(None if hits is None else ids(hits))
+            check(con, ws, flt, k)  # every state certified and FTS5's scores
+        return out
+
+    for change in range(3):
+        monkeypatch.setattr(multi, "ARRAYS", False)
+        walked = answers()
+        multi.use_arrays()
+        st = multi._prepare(con, words, rank_tokens.texts_of)
+        assert st is not None and st.held is not None  # scored as arrays: nothing to walk
+        assert all(li.at == len(li.order) for li in st.lists.values())
+        assert st.walk_bound == float("-inf")
+        if change == 0:  # entries with f >= UNKNOWN in some column (visited, unless
+            assert any(not li.columns.known.all()  # scored from another list)
+                       for li in st.lists.values() if li.columns is not None)
+        assert answers() == walked
+        assert any(a is not None for a in walked)
+        if change == 0:  # new and changed documents the lists have not folded
+            _put(con, 7, "fix fix error more", "user", "s1")
+            _put(con, 501, "fix error error more", "user", "s2")
+        elif change == 1:  # folded: stale marks and adds
+            con.execute("BEGIN")
+            champions.refresh(con, force=True)
+            con.execute("COMMIT")
+            assert con.execute("SELECT count(*) FROM rank_deep_add").fetchone()[0] >= 1
+    con.close()
+
+
 def test_stale_marks_of_documents_a_list_does_not_hold_are_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep_lists: None
 ) -> None:

@@ -7,8 +7,9 @@ reference scores are equal, and each id's score the reference's (within 1e-12, r
 Checked: the champion lists of one word (`champions.candidates`: the certified candidates,
 whose v = weight x g is the reference score over -idf, one factor for every document), of
 several words (`multi.search`, every state of its threshold walk, with and without deep
-lists and their cross columns), the ranking of a word's matches the lists are made from
-(`scan.ranked_all`, on threads, weight floors pruned), the split full ranking
+lists and their cross columns, walked or scored as arrays), the ranking of a word's
+matches the lists are made from (`scan.ranked_all`, on threads, weight floors pruned), the
+split full ranking
 (`split.pages`, on threads), and the door the query layer calls (`rank.top`, with a
 filter): after a rebuild's `build`, with new, changed and deleted documents not folded yet,
 after the fold, and after the idle upkeep (`step`). Real SQLite FTS5; the lists' sizes are
@@ -63,6 +64,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(champions, "FRESH_MAX", 10_000)
     monkeypatch.setattr(deep, "DEEP_SHARE", 1)
     monkeypatch.setattr(deep, "DEEP_MAX", 8)
+    monkeypatch.setattr(deep, "UNKNOWN", 3)  # cross columns keep f of 1 and 2 only
     monkeypatch.setattr(multi, "FULL_BELOW", 0)
     monkeypatch.setattr(multi, "PER_MATCH", 1e-6)
     monkeypatch.setattr(scan, "PRUNE_AT", 0)
@@ -134,14 +136,20 @@ def one_word(con: sqlite3.Connection, word: str) -> bool:
 
 def several_words(con: sqlite3.Connection, words: list[str]) -> int:
     """Every state of the threshold walk (its certified candidates: -s beats the threshold)
-    against the reference; the states seen."""
+    against the reference, walked one entry at a time and with crossed deep lists scored
+    as arrays (`multi.use_arrays`); the states seen."""
     states: list[tuple[list[tuple[float, int]], float]] = []
 
     def accept(scored: list[tuple[float, int]], threshold: float) -> None:
         states.append((list(scored), threshold))
         return None  # never enough: the walk goes on as far as it can
 
-    multi.search(con, words, accept)
+    try:
+        multi.search(con, words, accept)
+        multi.use_arrays()
+        multi.search(con, words, accept)
+    finally:
+        multi.ARRAYS = False
     ref = reference(con, words)
     for scored, threshold in states:
         same_head([(-v, r) for v, r in scored if v > threshold], ref)

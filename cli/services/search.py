@@ -126,6 +126,15 @@ def embed(home: Home, *, seconds: float | None = None, again: bool = False,
             "folder": str(home.meaning_dir)}
 
 
+def many_searches() -> None:
+    """This process will search many times (`agentlog browse`): pay the ranking's array
+    import once now, so that an AND of common words scores its deep lists at once
+    (`projections.rank.multi.use_arrays`) instead of walking them one entry at a time."""
+    from projections.rank import multi
+
+    multi.use_arrays()
+
+
 def keep_lists(home: Home) -> bool:
     """One bounded step (~0.2 s) of making the ranking lists history.db still wants
     (`projections.catchup.make_some_lists`, the capture loop's idle step): a rebuild makes

@@ -242,8 +242,10 @@ class BrowseApp(App[model.Choice]):
         """The search thread: one search at a time, the newest query asked for next; one
         read connection for the app's life (this thread's, `projections.query._open`); each
         search stoppable by its `Cancel` (`search` stops one a newer query supersedes)."""
+        from cli.services.search import many_searches
         from projections.errors import Interrupted
 
+        many_searches()  # (while the app draws itself: before the first key)
         last: model.Rows | None = None
         while True:
             with self._wake:

@@ -13,8 +13,15 @@ value of `ROLE_WEIGHT` or the default 1.0.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypeVar
 
 from projections.ranking import ROLE_WEIGHT
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+Num = TypeVar("Num", float, "NDArray[np.float64]")  # one value, or an array of them
 
 K1 = 1.2
 B = 0.75
@@ -26,8 +33,9 @@ def weight(role: object, kind: object) -> float:
     return ROLE_WEIGHT.get(key, 1.0) if isinstance(key, str) else 1.0
 
 
-def tf(f: float, dl: float, avgdl: float) -> float:
-    """bm25's term-frequency part, in FTS5's operation order (fts5_aux.c)."""
+def tf(f: Num, dl: Num, avgdl: float) -> Num:
+    """bm25's term-frequency part, in FTS5's operation order (fts5_aux.c); of arrays
+    elementwise, the same operations in the same order (so the same doubles)."""
     return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * dl / avgdl))
 
 

@@ -20,6 +20,13 @@ With deep lists (projections.rank.deep) the lists are walked best first (Fagin's
 with their cross columns a member's other f are read, not tokenized, and entries lacking a
 query word are never visited.
 
+With arrays (`use_arrays`: long-lived processes, which pay numpy's import once) and every
+word's deep list crossed, the walk is not taken: every entry of every list is scored at
+once from its f, D and weight (`bm25.tf` on arrays: the same formula, the same operation
+order, so the same doubles), and the scored are released to `accept` best first in
+growing batches, the best of the held ones bounding the rest; entries with an f a cross
+column does not keep and the adds are visited one by one as in the walk.
+
 Promises: scores are FTS5's formula in its operation order (bit-identical doubles); idf
 needs each word's exact document count now: `rank_terms.df` is the count as of `wm`
 (build/refresh keep it so) plus the new and changed documents' hits minus the hits of their
@@ -39,17 +46,25 @@ import sqlite3
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from projections.cancel import check as stop_point
 from projections.rank import bm25, champions, deep
 from projections.rank import tokens as fts_tokens
+
+if TYPE_CHECKING:
+
+    import numpy as np
+    from numpy.typing import NDArray
 
 MAX_TOKENIZE = 1_000  # candidates a query tokenizes at most; beyond: rank every match
 MAX_VISITS = 20_000  # list members a query bounds one by one at most; beyond: the same
 MAX_VISITS_CROSSED = 100_000  # ... when the words' deep lists carry each other's f
 FULL_BELOW = 5_000  # fewer matches expected (words independent): ranking them all is cheaper
 PER_MATCH = 32  # expected matches per candidate a query may tokenize (ranking one is ~30x cheaper)
+
+ARRAYS = False  # crossed deep lists scored as arrays (`use_arrays`), not walked one by one
+RELEASE = 64  # scored entries of the arrays handed to the walk first (doubling)
 
 Accept = Callable[[list[tuple[float, int]], float], list[tuple[Any, ...]] | None]
 
@@ -60,6 +75,16 @@ def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) ->
     for f, i in zip(fs, idfs, strict=True):
         score += i * bm25.tf(float(f), float(dl), avgdl)
     return -((-1.0 * score) * w)
+
+
+def use_arrays() -> None:
+    """Score crossed deep lists as arrays from now on, in this process (numpy imported
+    now: ~70-100 ms once, more than a one-shot command's whole walk; `agentlog browse`,
+    `mcp` and `serve` call it at start, before their first search)."""
+    global ARRAYS
+    import numpy  # noqa: F401
+
+    ARRAYS = True
 
 
 def search(
@@ -90,6 +115,9 @@ def search(
             tried = n
         if threshold <= st.bound:
             return None
+        if st.holding() and st.held_next() >= max(st.walk_bound, st.best_unsure()):
+            st.release()
+            continue
         if st.walk_bound >= st.best_unsure():
             if st.visits > st.max_visits:  # ranking every match is likely cheaper
                 return None
@@ -107,6 +135,15 @@ def search(
             fs = [freq.get((t, r), 0) for t in st.phrases]
             if all(fs):
                 st.add(_score(fs, sizes[r], bm25.weight(role, kind), st.idfs, st.a_now), r)
+
+
+class Columns(NamedTuple):
+    """A crossed deep list's entries holding every query word, as arrays in walk order."""
+    docs: NDArray[np.int64]
+    f: dict[str, NDArray[np.float64]]  # each query word's f (the list's own and crossed)
+    dl: NDArray[np.float64]
+    w: NDArray[np.float64]
+    known: NDArray[np.bool_]  # every crossed f kept (below `deep.UNKNOWN`)
 
 
 _ADDED = (0, 0, 0.0, -1)  # (f, D, w, entry) of no entry of the list
@@ -127,6 +164,8 @@ class _List:
         self.order: list[int] = []  # members in walk order (best first at a_ref) ...
         self.extra: list[int] = []  # ... and the members not in it (visited first)
         self.at = 0
+        self.columns: Columns | None = None  # the order's entries as arrays (ARRAYS)
+        self.dropped: set[int] = set()  # docs whose blob entry is no member now (columns)
 
     def head(self) -> float:
         """A bound of v (now) of every member from the walk's position on. Only the
@@ -154,6 +193,9 @@ class _State:
         self.walk_bound = 0.0
         self.visits = self.tokenized = 0
         self.max_visits = MAX_VISITS
+        # (-s, docs) of the entries scored as arrays and not released yet, in no order
+        self.held: tuple[NDArray[np.float64], NDArray[np.int64]] | None = None
+        self.release_n = RELEASE
 
     def add(self, score: float, d: int) -> None:
         bisect.insort(self.scored, (-score, -d))
@@ -224,8 +266,70 @@ class _State:
     def best_unsure(self) -> float:
         return -self.unsure[0][0] if self.unsure else float("-inf")
 
+    def holding(self) -> bool:
+        return self.held is not None and len(self.held[0]) > 0
+
+    def held_next(self) -> float:
+        """Every scored entry not released yet has -s <= this."""
+        if self.held is None or not len(self.held[0]):
+            return float("-inf")
+        return -float(self.held[0].min())
+
+    def release(self) -> None:
+        """Hand the best `release_n` of the held (and any tied with the last of them) to
+        `scored`; the next batch twice as large. A partition, not a sort of them all: a
+        query mostly needs the first batch or two."""
+        import numpy as np
+
+        assert self.held is not None
+        keys, docs = self.held
+        if self.release_n < len(keys):
+            cut = np.partition(keys, self.release_n - 1)[self.release_n - 1]
+            out = keys <= cut  # (an entry of several lists has one key: all on one side)
+            self.held = (keys[~out], docs[~out])
+            keys, docs = keys[out], docs[out]
+        else:
+            self.held = None
+        for key, d in set(zip(keys.tolist(), docs.tolist(), strict=True)):
+            bisect.insort(self.scored, (key, -d))
+        self.release_n *= 2
+
+    def score_all(self, wm: int) -> None:
+        """Score every entry of the lists' columns at once (every list is crossed) and
+        hold them; the few whose crossed f is not kept are visited. Every list is walked
+        to its end then."""
+        import numpy as np
+
+        keys, docs, unknown = [], [], []
+        for li in self.lists.values():
+            c = li.columns
+            assert c is not None
+            live = c.docs <= wm
+            if li.dropped:  # (a table: the dropped are few, the entries 20,000)
+                live &= ~np.isin(c.docs, np.fromiter(li.dropped, np.int64, len(li.dropped)),
+                                 kind="table")
+            unknown.extend(c.docs[live & ~c.known].tolist())
+            ok = live & c.known
+            dl = c.dl[ok]
+            total: NDArray[np.float64] | float = 0.0
+            for t, i in zip(self.phrases, self.idfs, strict=True):
+                total = total + i * bm25.tf(c.f[t][ok], dl, self.a_now)
+            keys.append((-1.0 * total) * c.w[ok])  # -(-s): `_score`'s operations
+            docs.append(c.docs[ok])
+            li.at = len(li.order)
+        self.held = (np.concatenate(keys), np.concatenate(docs))
+        # the documents a visit may meet (members: entries a column does not fully know,
+        # adds) are seen if scored here: visits never score them again
+        met = {d for li in self.lists.values() for d in li.members}
+        if met:
+            held = self.held[1]
+            self.seen.update(held[np.isin(held, np.fromiter(met, np.int64, len(met)),
+                                          kind="table")].tolist())
+        for d in unknown:
+            self.visit(d)
+
     def threshold(self) -> float:
-        return max(self.bound, self.walk_bound, self.best_unsure())
+        return max(self.bound, self.walk_bound, self.best_unsure(), self.held_next())
 
     def pop_unsure(self, n: int, floor: float) -> list[int]:
         out: list[int] = []
@@ -290,6 +394,8 @@ def _prepare(con: sqlite3.Connection, tokens: list[str],
         if all(fs):
             st.add(_score(fs, sizes[r], bm25.weight(role, kind), idfs, a_now), r)
     st.seen.update(skip)
+    if all(li.columns is not None for li in lists.values()):
+        st.score_all(wm)  # (ARRAYS and every list crossed)
     first, *rest = sorted(lists.values(), key=lambda li: len(li.members))
     for d in set(first.members).intersection(*(li.members.keys() for li in rest)):
         st.visit(d)  # in every list: scored from them
@@ -362,19 +468,71 @@ def _deep_base(t: str, words: list[str], blob: bytes, stored: dict[str, bytes]) 
     return got
 
 
+def _deep_columns(t: str, words: list[str], blob: bytes, stored: dict[str, bytes]
+                  ) -> tuple[float, dict[str, bytes], Columns,
+                             dict[int, tuple[int, int, float, int]]] | None:
+    """`t`'s crossed deep list as arrays (ARRAYS): (the blob's avgdl, the cross columns,
+    the entries holding every word of `words` as `Columns`, members as (f, D, w, entry)
+    of only the entries a column does not know every f of: the ones `score_all` visits).
+    None when a column is missing or of another length than the blob. Decoded at each
+    query (~2-3 ms a word on the 1 GB home). Read only."""
+    import numpy as np
+
+    a_blob, docs, fs, dls, ws, cross = deep.decode(blob, stored)
+    if any(u != t and u not in cross for u in words):
+        return None
+    n = len(docs)
+    f: dict[str, NDArray[np.float64]] = {}
+    raw = {u: np.frombuffer(cross[u], dtype=np.uint8) for u in words if u != t}
+    keep = np.ones(n, dtype=bool)
+    for column in raw.values():
+        keep &= column != 0  # the entries lacking a word are no match
+    known = np.ones(int(keep.sum()), dtype=bool)
+    for u, column in raw.items():
+        kept = column[keep]
+        known &= kept < deep.UNKNOWN
+        f[u] = kept.astype(np.float64)
+    f[t] = np.frombuffer(fs, dtype=np.int64)[keep].astype(np.float64)
+    weights = np.asarray(ws.kinds, dtype=np.float64)[np.frombuffer(ws.codes, np.uint8)[keep]]
+    entry = np.flatnonzero(keep)
+    columns = Columns(np.frombuffer(docs, dtype=np.int64)[keep], f,
+                      np.frombuffer(dls, dtype=np.int64)[keep].astype(np.float64), weights,
+                      known)
+    members = {}
+    for i in entry[~known].tolist():
+        members[docs[i]] = (fs[i], dls[i], ws[i], i)
+    return a_blob, cross, columns, members
+
+
 def _lists(con: sqlite3.Connection, words: list[str],
            rows: dict[str, tuple[float, float, int]], wm: int, skip: set[int],
            a_now: float) -> dict[str, _List]:
-    """Each word's deep list when it has one, else its champion list."""
+    """Each word's deep list when it has one, else its champion list; with ARRAYS and
+    every word's deep list crossed, their `Columns` (no walk order then)."""
     loaded = deep.read(con, words)
+    arrayed: dict[str, tuple[float, dict[str, bytes], Columns,
+                             dict[int, tuple[int, int, float, int]]]] = {}
+    if ARRAYS and all(t in loaded for t in words):
+        for t in words:
+            _, _, blob, _, _, stored = loaded[t]
+            got = _deep_columns(t, words, blob, stored)
+            if got is None:
+                arrayed = {}
+                break
+            arrayed[t] = got
     out = {}
     for t in words:
         stop_point(con)
         if t in loaded:
             tau, tavgdl, blob, stale, adds, stored = loaded[t]
-            a_blob, cross, order, base = _deep_base(t, words, blob, stored)
+            li_columns = None
+            if arrayed:
+                a_blob, cross, li_columns, base = arrayed[t]
+                order: list[int] = []
+            else:
+                a_blob, cross, order, base = _deep_base(t, words, blob, stored)
             li = _List(tau * max(1.0, a_now / tavgdl) * (1 + champions.MARGIN), a_blob, a_now)
-            li.cross, li.order = cross, order
+            li.cross, li.order, li.columns = cross, order, li_columns
             members = dict(base)
             for d in [d for d in members if d > wm]:  # (made after wm: those are fresh)
                 del members[d]
@@ -384,6 +542,8 @@ def _lists(con: sqlite3.Connection, words: list[str],
                 if d <= wm:
                     members[d] = (f, dl, w, -1)
                     li.extra.append(d)
+            # (the blob's entries that are no members as they are: columns skip them)
+            li.dropped = stale | {d for d, _, _, _ in adds} | skip
         else:
             tau, a_ref, _ = rows[t]
             li = _List(tau * max(1.0, a_now / a_ref) * (1 + champions.MARGIN), a_ref, a_now)
