@@ -129,10 +129,10 @@ def embed(home: Home, *, seconds: float | None = None, again: bool = False,
 def many_searches() -> None:
     """This process will search many times (`agentlog browse`): pay the ranking's array
     import once now, so that an AND of common words scores its deep lists at once
-    (`projections.rank.multi.use_arrays`) instead of walking them one entry at a time."""
-    from projections.rank import multi
+    (`projections.rank.use_arrays`) instead of walking them one entry at a time."""
+    from projections import rank
 
-    multi.use_arrays()
+    rank.use_arrays()
 
 
 def keep_lists(home: Home) -> bool:

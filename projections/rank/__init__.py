@@ -87,6 +87,12 @@ def certified(con: sqlite3.Connection, words: list[str], limit: int,
     return multi.search(con, words, accept)
 
 
+def use_arrays() -> None:
+    """This process searches many times: score crossed deep lists as arrays from now on
+    (`multi.use_arrays`; numpy's import paid now, once)."""
+    multi.use_arrays()
+
+
 def certify(limit: int, take: Take) -> Accept:
     """The certificate: of candidates (v, rowid) best first, only those beating the bound of
     every other match count, and they must make `limit` hits (after the caller's filters and
