@@ -13,15 +13,17 @@ value of `ROLE_WEIGHT` or the default 1.0.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from projections.ranking import ROLE_WEIGHT
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (only then: a TypeVar of a string would compile it on the +1's path)
+    from typing import TypeVar
+
     import numpy as np
     from numpy.typing import NDArray
 
-Num = TypeVar("Num", float, "NDArray[np.float64]")  # one value, or an array of them
+    Num = TypeVar("Num", float, NDArray[np.float64])  # one value, or an array of them
 
 K1 = 1.2
 B = 0.75

@@ -46,7 +46,7 @@ import sqlite3
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from projections.cancel import check as stop_point
 from projections.rank import bm25, champions, deep
@@ -137,13 +137,18 @@ def search(
                 st.add(_score(fs, sizes[r], bm25.weight(role, kind), st.idfs, st.a_now), r)
 
 
-class Columns(NamedTuple):
-    """A crossed deep list's entries holding every query word, as arrays in walk order."""
-    docs: NDArray[np.int64]
-    f: dict[str, NDArray[np.float64]]  # each query word's f (the list's own and crossed)
-    dl: NDArray[np.float64]
-    w: NDArray[np.float64]
-    known: NDArray[np.bool_]  # every crossed f kept (below `deep.UNKNOWN`)
+class Columns:
+    """A crossed deep list's entries holding every query word, as arrays in walk order:
+    docs, each query word's f (the list's own and crossed), D, weights, and whether every
+    crossed f is kept (below `deep.UNKNOWN`). (A plain class: a NamedTuple would compile
+    its annotations when this module loads, on the +1's path.)"""
+
+    __slots__ = ("dl", "docs", "f", "known", "w")
+
+    def __init__(self, docs: NDArray[np.int64], f: dict[str, NDArray[np.float64]],
+                 dl: NDArray[np.float64], w: NDArray[np.float64],
+                 known: NDArray[np.bool_]) -> None:
+        self.docs, self.f, self.dl, self.w, self.known = docs, f, dl, w, known
 
 
 _ADDED = (0, 0, 0.0, -1)  # (f, D, w, entry) of no entry of the list
