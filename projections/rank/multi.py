@@ -53,7 +53,6 @@ from projections.rank import bm25, champions, deep
 from projections.rank import tokens as fts_tokens
 
 if TYPE_CHECKING:
-
     import numpy as np
     from numpy.typing import NDArray
 
@@ -79,8 +78,8 @@ def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) ->
 
 def use_arrays() -> None:
     """Score crossed deep lists as arrays from now on, in this process (numpy imported
-    now: ~70-100 ms once, more than a one-shot command's whole walk; `agentlog browse`,
-    `mcp` and `serve` call it at start, before their first search)."""
+    now: ~70-100 ms once, more than a one-shot command's whole walk; `agentlog browse`'s
+    search thread calls it at start, before the first key)."""
     global ARRAYS
     import numpy  # noqa: F401
 
