@@ -456,3 +456,25 @@ def test_a_cancel_stops_the_walk_at_its_next_stop_point(tmp_path: Path) -> None:
     assert multi.search(con, ["fix", "error"], lambda s, b: asked.append(1)) is None
     assert len(asked) >= 1
     con.close()
+
+
+def test_a_servers_first_search_arms_the_arrays_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agentlog mcp` and `serve` call `many_searches_soon` after each search: the first
+    call imports numpy on a thread of its own and turns the arrays on; the later ones start
+    nothing."""
+    import threading
+
+    from cli.services import search as search_service
+
+    monkeypatch.setattr(multi, "ARRAYS", False)
+    monkeypatch.setattr(search_service, "_arrays_asked", [])
+    before = set(threading.enumerate())
+    search_service.many_searches_soon()
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] in (["agentlog-arrays"], [])  # (it may be done already)
+    for t in started:
+        t.join(30)
+    assert multi.ARRAYS
+    before = set(threading.enumerate())
+    search_service.many_searches_soon()
+    assert not [t for t in threading.enumerate() if t not in before]

@@ -30,6 +30,7 @@ from cli.mcp.stdio import guarded_stdio
 from cli.services import calls
 from cli.services.config import Home
 from cli.services.errors import AgentlogError, BadInput
+from cli.services.search import many_searches_soon
 
 log = logging.getLogger("agentlog.mcp")
 
@@ -276,6 +277,8 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         begin()
+        if home.postgres is None:  # a client lists the tools once, long before it searches
+            many_searches_soon()
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -284,6 +287,8 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
         try:
             # In a worker thread: a long call (answer: true) must not stall pings.
             result = await anyio.to_thread.run_sync(call_tool, home, params.name, dict(args))
+            if params.name == "search_history" and home.postgres is None:
+                many_searches_soon()  # (once: numpy's import, after this first answer)
             return _result(result)
         except AgentlogError as exc:
             return _error(str(exc))

@@ -135,6 +135,22 @@ def many_searches() -> None:
     rank.use_arrays()
 
 
+_arrays_asked: list[bool] = []  # many_searches_soon was called in this process
+
+
+def many_searches_soon() -> None:
+    """A server will search many times (`agentlog mcp` once a client listed its tools or
+    searched, `serve` after its first search): `many_searches` on a thread of its own, once
+    a process, after that answer rather than at start (the start-up stays as it was; a
+    search made while numpy imports walks, and shares the interpreter with the import)."""
+    if _arrays_asked:
+        return
+    _arrays_asked.append(True)
+    import threading
+
+    threading.Thread(target=many_searches, name="agentlog-arrays", daemon=True).start()
+
+
 def keep_lists(home: Home) -> bool:
     """One bounded step (~0.2 s) of making the ranking lists history.db still wants
     (`projections.catchup.make_some_lists`, the capture loop's idle step): a rebuild makes

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from cli.services import calls
 from cli.services.config import Home
 from cli.services.errors import AgentlogError, BadInput
+from cli.services.search import many_searches_soon
 
 SEARCH_PARAMS = ("q", *calls.FILTER_KEYS, "limit", "mode", "group", "answer")
 
@@ -88,8 +89,9 @@ def search(request: Request) -> dict[str, Any]:
         raise BadRequest("missing parameter 'q'")
     # An empty filter field (as a form sends it) means "no filter".
     filters = {k: p[k] for k in calls.FILTER_KEYS if p.get(k)}
-    return calls.search(
-        _home(request),
+    home = _home(request)
+    found = calls.search(
+        home,
         p["q"],
         filters or None,
         p.get("limit") or None,
@@ -97,6 +99,9 @@ def search(request: Request) -> dict[str, Any]:
         mode=p.get("mode") or None,
         group=p.get("group") or None,
     )
+    if home.postgres is None:
+        many_searches_soon()  # (once: numpy's import, after this first answer)
+    return found
 
 
 @endpoint
