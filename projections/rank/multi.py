@@ -79,7 +79,8 @@ def _score(fs: list[int], dl: int, w: float, idfs: list[float], avgdl: float) ->
 def use_arrays() -> None:
     """Score crossed deep lists as arrays from now on, in this process (numpy imported
     now: ~70-100 ms once, more than a one-shot command's whole walk; `agentlog browse`'s
-    search thread calls it at start, before the first key)."""
+    search thread calls it at start, `mcp` and `serve` after an answer:
+    `cli.services.search.many_searches_soon`)."""
     global ARRAYS
     import numpy  # noqa: F401
 
