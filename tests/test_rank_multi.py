@@ -66,9 +66,9 @@ def fts5_scores(con: sqlite3.Connection, words: list[str]) -> dict[int, float]:
 
 
 def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bool:
-    """The answer equals the full ranking's; every certified candidate's score is FTS5's,
-    bit for bit, and every other match is under the threshold it was certified against.
-    True when the lists answered."""
+    """The answer equals the full ranking's, walked and scored as arrays; every certified
+    candidate's score is FTS5's, bit for bit, and every other match is under the threshold
+    it was certified against. True when the lists answered."""
     full = ids(search.fts_search(con, words, flt, k, lists=False))
     assert ids(search.fts_search(con, words, flt, k)) == full
     seen: list[tuple[list[tuple[float, int]], float]] = []
@@ -78,6 +78,11 @@ def check(con: sqlite3.Connection, words: list[str], flt: Filters, k: int) -> bo
         return certified(con, scored, threshold, flt, k)
 
     hits = multi.search(con, words, accept)
+    try:  # crossed lists scored as arrays (browse, mcp, serve): the same answer
+        multi.use_arrays()
+        assert multi.search(con, words, accept) == hits
+    finally:
+        multi.ARRAYS = False
     ref = fts5_scores(con, words)
     for scored, threshold in seen:
         for v, rid in scored:
@@ -478,3 +483,22 @@ def test_a_servers_first_search_arms_the_arrays_once(monkeypatch: pytest.MonkeyP
     before = set(threading.enumerate())
     search_service.many_searches_soon()
     assert not [t for t in threading.enumerate() if t not in before]
+
+
+def test_the_walk_never_chooses_a_list_walked_to_its_end() -> None:
+    """A list walked to its end has head 0; another list's head may have fallen far below
+    its T (a deep list's bound carried to a longer mean length). Chosen by head - T alone,
+    the finished list won again and again: the walk made no progress and the search never
+    returned (seen twice in the suite, on random examples)."""
+    done = multi._List(10.0, 10.0, 10.0)
+    done.members, done.order, done.at = {1: (1, 10, 1.0, 0)}, [1], 1
+    left = multi._List(100.0, 10.0, 10.0)  # its members' v (~1) far below its T (100)
+    left.members = {2: (1, 10, 1.0, 0), 3: (1, 10, 1.0, 0)}
+    left.order = [2, 3]
+    st = multi._State({"a": done, "b": left}, ["a", "b"], ["a", "b"], [1.0, 1.0], 10.0,
+                      bound=110.0, budget=0)
+    assert done.head() - done.top > left.head() - left.top  # (what chose `done` before)
+    st.walk()
+    assert left.at == 2 and st.visits == 2
+    st.walk()  # every list at its end: nothing to do, and the walk says so
+    assert st.walk_bound == float("-inf")

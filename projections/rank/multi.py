@@ -257,8 +257,19 @@ class _State:
         self.walk_bound = w * (1 + champions.MARGIN) + self.bound * champions.MARGIN
 
     def walk(self, step: int = 256) -> None:
-        """Visit the next `step` members of the list whose head keeps the bound highest."""
-        t = max(self.lists, key=lambda u: self.weight_of[u] * (
+        """Visit the next `step` members of the list whose head keeps the bound highest,
+        among the lists not walked to their end (a list walked to its end but chosen again
+        would stop the walk for good: its head, 0, can outrank another list's head that
+        has fallen below that list's T)."""
+        live = []
+        for u, lu in self.lists.items():
+            lu.head()  # (moves past the adds at the walk's position)
+            if lu.at < len(lu.order):
+                live.append(u)
+        if not live:
+            self.update_walk()
+            return
+        t = max(live, key=lambda u: self.weight_of[u] * (
             self.lists[u].head() - self.lists[u].top))
         li = self.lists[t]
         end = min(len(li.order), li.at + step)
