@@ -353,14 +353,14 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     lists = con.execute("SELECT count(*), count(tau) FROM rank_terms").fetchone()
     made = "made (cached file)" if cached else (
         f"made by the rebuild (budget {champions.BUILD_BUDGET} x documents matches)")
-    deep = con.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
+    held = con.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
                        "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
         if deep.has_deep(con) else (0, 0, 0)
     cross = con.execute("SELECT count(DISTINCT term), coalesce(sum(length(data)), 0)"
                         " FROM rank_deep_cross").fetchone() if con.execute(
         "SELECT 1 FROM sqlite_master WHERE name = 'rank_deep_cross'").fetchone() else (0, 0)
     print(f"ranking: {lists[0]} words in > {champions.HOT_DF:,} documents, {lists[1]} lists {made};"
-          f" {deep[0]} deep lists ({deep[1]:,} documents, {deep[2] / 1e6:.1f} MB), {cross[0]}"
+          f" {held[0]} deep lists ({held[1]:,} documents, {held[2] / 1e6:.1f} MB), {cross[0]}"
           f" with cross columns ({cross[1] / 1e6:.1f} MB)")
     sets = {
         "rare": [f"uniq{rng.randrange(n):08d}" for _ in range(nq)],
@@ -440,26 +440,26 @@ def ranking(db_path: Path, vocab: list[str], n: int, nq: int, *, cached: bool = 
     wcon = dbm.connect(db_path)
     t0 = time.perf_counter()
     wcon.execute("BEGIN")
-    made = champions.build(wcon, budget=champions.BUILD_BUDGET * n)
+    built = champions.build(wcon, budget=champions.BUILD_BUDGET * n)
     wcon.execute("ROLLBACK")
     wcon.close()
-    print(f"ranking: the rebuild's share (champions.build with its budget, {made} lists) took"
+    print(f"ranking: the rebuild's share (champions.build with its budget, {built} lists) took"
           f" {time.perf_counter() - t0:.1f} s")
     con = dbm.connect(db_path, readonly=True)
     con.close()
     wcon = dbm.connect(db_path)
     t0 = time.perf_counter()
     wcon.execute("BEGIN")
-    made = champions.make_wanted(wcon, None)
+    others = champions.make_wanted(wcon, None)
     wcon.execute("COMMIT")
     size = wcon.execute("SELECT count(*) FROM rank_champions").fetchone()[0]
-    deep = wcon.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
+    held = wcon.execute("SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(sum(length("
                         "data)), 0) FROM rank_deep_blob) FROM rank_deep").fetchone() \
         if deep.has_deep(wcon) else (0, 0, 0)
     wcon.close()
-    print(f"ranking: made the other {made} lists in {time.perf_counter() - t0:.1f} s"
-          f" ({size:,} champion rows; {deep[0]} deep lists, {deep[1]:,} documents,"
-          f" {deep[2] / 1e6:.1f} MB)")
+    print(f"ranking: made the other {others} lists in {time.perf_counter() - t0:.1f} s"
+          f" ({size:,} champion rows; {held[0]} deep lists, {held[1]:,} documents,"
+          f" {held[2] / 1e6:.1f} MB)")
     wcon = dbm.connect(db_path)
     t0, c0 = time.perf_counter(), time.process_time()
     crossed = 0
