@@ -558,8 +558,8 @@ def _lists(con: sqlite3.Connection, words: list[str],
                 if d <= wm:
                     members[d] = (f, dl, w, -1)
                     li.extra.append(d)
-            # (the blob's entries that are no members as they are: columns skip them)
-            li.dropped = stale | {d for d, _, _, _ in adds} | skip
+            if arrayed:  # (the blob's entries that are no members as they are)
+                li.dropped = stale | {d for d, _, _, _ in adds} | skip
         else:
             tau, a_ref, _ = rows[t]
             li = _List(tau * max(1.0, a_now / a_ref) * (1 + champions.MARGIN), a_ref, a_now)
