@@ -312,8 +312,8 @@ class _State:
 
     def score_all(self, wm: int) -> None:
         """Score every entry of the lists' columns at once (every list is crossed) and
-        hold them; the few whose crossed f is not kept are visited. Every list is walked
-        to its end then."""
+        hold them; the few whose crossed f is not kept are visited. (Their lists have no
+        walk order: nothing is left to walk.)"""
         import numpy as np
 
         keys, docs, unknown = [], [], []
@@ -332,7 +332,6 @@ class _State:
                 total = total + i * bm25.tf(c.f[t][ok], dl, self.a_now)
             keys.append((-1.0 * total) * c.w[ok])  # -(-s): `_score`'s operations
             docs.append(c.docs[ok])
-            li.at = len(li.order)
         self.held = (np.concatenate(keys), np.concatenate(docs))
         # the documents a visit may meet (members: entries a column does not fully know,
         # adds) are seen if scored here: visits never score them again
