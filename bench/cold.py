@@ -23,6 +23,10 @@ Columns (whole processes, interleaved when `--reps` > 1; the best of each is com
 Each column starts from the same state (`settle`, untimed): earlier writes flushed, the
 sources read once into the page cache.
 
+Disk (issue 32's goal: history.db + log <= 85 % of the source bytes): the blocks each
+agentlog home (this tree's, a baseline's) holds in history.db and the log after the capture,
+against the bytes captured; claude-session-search's index against its Claude bytes.
+
 Sizes (the synthetic home `bench/capture.write_home` writes into --src when it is missing):
 small ~30 MB in 150 files (a first weeks' home, issue 32); quick ~47 MB in 6,000 files;
 mid ~317 MB (`write_home(src, 6000, 250 << 20, 50)`: the home of issue 13's quiet figures in
@@ -120,7 +124,15 @@ def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
     s_s, s_cpu, found = _run([*cli, "search", PROBE, "--json"], env, "search", tree)
     return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
             "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
-            "db_mb": (home / "history.db").stat().st_size / 1e6}
+            "db_mb": (home / "history.db").stat().st_size / 1e6,
+            "disk": (_allocated((home / "history.db").resolve()), _allocated(home / "log"))}
+
+
+def _allocated(path: Path) -> int:
+    """Bytes a file or folder occupies on disk (what `du` counts)."""
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
 def redaction_off(work: Path, roots: dict[str, Path], env: dict[str, str],
@@ -171,7 +183,7 @@ def css_column(work: Path, py: Path, claude: Path) -> dict[str, Any]:
     # its first answer, as agentlog's column has one: the same probe, a whole process
     s_s, s_cpu, found = _run([str(py), "-c", css_query(), PROBE], env, "cc_search query")
     return {"wall": wall, "cpu": cpu, "search": s_s, "search_cpu": s_cpu,
-            "hits": int(json.loads(found)["total"])}
+            "hits": int(json.loads(found)["total"]), "disk": _allocated(fake / ".cc-search")}
 
 
 def floor_column(work: Path, roots: dict[str, Path]) -> dict[str, Any]:
@@ -324,6 +336,16 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
               f" {a['wall'] / (c['wall'] + c['search']):.2f}x (goal <= 1.0)")
     else:
         print("  claude-session-search: skipped (not installed)")
+    source = sum(sizes.values()) * 1e6
+    for name, col in (("agentlog", a), (f"baseline {baseline}", best.get("base"))):
+        if col is not None:
+            db_b, log_b = col["disk"]
+            print(f"  disk, {name}: history.db {db_b / 1e6:.1f} MB + log {log_b / 1e6:.1f} MB ="
+                  f" {100 * (db_b + log_b) / source:.1f} % of the {source / 1e6:.0f} MB captured"
+                  f" ({100 * db_b / source:.1f} + {100 * log_b / source:.1f}; goal <= 85 %)")
+    if "css" in best:
+        print(f"  disk, claude-session-search's index: {best['css']['disk'] / 1e6:.1f} MB ="
+              f" {100 * best['css']['disk'] / (sizes['claude'] * 1e6):.1f} % of its Claude bytes")
     f = best["floor"]
     print(f"  single-thread floor (read + SHA-256 + LMDB append + parse + bare FTS5 insert):"
           f" {f['wall']:.1f} s (CPU {f['cpu']:.1f} s)")

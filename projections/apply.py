@@ -35,6 +35,7 @@ from projections import redact, secrets
 from projections.rows import (
     MESSAGE_KINDS,
     ORD_SPAN,
+    SESSION_THREADS,
     Applier,
     Row,
     agent_family,
@@ -42,6 +43,7 @@ from projections.rows import (
     put_document,
     put_row,
     run_basename,
+    run_log_session,
 )
 
 
@@ -168,18 +170,18 @@ def _run(con: sqlite3.Connection, st: StoredEvent) -> None:
     })
     # Run metadata connects CLI transcripts and run log chunks to their job.
     if ev.session:
-        need_index(con, "documents_session")
+        need_index(con, "documents_conv")
         con.execute(
             "UPDATE document_rows SET job = ?"
-            " WHERE session = ? AND job IS NULL AND kind = 'transcript'",
+            f" WHERE thread IN ({SESSION_THREADS}) AND job IS NULL AND kind = 'transcript'",
             (ev.job, ev.session),
         )
     need_index(con, "documents_run")
     con.execute(
-        "UPDATE document_rows SET job = ?, session = coalesce(session, ?), at = ?"
-        " WHERE run = ? AND kind = 'run' AND role = 'log'",
-        (ev.job, ev.session, ev.started_at, base),
+        "UPDATE document_rows SET job = ?, at = ? WHERE run = ? AND kind = 'run' AND role = 'log'",
+        (ev.job, ev.started_at, base),
     )
+    run_log_session(con, base, ev.session)
 
 
 def _alias(con: sqlite3.Connection, st: StoredEvent) -> None:

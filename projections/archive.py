@@ -24,7 +24,14 @@ from typing import Any
 from eventlog.digest import sha256
 from eventlog.events import SessionArchived, TurnsImported
 from eventlog.records import StoredEvent
-from projections.rows import ORD_SPAN, Applier, agent_family, need_index, put_document
+from projections.rows import (
+    ORD_SPAN,
+    SESSION_THREADS,
+    Applier,
+    agent_family,
+    need_index,
+    put_document,
+)
 from projections.transcripts import conversation_of
 
 
@@ -100,9 +107,10 @@ def _turns_imported(con: sqlite3.Connection, st: StoredEvent) -> None:
 def _session_archived(con: sqlite3.Connection, st: StoredEvent) -> None:
     ev = st.event
     assert isinstance(ev, SessionArchived)
-    need_index(con, "documents_session")
+    need_index(con, "documents_conv")
     con.execute(
-        "UPDATE document_rows SET archived = 1 WHERE project = ? AND session = ?"
+        "UPDATE document_rows SET archived = 1 WHERE project = ?"
+        f" AND thread IN ({SESSION_THREADS})"
         " AND kind = 'transcript' AND at <= ? AND archived = 0",
         (ev.project, ev.session, ev.newest_at),
     )

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 # 9: text stored once, compressed (document_rows.body, the `documents` view); contentless FTS
 # 10: full-text triggers guarded by fts_live(rowid), so catch-up indexes a batch in one go
 # 11: transcript rows of records without a time of their own marked (extra = UNDATED)
-SCHEMA_VERSION = 11
+# 12: a row's conversation and session kept once per pair, in `threads` (`document_rows.thread`)
+SCHEMA_VERSION = 12
 BULK_HASHSIZE = 16 * 1024 * 1024  # FTS5 term hash in a rebuild: bounds its peak RSS (a cold
 # capture runs it beside the capture and the parse process: their summed RSS is the goal)
 DEFAULT_HASHSIZE = 1024 * 1024
@@ -78,12 +79,17 @@ sqlite3.register_adapter(bytes, bytes)
 
 # The columns of the `documents` view (what every reader sees): the stored row, with `source`
 # and `text` decoded. `documents_indexed_by` gives the same rows through a forced index.
+# `session` and `conversation` are the row's thread's (`threads`: a row keeps the thread's
+# number, ~2 bytes, where the two strings took ~80 and their indexes as much again); a query
+# by either goes through `threads`' own indexes, then `documents_conv` (thread, at, ord).
 _VIEW_COLUMNS = (
-    "r.rowid AS rowid, id, kind, agent, at, project, session, job, run, message, cursor,"
-    " conversation, role, tool, subagent, subagent_name, title, archived, seq, ord,"
+    "r.rowid AS rowid, id, kind, agent, at, project, t.session AS session, job, run, message,"
+    " cursor, t.conversation AS conversation, role, tool, subagent, subagent_name, title,"
+    " archived, seq, ord,"
     " (SELECT s.source FROM doc_sources s WHERE s.id = r.source_id) AS source, sender, extra,"
     " CASE WHEN typeof(body) = 'text' THEN body ELSE doc_text(body) END AS text"
 )
+_VIEW_ROWS = "document_rows r{by} JOIN threads t ON t.thread = r.thread"
 
 _DOCUMENTS = """
 CREATE TABLE document_rows(
@@ -92,8 +98,10 @@ CREATE TABLE document_rows(
   kind TEXT NOT NULL,
   agent TEXT NOT NULL,
   at INTEGER NOT NULL,
-  project TEXT, session TEXT, job TEXT, run TEXT, message TEXT, cursor TEXT,
-  conversation TEXT, role TEXT, tool TEXT, subagent TEXT, subagent_name TEXT, title TEXT,
+  project TEXT,
+  thread INTEGER NOT NULL DEFAULT 0,  -- threads.thread: the row's conversation and session
+  job TEXT, run TEXT, message TEXT, cursor TEXT,
+  role TEXT, tool TEXT, subagent TEXT, subagent_name TEXT, title TEXT,
   archived INTEGER NOT NULL DEFAULT 0,
   seq INTEGER,
   ord INTEGER,
@@ -103,8 +111,14 @@ CREATE TABLE document_rows(
   body NOT NULL  -- the text, stored once (projections/body.py); last: other columns never
                  -- walk a long body's pages
 );
-CREATE VIEW documents AS SELECT {view} FROM document_rows r;
+CREATE VIEW documents AS SELECT {view} FROM {rows};
 CREATE TABLE doc_sources(id INTEGER PRIMARY KEY, source TEXT NOT NULL UNIQUE);
+-- (conversation, session) pairs, each once (`projections.rows.thread_id`); thread 0 is
+-- (NULL, NULL), the default of a row written without either
+CREATE TABLE threads(thread INTEGER PRIMARY KEY, conversation TEXT, session TEXT);
+CREATE INDEX threads_conv ON threads(conversation, session);
+CREATE INDEX threads_session ON threads(session);
+INSERT INTO threads(thread) VALUES (0);
 CREATE TABLE aliases(
   alias TEXT NOT NULL, session TEXT NOT NULL, agent TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY(alias, session)
@@ -164,7 +178,7 @@ CREATE TABLE checkpoint(
   last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL,
   schema_version INTEGER NOT NULL, parser_version TEXT NOT NULL, engine TEXT NOT NULL
 );
-""".replace("{view}", _VIEW_COLUMNS)
+""".replace("{view}", _VIEW_COLUMNS).replace("{rows}", _VIEW_ROWS.format(by=""))
 
 
 def documents_indexed_by(index: str) -> str:
@@ -172,7 +186,7 @@ def documents_indexed_by(index: str) -> str:
     takes no INDEXED BY; SQLite flattens this subquery and keeps the forced index)."""
     if not index.isidentifier():
         raise ValueError(f"not an index name: {index!r}")
-    return f"(SELECT {_VIEW_COLUMNS} FROM document_rows r INDEXED BY {index})"
+    return f"(SELECT {_VIEW_COLUMNS} FROM {_VIEW_ROWS.format(by=' INDEXED BY ' + index)})"
 
 
 # Both full-text indexes are contentless: the text is stored once, in `document_rows.body`.
@@ -275,6 +289,7 @@ class Connection(sqlite3.Connection):
     alias_cache: dict[str, str]
     ord_next: list[int]
     source_ids: dict[str, int]
+    thread_ids: dict[tuple[Any, Any], int]
     text_memo: list[Any]
     fts_after: list[int]  # [-1]: index every write now; [n]: rows above n wait (defer_fts)
     bulk_fts: BulkFeed | None  # a bulk load's full-text feed (projections/fts_bulk.py)
@@ -287,6 +302,7 @@ class Connection(sqlite3.Connection):
         self.alias_cache = {}
         self.ord_next = [0, 0]
         self.source_ids = {}
+        self.thread_ids = {}
         self.text_memo = [None, None]
         self.fts_after = [-1]
         self.bulk_fts = None

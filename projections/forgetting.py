@@ -16,6 +16,10 @@ from pathlib import Path
 
 from projections.errors import QueryError
 
+# the stored rows with their thread's session (`t.session`); read without the `documents`
+# view, whose text needs this process's `doc_text`
+_ROWS = "document_rows r JOIN threads t ON t.thread = r.thread"
+
 
 def _connect(db: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -25,7 +29,7 @@ def session_id(db: Path, given: str) -> str | None:
     """`given` as a session id: exact, an alias, or a unique prefix of at least 6."""
     con = _connect(db)
     try:
-        if con.execute("SELECT 1 FROM document_rows WHERE session = ? LIMIT 1",
+        if con.execute(f"SELECT 1 FROM {_ROWS} WHERE t.session = ? LIMIT 1",
                        (given,)).fetchone():
             return given
         rows = con.execute("SELECT DISTINCT session FROM aliases WHERE alias = ?",
@@ -34,8 +38,8 @@ def session_id(db: Path, given: str) -> str | None:
             return str(rows[0][0])
         if len(given) >= 6:
             rows = con.execute(
-                "SELECT DISTINCT session FROM document_rows WHERE session >= ? AND session < ?"
-                " LIMIT 2", (given, given + "\uffff")).fetchall()
+                f"SELECT DISTINCT t.session FROM {_ROWS} WHERE t.session >= ?"
+                " AND t.session < ? LIMIT 2", (given, given + "\uffff")).fetchall()
             if len(rows) == 1:
                 return str(rows[0][0])
             if len(rows) > 1:
@@ -49,7 +53,7 @@ def sessions_of_project(db: Path, project: str) -> list[str]:
     con = _connect(db)
     try:
         rows = con.execute(
-            "SELECT session FROM document_rows WHERE project = ? AND session IS NOT NULL"
+            f"SELECT t.session FROM {_ROWS} WHERE r.project = ? AND t.session IS NOT NULL"
             " UNION SELECT session FROM sessions WHERE project = ?", (project, project))
         return sorted(str(r[0]) for r in rows)
     finally:
@@ -76,12 +80,12 @@ def sources_of(db: Path, sessions: list[str]) -> tuple[dict[str, str], set[str]]
         con.execute("CREATE TEMP TABLE gone(session TEXT PRIMARY KEY)")
         con.executemany("INSERT OR IGNORE INTO gone VALUES (?)", [(s,) for s in sessions])
         rows = con.execute(
-            "SELECT s.id, s.source FROM doc_sources s WHERE s.id IN (SELECT DISTINCT source_id"
-            " FROM document_rows WHERE session IN (SELECT session FROM gone))").fetchall()
+            "SELECT s.id, s.source FROM doc_sources s WHERE s.id IN (SELECT DISTINCT"
+            f" r.source_id FROM {_ROWS} WHERE t.session IN (SELECT session FROM gone))").fetchall()
         for sid, source in rows:
             other = con.execute(
-                "SELECT 1 FROM document_rows WHERE source_id = ? AND session IS NOT NULL AND"
-                " session NOT IN (SELECT session FROM gone) LIMIT 1", (sid,)).fetchone()
+                f"SELECT 1 FROM {_ROWS} WHERE r.source_id = ? AND t.session IS NOT NULL AND"
+                " t.session NOT IN (SELECT session FROM gone) LIMIT 1", (sid,)).fetchone()
             if other is None:
                 got = con.execute("SELECT root, path FROM sources WHERE source = ?",
                                   (source,)).fetchone()

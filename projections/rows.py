@@ -40,7 +40,12 @@ AGENTS = registry.search_agents()  # readers/registry.py, then "other"
 # form by tests/test_rows_type.py)
 new_row = tuple.__new__
 COLUMNS: tuple[str, ...] = Row._fields
-_STORED = tuple({"source": "source_id", "text": "body"}.get(c, c) for c in COLUMNS)
+# The stored form of a row (`_stored_of`): the columns in order, `session` replaced by the
+# number of the row's (conversation, session) pair in `threads` (`thread_id`) and
+# `conversation` left out, `source` as its `doc_sources` id, `text` as its body
+_SESSION, _CONV = COLUMNS.index("session"), COLUMNS.index("conversation")
+_STORED = tuple({"source": "source_id", "text": "body", "session": "thread"}.get(c, c)
+                for c in COLUMNS if c != "conversation")
 _INSERT = (
     "INSERT OR IGNORE INTO "
     f"document_rows({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))})"
@@ -62,26 +67,31 @@ _SHARED = tuple(i for i, c in enumerate(COLUMNS) if c in (
     "subagent_name", "title", "archived", "seq", "source", "sender", "extra"))
 _OWN = tuple(i for i in range(len(COLUMNS)) if i not in _SHARED)
 assert _OWN == (0, 3, 4, 9, 11, 12, 18, 22)  # `_insert_all` spells them out (no call a row)
-_shared_of = itemgetter(*_SHARED)
+_shared_of = itemgetter(*(i for i in _SHARED if i != _CONV))  # session's place: the thread
+# the stored columns' places in COLUMNS (the thread's is session's)
+_STORED_AT = tuple(i for i in range(len(COLUMNS)) if i != _CONV)
+_SHARED_STORED = tuple(i for i in _SHARED if i != _CONV)
 
 
 def _shared_values(k: int) -> str:
-    """The VALUES of a `k`-row INSERT binding the `_SHARED` columns once (?1..)."""
-    own = len(_SHARED) + 1  # each row's own values follow, in `_OWN` order
+    """The VALUES of a `k`-row INSERT binding the shared columns once (?1..)."""
+    own = len(_SHARED_STORED) + 1  # each row's own values follow, in `_OWN` order
     return ", ".join("(" + ", ".join(
-        f"?{_SHARED.index(i) + 1}" if i in _SHARED else f"?{own + r * len(_OWN) + _OWN.index(i)}"
-        for i in range(len(COLUMNS))) + ")" for r in range(k))
+        f"?{_SHARED_STORED.index(i) + 1}" if i in _SHARED_STORED
+        else f"?{own + r * len(_OWN) + _OWN.index(i)}" for i in _STORED_AT) + ")"
+        for r in range(k))
 
 
 _SHARED_SQL = {k: _INSERT.split(" VALUES ")[0] + " VALUES " + _shared_values(k) for k in _MULTI}
 _KEEP_ON_UPDATE = ("id", "ord", "archived")
-_UPDATE_IDX = [i for i, c in enumerate(COLUMNS) if c not in _KEEP_ON_UPDATE]
+_UPDATE_IDX = [i for i, c in enumerate(_STORED) if c not in _KEEP_ON_UPDATE]
 _UPDATE = (
     "UPDATE document_rows SET "
     f"{', '.join(_STORED[i] + ' = ?' for i in _UPDATE_IDX)} WHERE rowid = ?"
 )
 _SOURCE = COLUMNS.index("source")
-_ARCHIVED = COLUMNS.index("archived")
+_SOURCE_STORED = _STORED.index("source_id")
+_ARCHIVED_STORED = _STORED.index("archived")
 
 
 def agent_family(name: object) -> str:
@@ -136,14 +146,17 @@ def stored_bodies(texts: list[str]) -> list[str | bytes]:
     return pack_many([bounded(t) for t in texts])
 
 
-# A row's stored form, the values `_INSERT` binds: the row with its source's `doc_sources` id
-# for `source` and its body for `text` (one slice and one small tuple: `_stored_of`)
+# A row's stored form, the values `_INSERT` binds: the row with its thread's number for
+# `session`, no `conversation`, its source's `doc_sources` id for `source` and its body for
+# `text` (slices and small tuples: `_stored_of`)
 Stored = tuple[Any, ...]
 assert COLUMNS[_SOURCE:] == ("source", "sender", "extra", "text")
+assert (_SESSION, _CONV) == (5, 10)  # `_stored_of` and `_insert_all` spell out the slices
 
 
-def _stored_of(row: Row, sid: int | None, body: str | bytes) -> Stored:
-    return row[:_SOURCE] + (sid, row[-3], row[-2], body)  # noqa: RUF005 (fewer instructions)
+def _stored_of(row: Row, tid: int, sid: int | None, body: str | bytes) -> Stored:
+    return (row[:5] + (tid,) + row[6:10]  # noqa: RUF005 (fewer instructions)
+            + row[11:_SOURCE] + (sid, row[-3], row[-2], body))
 
 
 def put_row(
@@ -166,7 +179,8 @@ def put_row(
     memo = getattr(con, "text_memo", None)
     if memo is not None and isinstance(body, bytes):
         memo[0], memo[1] = body, text  # the triggers' doc_text(new.body): no decompression
-    values = _stored_of(row, source_id(con, row[_SOURCE]), body)
+    values = _stored_of(row, thread_id(con, row[_CONV], row[_SESSION]),
+                        source_id(con, row[_SOURCE]), body)
     feed = getattr(con, "bulk_fts", None)  # a rebuild's load: projections/fts_bulk.py
     cur = con.execute(_INSERT, values)
     if cur.rowcount == 1:  # a new id (the common case: one statement)
@@ -184,14 +198,14 @@ def _over(con: sqlite3.Connection, values: Stored, text: str, policy: str,
           set_archived: bool, feed: Any) -> int:
     """`put_row` of a row (stored form) whose id is already written: by `policy`."""
     existing = con.execute(_EXISTING, (values[0],)).fetchone()
-    if policy == "keep" or (policy == "same_source" and existing[1] != values[_SOURCE]):
+    if policy == "keep" or (policy == "same_source" and existing[1] != values[_SOURCE_STORED]):
         return 0
     con.execute(_UPDATE, [*(values[i] for i in _UPDATE_IDX), existing[0]])
     if feed is not None:
         feed.put(int(existing[0]), text, unpack(existing[2]))
     if set_archived:
         con.execute("UPDATE document_rows SET archived = ? WHERE rowid = ?",
-                    (values[_ARCHIVED], existing[0]))
+                    (values[_ARCHIVED_STORED], existing[0]))
     return int(existing[0])
 
 
@@ -214,8 +228,11 @@ def put_rows(con: sqlite3.Connection, rows: list[Row],
     texts: list[str] = []
     packed: list[str | bytes] = []
     sids: list[int | None] = []
+    tids: list[int] = []
     source: object = None
     sid: int | None = None
+    pair: tuple[object, object] = (None, None)
+    tid = 0
     for row, body in zip(rows, bodies, strict=True):
         text = row[-1]
         if body is None:
@@ -228,7 +245,13 @@ def put_rows(con: sqlite3.Connection, rows: list[Row],
             source = row[_SOURCE]
             sid = source_id(con, source)
         sids.append(sid)
-    n = _insert_all(con, rows, packed, sids, runs)
+        conv, session = row[_CONV], row[_SESSION]
+        if (conv is not pair[0] and conv != pair[0]) or (
+                session is not pair[1] and session != pair[1]):  # `is`: NULL, a NaN
+            pair = (conv, session)
+            tid = thread_id(con, conv, session)
+        tids.append(tid)
+    n = _insert_all(con, rows, packed, sids, tids, runs)
     # the n new rows took consecutive rowids (each max + 1), the last one last_insert_rowid
     first = int(con.execute("SELECT last_insert_rowid()").fetchone()[0]) - n + 1
     if n == len(rows):  # every id new (the common case)
@@ -237,20 +260,22 @@ def put_rows(con: sqlite3.Connection, rows: list[Row],
     if n == 0:
         first = 1 << 63  # none is new: every row is put over the one written before
     new: set[str] = set()
-    for row, text, body, sid in zip(rows, texts, packed, sids, strict=True):
+    for row, text, body, sid, tid in zip(rows, texts, packed, sids, tids, strict=True):
         found = con.execute(_EXISTING, (row[0],)).fetchone()
         if found[0] >= first and row[0] not in new:
             new.add(row[0])  # written by this call (a later row of the id is put over it)
             feed.put(int(found[0]), text)
         else:
-            _over(con, _stored_of(row, sid, body), text, policy, False, feed)
+            _over(con, _stored_of(row, tid, sid, body), text, policy, False, feed)
 
 
-_SHARED_SOURCE = _SHARED.index(_SOURCE)
+_SHARED_SOURCE = _SHARED_STORED.index(_SOURCE)
+_SHARED_THREAD = _SHARED_STORED.index(_SESSION)
 
 
 def _insert_all(con: sqlite3.Connection, rows: list[Row], bodies: list[str | bytes],
-                sids: list[int | None], runs: list[object] | None = None) -> int:
+                sids: list[int | None], tids: list[int],
+                runs: list[object] | None = None) -> int:
     """`executemany(_INSERT, stored forms of rows)` (in order; the same rows and rowids): by
     `_MULTI` statements of k rows, then the rest one by one; returns how many rows were new.
     `runs` (see `put_rows`): k rows from one run go in by `_SHARED_SQL[k]`, binding the
@@ -262,6 +287,7 @@ def _insert_all(con: sqlite3.Connection, rows: list[Row], bodies: list[str | byt
             if runs is not None and runs[i] is runs[i + k - 1]:  # one run: the same _SHARED
                 params = list(_shared_of(rows[i]))
                 params[_SHARED_SOURCE] = sids[i]
+                params[_SHARED_THREAD] = tids[i]
                 for j in range(i, i + k):
                     r = rows[j]
                     params += (r[0], r[3], r[4], r[9], r[11], r[12], r[18], bodies[j])
@@ -270,12 +296,15 @@ def _insert_all(con: sqlite3.Connection, rows: list[Row], bodies: list[str | byt
                 params = []
                 for j in range(i, i + k):
                     r = rows[j]
-                    params += r[:_SOURCE]
+                    params += r[:5]
+                    params.append(tids[j])
+                    params += r[6:10]
+                    params += r[11:_SOURCE]
                     params += (sids[j], r[-3], r[-2], bodies[j])
                 n += con.execute(sql, params).rowcount
             i += k
     if i < total:
-        n += con.executemany(_INSERT, [_stored_of(rows[j], sids[j], bodies[j])
+        n += con.executemany(_INSERT, [_stored_of(rows[j], tids[j], sids[j], bodies[j])
                                        for j in range(i, total)]).rowcount
     return n
 
@@ -310,6 +339,48 @@ def source_id(con: sqlite3.Connection, source: object) -> int | None:
     if memo is not None:
         memo[name] = sid
     return sid
+
+
+def thread_id(con: sqlite3.Connection, conversation: object, session: object) -> int:
+    """The `threads` number of a (conversation, session) pair (added on first use; 0 for
+    (NULL, NULL)). Memoised on a `projections.db.Connection`, as `source_id`."""
+    if conversation != conversation:  # `NULL` (a NaN)
+        conversation = None
+    if session != session:
+        session = None
+    if conversation is None and session is None:
+        return 0
+    key = (conversation, session)
+    memo: dict[tuple[object, object], int] | None = getattr(con, "thread_ids", None)
+    if memo is not None:
+        known = memo.get(key)
+        if known is not None:
+            return known
+    row = con.execute("SELECT thread FROM threads WHERE conversation IS ? AND session IS ?",
+                      key).fetchone()
+    if row is None:
+        tid = int(con.execute("INSERT INTO threads(conversation, session) VALUES (?, ?)",
+                              key).lastrowid or 0)
+    else:
+        tid = int(row[0])
+    if memo is not None:
+        memo[key] = tid
+    return tid
+
+
+# The threads of a session (`?`: its id), for a condition on `document_rows.thread`
+SESSION_THREADS = "SELECT thread FROM threads WHERE session = ?"
+
+
+def run_log_session(con: sqlite3.Connection, run: str, session: object) -> None:
+    """The log chunks of run `run` (a basename; conversation "run:<run>") that have no
+    session take `session` (None: nothing changes)."""
+    if session is None or session != session:
+        return
+    old = thread_id(con, f"run:{run}", None)
+    new = thread_id(con, f"run:{run}", session)
+    con.execute("UPDATE document_rows SET thread = ? WHERE thread = ? AND run = ?"
+                " AND kind = 'run' AND role = 'log'", (new, old, run))
 
 
 def run_basename(run: str) -> str:

@@ -26,6 +26,7 @@ from projections.rows import (
     need_index,
     put_document,
     run_basename,
+    run_log_session,
 )
 from readers.parse_runs import filename_time
 from readers.records import Record, SourceInfo
@@ -53,11 +54,12 @@ def index_metadata(
             "SELECT started_at, agent FROM runs WHERE run = ?", (run,)).fetchone()
         need_index(con, "documents_run")
         con.execute(
-            "UPDATE document_rows SET job = coalesce(job, ?), session = coalesce(session, ?),"
+            "UPDATE document_rows SET job = coalesce(job, ?),"
             " at = ?, agent = CASE WHEN agent = 'other' THEN coalesce(?, agent) ELSE agent END"
             " WHERE run = ? AND kind = 'run' AND role = 'log'",
-            (rec.job, rec.session, started, run_agent or None, run),
+            (rec.job, started, run_agent or None, run),
         )
+        run_log_session(con, run, rec.session)
     put_document(con, {
         "id": f"run:{run}#meta", "kind": "run", "agent": agent, "at": at,
         "project": rec.project, "session": rec.session, "job": rec.job, "run": run,

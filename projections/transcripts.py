@@ -354,7 +354,8 @@ def _subagent(con: sqlite3.Connection, sub: SubagentNamed) -> None:
     need_index(con, "documents_subagent")
     con.execute(
         "UPDATE document_rows SET subagent_name = ? WHERE subagent = ? AND agent = ?"
-        " AND coalesce(session, '') = ?",
+        " AND (SELECT coalesce(t.session, '') FROM threads t"
+        " WHERE t.thread = document_rows.thread) = ?",
         (sub.name, sub.subagent, agent, session),
     )
 

@@ -140,6 +140,7 @@ def test_sessions_are_named_by_title_else_first_prompt(served: Served, browser: 
     name = page.locator("h2.session-title").inner_text()
     assert name == "Refactor the parser, please and keep the tests", name
     page.goto(f"http://127.0.0.1:{served.port}/?sessions={PROJECT}")
+    page.wait_for_selector("ol.sessions li.session a.open")  # the list is fetched, then drawn
     links = page.locator("ol.sessions li.session a.open").all_inner_texts()
     assert TITLE in links and "Refactor the parser, please and keep the tests" in links
     assert not any(text.startswith("eeeeeeee") for text in links), links
@@ -158,6 +159,7 @@ def test_the_first_screen_shows_recent_sessions_and_projects(served: Served, bro
     assert recent.first.locator("a.open").inner_text() == TITLE  # the newest first
     assert recent.count() == 5
     assert "time unknown" in recent.last.inner_text()  # no time: last
+    page.wait_for_selector(".landing .projects li.item a.open")  # fetched on its own
     projects = page.locator(".landing .projects li.item a.open").all_inner_texts()
     assert projects[0] == PROJECT and len(projects) == 2, projects
     assert "events" in page.locator("#coverage").inner_text()

@@ -30,7 +30,7 @@ from tests.test_projections_support import (
     seen,
 )
 
-SECONDARY = {"documents_session", "documents_run", "documents_subagent", "documents_sender",
+SECONDARY = {"documents_run", "documents_subagent", "documents_sender",
              "documents_at", "documents_conv", "documents_project", "documents_job"}
 
 
@@ -153,7 +153,7 @@ def test_every_lookup_of_a_load_uses_an_index_and_the_rows_equal_catch_up(
         scans = [p for p in plans if "SCAN" in p]
         assert not scans, scans
         # the lookups made these during the load; the rest waited for its end
-        assert made == {"documents_session", "documents_run", "documents_subagent",
+        assert made == {"documents_run", "documents_subagent",
                         "documents_sender", "documents_conv"}
     want = _digests(live)
     for out in outs:

@@ -17,9 +17,9 @@ from projections.rows import NULL, Row, put_document, put_row, put_rows
 COLUMNS = ("id", "kind", "agent", "at", "project", "session", "job", "run", "message",
            "cursor", "conversation", "role", "tool", "subagent", "subagent_name", "title",
            "archived", "seq", "ord", "source", "sender", "extra", "text")
-STORED = ("id, kind, agent, at, project, session, job, run, message, cursor, conversation,"
-          " role, tool, subagent, subagent_name, title, archived, seq, ord, source_id,"
-          " sender, extra, body")
+STORED = ("id, kind, agent, at, project, r.thread, t.session, job, run, message, cursor,"
+          " t.conversation, role, tool, subagent, subagent_name, title, archived, seq, ord,"
+          " source_id, sender, extra, body")
 
 
 def _row(n: int, null: object) -> Row:
@@ -33,8 +33,8 @@ def _row(n: int, null: object) -> Row:
 
 def _stored(con: sqlite3.Connection) -> list[tuple[object, ...]]:
     return [tuple(r) for r in con.execute(
-        f"SELECT {STORED}, typeof(project), typeof(run), typeof(extra) FROM document_rows"
-        " ORDER BY rowid")]
+        f"SELECT {STORED}, typeof(project), typeof(run), typeof(extra), typeof(t.session)"
+        " FROM document_rows r JOIN threads t ON t.thread = r.thread ORDER BY r.rowid")]
 
 
 def _file(path: Path, bulk: bool) -> sqlite3.Connection:

@@ -18,7 +18,16 @@ from hypothesis import strategies as st
 from eventlog.events import FileSnapshotted
 from eventlog.records import StoredEvent
 from projections import db, fts_bulk, transcripts
-from projections.rows import _MULTI, _SHARED, _SHARED_SQL, NULL, Row
+from projections.rows import (
+    _MULTI,
+    _SHARED,
+    _SHARED_SQL,
+    _SHARED_STORED,
+    _STORED,
+    _STORED_AT,
+    NULL,
+    Row,
+)
 from readers.records import ParseResult, Record, SourceInfo
 from tests.conftest import examples
 from tests.test_rows_multi import load_rows
@@ -80,15 +89,21 @@ def test_the_shared_statements_bind_each_shared_column_once() -> None:
         head, values = sql.split(" VALUES ")
         assert head == _MULTI[k].split(" VALUES ")[0]
         used = [int(p) for p in re.findall(r"\?(\d+)", values)]
-        assert len(used) == len(COLUMNS) * k
-        own = len(COLUMNS) - len(SHARED)
-        assert sorted(set(used)) == list(range(1, len(SHARED) + own * k + 1))
+        n = len(_STORED)  # the stored columns: `session` is the thread's, no `conversation`
+        assert len(used) == n * k
+        own = n - len(_SHARED_STORED)
+        assert sorted(set(used)) == list(range(1, len(_SHARED_STORED) + own * k + 1))
         assert max(used) <= 999  # the SQLite builds before 3.32
-        rows = [used[r * len(COLUMNS):(r + 1) * len(COLUMNS)] for r in range(k)]
-        assert all([row[i] for i in _SHARED] == list(range(1, len(SHARED) + 1)) for row in rows)
+        rows = [used[r * n:(r + 1) * n] for r in range(k)]
+        places = [_STORED_AT.index(i) for i in _SHARED_STORED]
+        assert all([row[j] for j in places] == list(range(1, len(_SHARED_STORED) + 1))
+                   for row in rows)
     assert SHARED == ["kind", "agent", "session", "job", "run", "message", "conversation",
                       "subagent", "subagent_name", "title", "archived", "seq", "source",
                       "sender", "extra"]
+    assert [_STORED[_STORED_AT.index(i)] for i in _SHARED_STORED] == [
+        "kind", "agent", "thread", "job", "run", "message", "subagent", "subagent_name",
+        "title", "archived", "seq", "source_id", "sender", "extra"]
 
 
 # -- runs as transcripts._apply_results makes them ---------------------------------------

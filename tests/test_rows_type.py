@@ -15,9 +15,9 @@ from projections.rows import COLUMNS, NULL, Row, put_document, put_row
 from projections.transcript_rows import make_row
 from readers.records import Record
 
-STORED = ("id, kind, agent, at, project, session, job, run, message, cursor, conversation,"
-          " role, tool, subagent, subagent_name, title, archived, seq, ord, source_id,"
-          " sender, extra, body")
+STORED = ("id, kind, agent, at, project, r.thread, t.session, job, run, message, cursor,"
+          " t.conversation, role, tool, subagent, subagent_name, title, archived, seq, ord,"
+          " source_id, sender, extra, body")
 
 
 def test_the_fields_are_the_table_columns_in_order(tmp_path: Path) -> None:
@@ -54,7 +54,9 @@ def test_make_row_puts_each_value_in_its_named_field() -> None:
 
 
 def _stored(con: sqlite3.Connection) -> list[tuple[object, ...]]:
-    return [tuple(r) for r in con.execute(f"SELECT {STORED} FROM document_rows ORDER BY rowid")]
+    return [tuple(r) for r in con.execute(
+        f"SELECT {STORED} FROM document_rows r JOIN threads t ON t.thread = r.thread"
+        " ORDER BY r.rowid")]
 
 
 def test_a_mapping_and_a_row_store_the_same(tmp_path: Path) -> None:

@@ -270,7 +270,8 @@ def test_archived_documents_are_searched_and_flagged(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     catch_up(path, log)
     con = sqlite3.connect(path)
-    con.execute("UPDATE document_rows SET archived = 1 WHERE session = 's1'")
+    con.execute("UPDATE document_rows SET archived = 1"
+                " WHERE thread IN (SELECT thread FROM threads WHERE session = 's1')")
     con.commit()
     con.close()
     hits = {h["id"]: h for h in query.search(path, "zebra")["hits"]}
