@@ -24,7 +24,10 @@ from eventlog.zstd import decompress
 # Bytes of UTF-8 below which a text stays as it is: compressing shorter texts saves ~1 % of the
 # file on the shared corpora, but costs a decompression per row in every scan (bench/size.py).
 MIN_PACK = 256
-LEVEL = 1  # zstd: ~190 MB/s on transcript text, 34-37 % of its size (level 3: 2 % smaller, slower)
+# zstd level 3: 4 % fewer bytes than level 1 on the bench homes' texts (30.3 -> 29.0 % of
+# them on the 1 GB home, 32.4 -> 31.0 % on `cold.py quick`'s) at 0.9-1.05x its speed;
+# issue 32's disk goal (docs/performance.md, "Disk")
+LEVEL = 3
 
 _local = threading.local()  # zstd contexts are not thread-safe: one per thread
 
