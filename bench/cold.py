@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ROOT, children, css_query, export_rev, install_css, load_average, workdir
+from size import allocated  # (what `du` counts)
 
 AGENTS = ("claude", "codex", "opencode")
 # write_home's (files, target bytes, big session MB); "small" is a first weeks' home: a few
@@ -125,14 +126,7 @@ def agentlog_column(work: Path, roots: dict[str, Path], env: dict[str, str],
     return {"wall": cap_s + s_s, "cpu": cap_cpu + s_cpu, "capture": cap_s, "search": s_s,
             "hits": len(json.loads(found)["hits"]), "events": json.loads(out)["appended"],
             "db_mb": (home / "history.db").stat().st_size / 1e6,
-            "disk": (_allocated((home / "history.db").resolve()), _allocated(home / "log"))}
-
-
-def _allocated(path: Path) -> int:
-    """Bytes a file or folder occupies on disk (what `du` counts)."""
-    if path.is_file():
-        return path.stat().st_blocks * 512
-    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+            "disk": (allocated((home / "history.db").resolve()), allocated(home / "log"))}
 
 
 def redaction_off(work: Path, roots: dict[str, Path], env: dict[str, str],
@@ -183,7 +177,7 @@ def css_column(work: Path, py: Path, claude: Path) -> dict[str, Any]:
     # its first answer, as agentlog's column has one: the same probe, a whole process
     s_s, s_cpu, found = _run([str(py), "-c", css_query(), PROBE], env, "cc_search query")
     return {"wall": wall, "cpu": cpu, "search": s_s, "search_cpu": s_cpu,
-            "hits": int(json.loads(found)["total"]), "disk": _allocated(fake / ".cc-search")}
+            "hits": int(json.loads(found)["total"]), "disk": allocated(fake / ".cc-search")}
 
 
 def floor_column(work: Path, roots: dict[str, Path]) -> dict[str, Any]:

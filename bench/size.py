@@ -53,7 +53,7 @@ def _cpu() -> float:
     return time.process_time()
 
 
-def _allocated(path: Path) -> int:
+def allocated(path: Path) -> int:
     """Bytes a file or folder occupies on disk (what `du` counts)."""
     if path.is_file():
         return path.stat().st_blocks * 512
@@ -107,7 +107,7 @@ def worker(work: Path, corpus: Path, corpus_more: Path, reps: int) -> dict[str, 
         latency[engine] = sum(best.values()) / len(best) * 1000
     fp = ch.fingerprint(path, ch.normalizer(roots, [corpus.parent, work / "stage"]))
     return {
-        "source": source, "db": path.stat().st_size, "log": _allocated(work / "log"),
+        "source": source, "db": path.stat().st_size, "log": allocated(work / "log"),
         "documents": docs, "dbstat": stat, "capture_s": capture_s,
         "rebuild_s": min(rebuilds), "incremental_s": incremental_s,
         "search_ms": latency, "fingerprint": fp,

@@ -90,6 +90,7 @@ _VIEW_COLUMNS = (
     " CASE WHEN typeof(body) = 'text' THEN body ELSE doc_text(body) END AS text"
 )
 _VIEW_ROWS = "document_rows r{by} JOIN threads t ON t.thread = r.thread"
+ROWS_AND_THREADS = _VIEW_ROWS.format(by="")  # `r` the stored rows, `t` their threads
 
 _DOCUMENTS = """
 CREATE TABLE document_rows(
@@ -178,7 +179,7 @@ CREATE TABLE checkpoint(
   last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL,
   schema_version INTEGER NOT NULL, parser_version TEXT NOT NULL, engine TEXT NOT NULL
 );
-""".replace("{view}", _VIEW_COLUMNS).replace("{rows}", _VIEW_ROWS.format(by=""))
+""".replace("{view}", _VIEW_COLUMNS).replace("{rows}", ROWS_AND_THREADS)
 
 
 def documents_indexed_by(index: str) -> str:

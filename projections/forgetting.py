@@ -14,11 +14,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from projections.db import ROWS_AND_THREADS as _ROWS  # (not the view: its text needs doc_text)
 from projections.errors import QueryError
-
-# the stored rows with their thread's session (`t.session`); read without the `documents`
-# view, whose text needs this process's `doc_text`
-_ROWS = "document_rows r JOIN threads t ON t.thread = r.thread"
 
 
 def _connect(db: Path) -> sqlite3.Connection:

@@ -44,8 +44,9 @@ COLUMNS: tuple[str, ...] = Row._fields
 # number of the row's (conversation, session) pair in `threads` (`thread_id`) and
 # `conversation` left out, `source` as its `doc_sources` id, `text` as its body
 _SESSION, _CONV = COLUMNS.index("session"), COLUMNS.index("conversation")
+_STORED_AT = tuple(i for i in range(len(COLUMNS)) if i != _CONV)  # (places in COLUMNS)
 _STORED = tuple({"source": "source_id", "text": "body", "session": "thread"}.get(c, c)
-                for c in COLUMNS if c != "conversation")
+                for c in (COLUMNS[i] for i in _STORED_AT))
 _INSERT = (
     "INSERT OR IGNORE INTO "
     f"document_rows({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))})"
@@ -67,10 +68,8 @@ _SHARED = tuple(i for i, c in enumerate(COLUMNS) if c in (
     "subagent_name", "title", "archived", "seq", "source", "sender", "extra"))
 _OWN = tuple(i for i in range(len(COLUMNS)) if i not in _SHARED)
 assert _OWN == (0, 3, 4, 9, 11, 12, 18, 22)  # `_insert_all` spells them out (no call a row)
-_shared_of = itemgetter(*(i for i in _SHARED if i != _CONV))  # session's place: the thread
-# the stored columns' places in COLUMNS (the thread's is session's)
-_STORED_AT = tuple(i for i in range(len(COLUMNS)) if i != _CONV)
-_SHARED_STORED = tuple(i for i in _SHARED if i != _CONV)
+_SHARED_STORED = tuple(i for i in _SHARED if i != _CONV)  # session's place: the thread
+_shared_of = itemgetter(*_SHARED_STORED)
 
 
 def _shared_values(k: int) -> str:

@@ -277,8 +277,7 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         begin()
-        if home.postgres is None:  # a client lists the tools once, long before it searches
-            many_searches_soon()
+        many_searches_soon(home)  # a client lists the tools once, long before it searches
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -287,8 +286,8 @@ def build_server(home: Home, started: Callable[[], None] | None = None) -> Serve
         try:
             # In a worker thread: a long call (answer: true) must not stall pings.
             result = await anyio.to_thread.run_sync(call_tool, home, params.name, dict(args))
-            if params.name == "search_history" and home.postgres is None:
-                many_searches_soon()  # (once: numpy's import, after this first answer)
+            if params.name == "search_history":
+                many_searches_soon(home)  # (once: numpy's import, after this first answer)
             return _result(result)
         except AgentlogError as exc:
             return _error(str(exc))

@@ -138,12 +138,13 @@ def many_searches() -> None:
 _arrays_asked: list[bool] = []  # many_searches_soon was called in this process
 
 
-def many_searches_soon() -> None:
+def many_searches_soon(home: Home | None = None) -> None:
     """A server will search many times (`agentlog mcp` once a client listed its tools or
     searched, `serve` after its first search): `many_searches` on a thread of its own, once
     a process, after that answer rather than at start (the start-up stays as it was; a
-    search made while numpy imports walks, and shares the interpreter with the import)."""
-    if _arrays_asked:
+    search made while numpy imports walks, and shares the interpreter with the import).
+    Nothing for a `home` that searches the team store (its ranking is PostgreSQL's)."""
+    if _arrays_asked or (home is not None and home.postgres is not None):
         return
     _arrays_asked.append(True)
     import threading

@@ -99,8 +99,7 @@ def search(request: Request) -> dict[str, Any]:
         mode=p.get("mode") or None,
         group=p.get("group") or None,
     )
-    if home.postgres is None:
-        many_searches_soon()  # (once: numpy's import, after this first answer)
+    many_searches_soon(home)  # (once: numpy's import, after this first answer)
     return found
 
 
