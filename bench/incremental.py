@@ -291,6 +291,8 @@ def main() -> None:
     if not (src / "claude").is_dir() and args.src is not None:
         shutil.copytree(args.src, src)  # the new sessions are written into it: a copy
     if not (src / "claude").is_dir():
+        sys.path.append(str(ROOT / "bench"))  # (capture took bench/ off the path; last: its
+        # eventlog.py must not hide the package)
         from cold import SIZES
 
         write_home(src, *(SIZES["gb"] if args.gb else (600 if args.quick else 6000,
