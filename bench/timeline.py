@@ -8,6 +8,7 @@ seconds per process, wall, CPU / wall, and the sampler's own CPU (it runs on the
 cores: subtract it when reading the sum).
 
 Usage: .venv/bin/python bench/timeline.py --src /tmp/b13/src [--tree DIR] [--interval 0.2]
+                                          [--bin 1.0]
                                           [--keep DIR]
 """
 
@@ -70,7 +71,8 @@ def _role(pid: int) -> str:
     return next((name for key, name in ROLES if key in cmd), cmd[:20])
 
 
-def sample(cmd: list[str], env: dict[str, str], cwd: Path, interval: float) -> None:
+def sample(cmd: list[str], env: dict[str, str], cwd: Path, interval: float,
+           width: float = 1.0) -> None:
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
     t0 = time.perf_counter()
     last: dict[int, float] = {}
@@ -86,18 +88,18 @@ def sample(cmd: list[str], env: dict[str, str], cwd: Path, interval: float) -> N
                 roles[pid] = _role(pid)
             prev = last.get(pid, 0.0)
             last[pid] = cpu
-            row = bins.setdefault(int(now), {})
+            row = bins.setdefault(int(now / width), {})
             row[roles[pid]] = row.get(roles[pid], 0.0) + cpu - prev
         time.sleep(interval)
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise SystemExit(f"capture failed ({proc.returncode})")
     names = sorted({r for r in roles.values()})
-    print("  second  " + "  ".join(f"{n:>8}" for n in names) + "     sum")
+    print("    from  " + "  ".join(f"{n:>8}" for n in names) + "     sum  (CPU s per wall s)")
     for sec in sorted(bins):
         row = bins[sec]
-        print(f"  {sec:6d}  " + "  ".join(f"{row.get(n, 0.0):8.2f}" for n in names)
-              + f"  {sum(row.values()):6.2f}")
+        print(f"  {sec * width:6.1f}  " + "  ".join(f"{row.get(n, 0.0) / width:8.2f}" for n in names)
+              + f"  {sum(row.values()) / width:6.2f}")
     totals = {n: 0.0 for n in names}
     for pid, cpu in last.items():
         totals[roles[pid]] += cpu
@@ -112,6 +114,7 @@ def main() -> None:
     ap.add_argument("--src", type=Path, required=True, help="a home bench/cold.py wrote")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the agentlog tree to run")
     ap.add_argument("--interval", type=float, default=0.2)
+    ap.add_argument("--bin", type=float, default=1.0, help="seconds per printed row")
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-timeline-") as work:
@@ -125,7 +128,7 @@ def main() -> None:
         print(f"timeline of a cold capture of {args.src} with {args.tree}, load"
               f" {load_average()}")
         s0 = time.process_time()
-        sample(cmd, env, args.tree, args.interval)
+        sample(cmd, env, args.tree, args.interval, args.bin)
         print(f"  this sampler's own CPU: {time.process_time() - s0:.2f} s")
 
 
