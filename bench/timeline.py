@@ -98,7 +98,8 @@ def sample(cmd: list[str], env: dict[str, str], cwd: Path, interval: float,
     print("    from  " + "  ".join(f"{n:>8}" for n in names) + "     sum  (CPU s per wall s)")
     for sec in sorted(bins):
         row = bins[sec]
-        print(f"  {sec * width:6.1f}  " + "  ".join(f"{row.get(n, 0.0) / width:8.2f}" for n in names)
+        print(f"  {sec * width:6.1f}  "
+              + "  ".join(f"{row.get(n, 0.0) / width:8.2f}" for n in names)
               + f"  {sum(row.values()) / width:6.2f}")
     totals = {n: 0.0 for n in names}
     for pid, cpu in last.items():

@@ -4,6 +4,7 @@ first however many newer documents also match."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,3 +200,106 @@ def test_several_words_are_ranked_from_their_lists_as_from_every_match(
         assert pgq.last_path() == "all"
         m.setattr(pgq, "_listed", lambda con: frozenset())
         assert got == [h["id"] for h in pgq.search(pg_url, "okapi zebra", limit=5)["hits"]]
+
+
+def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the commonest words keep deep lists whose members carry each other's f (`x`,
+    # projections.pg.deep): an AND of them is scored from the lists and equals the full
+    # ranking, before and after the projector folds new and rewritten documents in
+    import random
+    from collections import Counter
+
+    import psycopg
+
+    from projections.pg import deep, rank
+
+    monkeypatch.setattr(rank, "HOT_DF", 20)
+    monkeypatch.setattr(rank, "CHAMPIONS", 10)
+    monkeypatch.setattr(deep, "DEEP_SHARE", 2)  # deep: half of a word's documents
+    monkeypatch.setattr(deep, "CROSS", 3)
+    rng = random.Random(5)
+    vocab = ["okapi", "zebra", "lynx", "ibex", "tapir"]
+    kinds = ("message", "report", "progress", "approval")
+
+    def msgs(lo: int, hi: int, seed: int) -> list[MessageSent]:
+        r = random.Random(seed)
+        out = []
+        for i in range(lo, hi):
+            words = [r.choice(vocab[:3]) if r.random() < 0.6 else r.choice(vocab)
+                     for _ in range(r.randrange(1, 12))] + [
+                f"filler{r.randrange(40)}" for _ in range(r.randrange(0, 25))]
+            r.shuffle(words)
+            out.append(MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
+                                   body=" ".join(words), at=1_700_000_000_000 + i * 1000,
+                                   project=f"/p{i % 3}"))
+        return out
+
+    def check_x(con: Any) -> int:
+        cross = [str(r[0]) for r in con.execute(
+            "SELECT term FROM agentlog.rank_cross ORDER BY pos")]
+        rows = con.execute("SELECT c.x, d.text FROM agentlog.rank_champions c"
+                           " JOIN agentlog.documents d ON d.rid = c.rid"
+                           " WHERE c.term = ANY(%s)", (cross,)).fetchall()
+        for x, text in rows:  # each byte: 0 absent, else 1 + the word's count
+            counts = Counter(text.split())
+            assert bytes(x) == bytes(min(1 + counts[w], 255) if counts[w] else 0
+                                     for w in cross), (bytes(x), text)
+        return len(rows)
+
+    queries = ["okapi", "zebra", "tapir", "okapi zebra", "zebra lynx okapi",
+               "lynx okapi okapi", "okapi tapir", "tapir zebra", "ibex zebra",
+               "lynx ibex tapir"]
+
+    def check(min_from_lists: int) -> None:
+        walked = 0
+        for q in queries:
+            for flt, k in ((None, 1), (None, 5), (None, 30), ({"kind": "report"}, 3),
+                           ({"project": "/p1"}, 4)):
+                got = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+                walked += pgq.last_path() == "lists"
+                with monkeypatch.context() as m:
+                    m.setattr(pgq, "_listed", lambda con: frozenset())
+                    want = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+                assert got == want, (q, flt, k)
+        assert walked >= min_from_lists, walked
+
+    log = EventLog(tmp_path / "log")
+    append(log, msgs(0, 400, 1))
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("ANALYZE agentlog.documents")
+        while rank.make_lists(con):
+            pass
+        cross = {str(r[0]) for r in con.execute("SELECT term FROM agentlog.rank_cross")}
+        assert cross == set(vocab[:3])  # the three commonest
+        keeps = dict(con.execute("SELECT term, keep FROM agentlog.rank_terms").fetchall())
+        assert all(keeps[w] > rank.CHAMPIONS for w in cross), keeps
+        assert all(keeps[w] == rank.CHAMPIONS for w in vocab[3:]), keeps
+        assert check_x(con) > 300
+    pgq.close_connections()
+    check(min_from_lists=15)
+    # new documents, and old ones rewritten with other words, folded in by the projector
+    append(log, msgs(400, 480, 2) + msgs(0, 60, 3), prefix="more")
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        check_x(con)
+    pgq.close_connections()
+    check(min_from_lists=15)
+    # long documents double the mean length and the lists are not made again: a list's
+    # key order (at the mean length it was made with) is no longer the score's, and only
+    # the certificate (the bound past the prefix read, scaled by the growth) keeps the
+    # answers those of the full ranking
+    monkeypatch.setattr(rank, "DRIFT", 1e9)
+    longer = [MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
+                          body=" ".join([rng.choice(vocab) for _ in range(rng.randrange(1, 6))]
+                                        + [f"filler{j}" for j in range(rng.randrange(40))]),
+                          at=1_700_000_000_000 + i * 1000, project="/p0")
+              for i in range(480, 640)]
+    append(log, longer, prefix="longer")
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    pgq.close_connections()
+    check(min_from_lists=5)

@@ -39,12 +39,12 @@ def test_a_version_1_database_with_data_is_migrated(tmp_path: Path, pg_url: str,
     head = _v1(pg_url, tmp_path / "old")
     with psycopg.connect(pg_url) as con:
         assert schema.version(con) == 1
-        assert schema.ensure_schema(con) == [2, 3, 4, 5, 6]
+        assert schema.ensure_schema(con) == [2, 3, 4, 5, 6, 7]
         con.commit()
-        assert schema.version(con) == schema.LATEST == 6
+        assert schema.version(con) == schema.LATEST == 7
         assert schema.ensure_schema(con) == []  # nothing twice
         names = [r[0] for r in con.execute("SELECT name FROM agentlog.migrations ORDER BY 1")]
-        assert len(names) == 6
+        assert len(names) == 7
         with pytest.raises(psycopg.errors.CheckViolation):  # step 2 holds from now on
             con.execute("INSERT INTO agentlog.records VALUES ('old-host', 99,"
                         " decode(repeat('00', 32), 'hex'), '\\x07')")
@@ -87,7 +87,7 @@ def test_a_version_3_database_with_writers_and_data_is_migrated(
                     " agentlog.projector_locks TO agentlog_writer")
         con.commit()
         assert schema.version(con) == 3
-        assert schema.ensure_schema(con) == [4, 5, 6]
+        assert schema.ensure_schema(con) == [4, 5, 6, 7]
         con.commit()
         held = con.execute(
             "SELECT t, p FROM unnest(ARRAY['documents', 'aliases', 'projection',"
@@ -164,7 +164,7 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
             values = con.execute("SELECT seq, value FROM agentlog.records ORDER BY seq"
                                  ).fetchall()
     with psycopg.connect(pg_url) as con:
-        assert schema.ensure_schema(con) == [5, 6]
+        assert schema.ensure_schema(con) == [5, 6, 7]
         con.commit()
         held = con.execute(
             "SELECT t, p FROM unnest(ARRAY['hosts', 'records']) t, unnest(ARRAY['INSERT',"
@@ -180,6 +180,10 @@ def test_a_version_4_database_with_writers_and_data_is_migrated(
         assert all(con.execute("SELECT has_function_privilege('agentlog_writer', %s,"
                                " 'EXECUTE')", (f,)).fetchone() == (True,)
                    for f in logsql.SIGNATURES)
+        # and may keep the (deep) ranking lists through step 7's function
+        assert con.execute("SELECT has_function_privilege('agentlog_writer',"
+                           " 'agentlog.rank_cross_add(text[], int)', 'EXECUTE')"
+                           ).fetchone() == (True,)
         # every record byte kept
         assert con.execute("SELECT seq, value FROM agentlog.records ORDER BY seq"
                            ).fetchall() == values

@@ -41,6 +41,8 @@ from projections.ranking import WEIGHT_SQL
 
 STEP = 6
 MARGIN = 1e-9  # as projections.rank.champions: the bound's own rounding
+LOOSE = 1e-6  # the walk's pre-selection by the lists' stored weights: looser than MARGIN
+UNKNOWN = 255  # a deep list member's cross byte for an f it does not keep (projections.pg.deep)
 WEIGHT = WEIGHT_SQL
 _DEF = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 # the tsvector of the document `d` cut to the lexemes {terms} (a text[]): marked with weight
@@ -97,7 +99,7 @@ $f$;
 """
 
 
-_ONE = f"agentlog.bm25_term(1.0::float8, {{f}}, d.dl::float8, {{a}}) * {WEIGHT}"
+ONE = f"agentlog.bm25_term(1.0::float8, {{f}}, d.dl::float8, {{a}}) * {WEIGHT}"
 
 MIGRATION_SQL = """
 ALTER TABLE agentlog.documents ADD COLUMN IF NOT EXISTS dl int,
@@ -183,7 +185,7 @@ BEGIN
     CROSS JOIN LATERAL unnest(tsvector_to_array(d.tsv)) l(term)
     JOIN agentlog.rank_terms t ON t.term = l.term
     CROSS JOIN LATERAL (SELECT {F_OF.format(term="t.term")} AS f) b
-    CROSS JOIN LATERAL (SELECT {_ONE.format(f="b.f", a="t.avgdl")} AS s) x
+    CROSS JOIN LATERAL (SELECT {ONE.format(f="b.f", a="t.avgdl")} AS s) x
     WHERE d.rid = ANY(p_rids) AND d.dl IS NOT NULL AND b.f > 0.0
       AND agentlog.may_act(d.host) AND (x.s, coalesce(d.lrow, 0), d.rid) > (t.s, t.at, t.rid)
     RETURNING term)
@@ -207,7 +209,7 @@ BEGIN
   DELETE FROM agentlog.rank_champions WHERE term = p_word;
   WITH r AS (SELECT m.*, row_number() OVER (ORDER BY m.s DESC, m.at DESC, m.rid DESC) n
     FROM (SELECT d.rid, coalesce(d.lrow, 0) AS at, x.f, d.dl,
-                 {_ONE.format(f="x.f", a="a")} AS s
+                 {ONE.format(f="x.f", a="a")} AS s
           FROM agentlog.documents d, plainto_tsquery('simple', p_word) q,
           LATERAL (SELECT {F_OF.format(term="p_word")} AS f) x
           WHERE d.tsv @@ q AND d.dl IS NOT NULL AND x.f > 0.0
@@ -260,63 +262,121 @@ def every(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
     satisfying `where` (its parameters follow the returned ones), s = the bm25 of the FTS5
     terms `terms` (one per phrase, query order) × weight, negated: best first DESC."""
     head, strs = _stats(terms)
-    return _scored(head, strs, terms, query, ("agentlog.documents d", []), "", where)
-
-
-def walk(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
-    """(rid, s, at = lrow) of the matches of `query` that `every(terms, …)` ranks above
-    every document outside the words' champion lists: exactly the head of its ranking
-    (Fagin's threshold algorithm over the lists, as `projections.rank.multi` does for
-    history.db; every word of `terms` must have a list).
-
-    A document outside word i's list has v_i ≤ T_i = bound_i × max(1, avgdl_now /
-    avgdl_i) (the module docstring's certificate), so one in none of the lists scores
-    s = Σ idf_i × v_i ≤ U = Σ idf_i × T_i. The candidates — the members of any of the
-    lists — are scored exactly (f from each one's tsvector, as `every`) and those above U
-    (with the relative `MARGIN` for rounding) returned. A word whose list is gone since the
-    caller looked makes U NULL: nothing is returned, and the caller ranks every match."""
-    head, strs = _stats(terms)
-    bound = " + ".join(
-        f"ix.i{i} * (SELECT t.s * greatest(1.0::float8, st.a / t.avgdl)"
-        " FROM agentlog.rank_terms t WHERE t.term = %s)" for i in range(len(terms)))
-    head += f", ub AS MATERIALIZED (SELECT ({bound}) AS u FROM st CROSS JOIN ix) "
-    cand = ("(SELECT DISTINCT c.rid FROM agentlog.rank_champions c WHERE c.term = ANY(%s))"
-            " cand JOIN agentlog.documents d ON d.rid = cand.rid CROSS JOIN ub")
-    return _scored(head, [*strs, *terms], terms, query, (cand, [list(terms)]),
-                   f" AND s_of.s > ub.u + abs(ub.u) * {MARGIN}::float8", where)
-
-
-def _scored(head: str, head_args: list[str], terms: list[str], query: str,
-            source: tuple[str, list[Any]], above: str, where: str) -> tuple[str, list[Any]]:
-    """`every`'s and `walk`'s statement: the score of each document of `source` (its FROM
-    item with rows `d`, and its parameters) matching `query`, kept when `above` (a
-    condition on `s_of.s`) and `where` hold."""
-    args: list[Any] = [*head_args, *source[1]]
-    fs = ", ".join(f"coalesce((d.tfx ->> %s)::float8, (max(array_length(u.positions, 1))"
-                   f" FILTER (WHERE u.lexeme = %s))::float8, 0.0::float8) AS f{i}"
-                   for i in range(len(terms)))
-    for t in terms:
-        args += [t, t]
+    fs, fs_args = _fs(terms)
     score = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, ff.f{i}, d.dl::float8,"
                                          f" st.a)" for i in range(len(terms)))])
     sql = (f"{head}SELECT d.rid, s_of.s, d.lrow AS at"
-           f" FROM {source[0]} CROSS JOIN st CROSS JOIN ix"
-           f" CROSS JOIN LATERAL (SELECT {fs} FROM unnest({ONLY.format(terms='%s::text[]')})"
-           " u) ff"
+           f" FROM agentlog.documents d CROSS JOIN st CROSS JOIN ix CROSS JOIN LATERAL ({fs}) ff"
            f" CROSS JOIN LATERAL (SELECT ({score}) * {WEIGHT} AS s) s_of"
-           f" WHERE d.tsv @@ plainto_tsquery('simple', %s){above} AND " + where)
-    return sql, [*args, list(terms), query]
+           " WHERE d.tsv @@ plainto_tsquery('simple', %s) AND " + where)
+    return sql, [*strs, *fs_args, query]
 
 
-def listed(term: str, where: str) -> tuple[str, list[str]]:
-    """(rid, s, at = lrow) of the members of `term`'s champion list that beat its bound at
-    today's statistics (module docstring): exactly the head of `every([term], …)`."""
+def walk(terms: list[str], query: str, where: str, prefix: int) -> tuple[str, list[Any]]:
+    """(rid, s, at = lrow) of the matches of `query` that `every(terms, …)` ranks above
+    every document outside the first `prefix` members of each word's list: exactly the
+    head of its ranking (Fagin's threshold algorithm over the lists, as
+    `projections.rank.multi` does for history.db; every word of `terms` must have a list).
+
+    A document outside word i's prefix has v_i ≤ T_i = max(bound_i, the key of the member
+    past the prefix) × max(1, avgdl_now / avgdl_i) (the module docstring's certificate;
+    the list is in key order), so one in no prefix scores s = Σ idf_i × v_i ≤ U = Σ idf_i ×
+    T_i. The candidates — the members of any prefix — get each word's f from their own
+    membership, else from the cross bytes `x` of the deep lists (projections.pg.deep; 0:
+    the word is not in the document, so neither is the document in the AND). With every f
+    known a candidate is scored from the lists (its stored weight); with one unknown, only
+    when its upper bound (T_i standing in for each unknown term) reaches U, and then from
+    its tsvector, as `every`. The candidates above U (with the relative `MARGIN` for
+    rounding) are joined with `documents` and scored there with the document's own weight,
+    as `every` scores them. A word whose list is gone since the caller looked makes U NULL:
+    nothing is returned, and the caller ranks every match."""
+    head, strs = _stats(terms)
+    n = range(len(terms))
+    args: list[Any] = [*strs]
+    bounds = ", ".join(
+        "(SELECT greatest(t.s, coalesce((SELECT c.s FROM agentlog.rank_champions c"
+        " WHERE c.term = t.term ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1),"
+        f" t.s)) * greatest(1.0::float8, st.a / t.avgdl) FROM agentlog.rank_terms t"
+        f" WHERE t.term = %s) AS b{i}" for i in n)
+    for t in terms:
+        args += [prefix, t]
+    u = " + ".join(f"ix.i{i} * tb.b{i}" for i in n)
+    pos = ", ".join(f"(SELECT r.pos FROM agentlog.rank_cross r WHERE r.term = %s) AS p{i}"
+                    for i in n)
+    args += terms
+    per = ", ".join(f"max(c.f) FILTER (WHERE c.term = %s) AS m{i}, max(CASE WHEN px.p{i}"
+                    f" < length(c.x) THEN get_byte(c.x, px.p{i}) END) AS x{i}" for i in n)
+    args += [*terms, list(dict.fromkeys(terms)), prefix]
+    # f of each word: the member's own, else from x (-1: not in the document), else NULL
+    known = ", ".join(f"CASE WHEN m.m{i} IS NOT NULL THEN m.m{i} WHEN m.x{i} = 0 THEN -1.0"
+                      f" WHEN m.x{i} < {UNKNOWN} THEN (m.x{i} - 1)::float8 END AS f{i}"
+                      for i in n)
+    fk = ", ".join(f"k.f{i}" for i in n)
+    every_known = " AND ".join(f"k.f{i} >= 0.0" for i in n)
+    some_unknown = " OR ".join(f"k.f{i} IS NULL" for i in n)
+    none_absent = " AND ".join(f"coalesce(k.f{i}, 0.0) >= 0.0" for i in n)
+    part = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, k.f{i}, k.dl, st.a)"
+                                        for i in n)])
+    part_known = " + ".join(["0.0::float8", *(
+        f"coalesce(agentlog.bm25_term(ix.i{i}, k.f{i}, k.dl, st.a), 0.0::float8)" for i in n)])
+    rest = " + ".join(["0.0::float8", *(f"CASE WHEN k.f{i} IS NULL THEN ix.i{i} * tb.b{i}"
+                                        " ELSE 0.0::float8 END" for i in n)])
+    fs, fs_args = _fs(terms)
+    args += fs_args
+    score = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, cand.f{i},"
+                                         " d.dl::float8, st.a)" for i in n)])
+    loose = f"ub.u - abs(ub.u) * {LOOSE}::float8"  # the stored weight: pre-selection only
+    sql = (f"{head}, tb AS MATERIALIZED (SELECT {bounds} FROM st),"
+           f" ub AS MATERIALIZED (SELECT ({u}) AS u FROM ix, tb),"
+           f" px AS MATERIALIZED (SELECT {pos}),"
+           f" m AS (SELECT c.rid, max(c.dl) AS dl, max(c.w) AS w, {per}"
+           " FROM unnest(%s::text[]) q(term) CROSS JOIN LATERAL (SELECT c.rid, c.term, c.f,"
+           " c.dl, c.w, c.x FROM agentlog.rank_champions c WHERE c.term = q.term"
+           " ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s) c CROSS JOIN px"
+           " GROUP BY c.rid),"
+           f" k AS MATERIALIZED (SELECT m.rid, m.dl, m.w, {known} FROM m),"
+           f" cand AS (SELECT k.rid, {fk} FROM k, st, ix, ub WHERE {every_known}"
+           f" AND ({part}) * k.w > {loose}"
+           f" UNION ALL SELECT k.rid, {', '.join(f'ff.f{i}' for i in n)}"
+           " FROM k JOIN agentlog.documents d ON d.rid = k.rid CROSS JOIN st CROSS JOIN ix"
+           f" CROSS JOIN tb CROSS JOIN ub CROSS JOIN LATERAL ({fs}) ff"
+           f" WHERE ({some_unknown}) AND {none_absent}"
+           f" AND ({part_known}) * k.w + {rest} > {loose})"
+           f" SELECT d.rid, s_of.s, d.lrow AS at FROM cand"
+           " JOIN agentlog.documents d ON d.rid = cand.rid CROSS JOIN st CROSS JOIN ix"
+           f" CROSS JOIN ub CROSS JOIN LATERAL (SELECT ({score}) * {WEIGHT} AS s) s_of"
+           " WHERE d.tsv @@ plainto_tsquery('simple', %s)"
+           f" AND s_of.s > ub.u + abs(ub.u) * {MARGIN}::float8 AND " + where)
+    return sql, [*args, query]
+
+
+def _fs(terms: list[str]) -> tuple[str, list[Any]]:
+    """A row of f0… for the document `d`: each term's f as the ranking reads it (`tfx`, else
+    the tsvector's positions, else 0), from the tsvector cut to the terms."""
+    fs = ", ".join(f"coalesce((d.tfx ->> %s)::float8, (max(array_length(u.positions, 1))"
+                   f" FILTER (WHERE u.lexeme = %s))::float8, 0.0::float8) AS f{i}"
+                   for i in range(len(terms)))
+    args: list[Any] = [a for t in terms for a in (t, t)]
+    return (f"SELECT {fs} FROM unnest({ONLY.format(terms='%s::text[]')}) u",
+            [*args, list(terms)])
+
+
+def listed(term: str, where: str, prefix: int) -> tuple[str, list[Any]]:
+    """(rid, s, at = lrow) of the first `prefix` members of `term`'s list (in key order)
+    that beat its bound at today's statistics — the bound being the larger of the list's
+    own and the key of the member past the prefix (module docstring): exactly the head of
+    `every([term], …)`."""
     head, args = _stats([term])
-    sql = (f"{head}SELECT c.rid, (0.0::float8 + agentlog.bm25_term(ix.i0, c.f, c.dl, st.a))"
-           f" * {WEIGHT} AS s, c.at AS at FROM agentlog.rank_terms t"
-           " JOIN agentlog.rank_champions c ON c.term = t.term"
-           " JOIN agentlog.documents d ON d.rid = c.rid CROSS JOIN st CROSS JOIN ix"
-           f" WHERE t.term = %s AND agentlog.bm25_term(1.0::float8, c.f, c.dl, st.a) * {WEIGHT}"
-           f" > t.s * greatest(1.0::float8, st.a / t.avgdl) * (1.0::float8 + {MARGIN}::float8)"
-           " AND " + where)
-    return sql, [*args, term]
+    sql = (f"{head}, tb AS MATERIALIZED (SELECT greatest(t.s, coalesce((SELECT c.s"
+           " FROM agentlog.rank_champions c WHERE c.term = t.term"
+           " ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1), t.s))"
+           " * greatest(1.0::float8, st.a / t.avgdl) AS b FROM agentlog.rank_terms t, st"
+           " WHERE t.term = %s)"
+           " SELECT c.rid, (0.0::float8 + agentlog.bm25_term(ix.i0, c.f, c.dl, st.a))"
+           f" * {WEIGHT} AS s, c.at AS at FROM (SELECT c.rid, c.f, c.dl, c.at"
+           " FROM agentlog.rank_champions c WHERE c.term = %s"
+           " ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s) c"
+           " JOIN agentlog.documents d ON d.rid = c.rid CROSS JOIN st CROSS JOIN ix CROSS JOIN tb"
+           f" WHERE agentlog.bm25_term(1.0::float8, c.f, c.dl, st.a) * {WEIGHT}"
+           f" > tb.b * (1.0::float8 + {MARGIN}::float8) AND " + where)
+    return sql, [*args, prefix, term, term, prefix]

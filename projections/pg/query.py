@@ -200,8 +200,12 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
             if not subs and terms == words and set(terms) <= _listed(con):
                 # the head of the ranking from the champion lists: one word's members
                 # above its bound; several words' members above the sum of their bounds
-                inner, args = (bm25.listed(terms[0], where) if len(terms) == 1
-                               else bm25.walk(terms, " ".join(words), where))
+                # a cross word's whole (deep) list when every word has one
+                # (projections.pg.deep), else the first CHAMPIONS of each
+                inner, args = (
+                    bm25.listed(terms[0], where, rank.CHAMPIONS) if len(terms) == 1
+                    else bm25.walk(terms, " ".join(words), where,
+                                   DEEP if set(terms) <= _known(con)[3] else rank.CHAMPIONS))
                 hits = _ranked(con, inner, [*args, *params], n, tokens, cov,
                                prepare=None if len(terms) == 1 else False)
                 _local.path = "lists"
@@ -240,15 +244,21 @@ def _scored(con: Any) -> bool:
     return _known(con)[2]
 
 
-def _known(con: Any) -> tuple[float, frozenset[str], bool]:
+# (read at, the listed words, whether bm25 ranks, the cross words)
+Known = tuple[float, frozenset[str], bool, frozenset[str]]
+DEEP = 1 << 30  # a whole list (projections.pg.deep)
+
+
+def _known(con: Any) -> Known:
     import time
 
-    known: dict[int, tuple[float, frozenset[str], bool]] = getattr(_local, "listed", None) or {}
+    known: dict[int, Known] = getattr(_local, "listed", None) or {}
     _local.listed = known
     now = time.monotonic()
     got = known.get(id(con))
     if got is None or now - got[0] > LISTED_TTL:
         terms: frozenset[str] = frozenset()
+        cross: frozenset[str] = frozenset()
         row = con.execute(
             "SELECT to_regclass('agentlog.bm25_hosts') IS NOT NULL AND coalesce((SELECT"
             " min(schema_version) FROM agentlog.projection), 3) >= 3").fetchone()
@@ -256,7 +266,9 @@ def _known(con: Any) -> tuple[float, frozenset[str], bool]:
         if scored and rank.ready(con):  # the lists are bm25's from step 6 on
             terms = frozenset(str(r[0]) for r in con.execute(
                 "SELECT term FROM agentlog.rank_terms"))
-        got = known[id(con)] = (now, terms, scored)
+            cross = frozenset(str(r[0]) for r in con.execute(
+                "SELECT term FROM agentlog.rank_cross"))
+        got = known[id(con)] = (now, terms, scored, cross)
     return got
 
 

@@ -51,16 +51,14 @@ SCORE = f"ts_rank(d.tsv, q) * {WEIGHT}"  # the score before schema step 6 (no li
 
 def ready(con: Any, *, write: bool = False) -> bool:
     """Whether the list tables exist and this role may read them (`write`: and keep them
-    through the upkeep functions, schema step 4).
+    through the upkeep functions), both as of schema step 7 (`projections.pg.deep`).
     A server made before them gains them from `ensure_schema` (`team init`, or the first
     `sync` of a new server); without them nothing is listed and every match is ranked."""
-    held = " AND ".join(f"has_table_privilege('agentlog.{t}', 'SELECT')"
-                        for t in ("rank_terms", "rank_champions"))
-    missing = " OR ".join([*(f"to_regclass('agentlog.{t}') IS NULL"
-                             for t in ("rank_terms", "rank_champions")),
-                           *(f"to_regprocedure('{f}') IS NULL" for f in UPKEEP if write)])
+    held = " AND ".join(f"has_table_privilege('agentlog.{t}', 'SELECT')" for t in TABLES)
+    missing = " OR ".join([*(f"to_regclass('agentlog.{t}') IS NULL" for t in TABLES),
+                           *(f"to_regprocedure('{f}') IS NULL" for f in _KEEPS if write)])
     if write:
-        held += "".join(f" AND has_function_privilege('{f}', 'EXECUTE')" for f in UPKEEP)
+        held += "".join(f" AND has_function_privilege('{f}', 'EXECUTE')" for f in _KEEPS)
     row = con.execute(  # CASE: the privilege test of a missing table would raise
         f"SELECT CASE WHEN {missing} THEN false ELSE {held} END").fetchone()
     return bool(row and row[0])
@@ -161,16 +159,18 @@ REVOKE ALL ON FUNCTION agentlog.may_act(text), agentlog.rank_forget(bigint[]),
 """
 UPKEEP = ("agentlog.may_act(text)", "agentlog.rank_forget(bigint[])",
           "agentlog.rank_fold(bigint[], int)", "agentlog.rank_make(text, int)")
-# what a writer holds on the lists (`team init`, and step 4 on a server that has writers)
+TABLES = ("rank_terms", "rank_champions", "rank_cross")
+_KEEPS = (*UPKEEP, "agentlog.rank_cross_add(text[], int)")  # step 4's functions and step 7's
+# what a writer holds on the lists (`team init`, and step 4 on a server that has writers;
+# step 7 grants its own function)
 WRITER_GRANTS = ("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agentlog.rank_terms,"
                  " agentlog.rank_champions FROM agentlog_writer;"
                  f" GRANT EXECUTE ON FUNCTION {', '.join(UPKEEP)} TO agentlog_writer;")
 
 
 def hot_words(c: Any) -> list[tuple[str, int]]:
-    """(word, estimated documents) of every word above `HOT_DF` without a list, hottest
-    first, then those whose list is stale (`DRIFT`), from ANALYZE's most common elements of
-    `tsv`."""
+    """(word, estimated documents) of every word above `HOT_DF`, hottest first, from
+    ANALYZE's most common elements of `tsv`."""
     row = c.execute(
         "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
         " FROM pg_stats s, pg_class c WHERE s.schemaname = 'agentlog'"
@@ -178,24 +178,49 @@ def hot_words(c: Any) -> list[tuple[str, int]]:
         " AND c.oid = 'agentlog.documents'::regclass").fetchone()
     if row is None or row[0] is None:
         return []
+    est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
+           zip(row[0], row[1][:len(row[0])], strict=True)]
+    return sorted(((w, n) for w, n in est if n > HOT_DF), key=lambda wn: (-wn[1], wn[0]))
+
+
+def wanted(c: Any) -> list[tuple[str, int, int]]:
+    """(word, estimated documents, length) of the lists to make: the hot words without a
+    list, hottest first, then those whose list is stale (made at a mean length the corpus
+    has since outgrown by more than `DRIFT`) or, for a cross word (`projections.pg.deep`),
+    shorter than half the length it wants now. Adds the commonest words that want a deep
+    list to the cross words first (in the caller's transaction)."""
+    from projections.pg import deep
+
+    words = hot_words(c)
+    if not words:
+        return []
+    deep_words = [w for w, n in words if deep.depth(n, CHAMPIONS) > CHAMPIONS][:deep.CROSS]
+    if deep_words:
+        c.execute("SELECT agentlog.rank_cross_add(%s, %s)", (deep_words, deep.CROSS))
+    cross = {str(r[0]) for r in c.execute("SELECT term FROM agentlog.rank_cross")}
     now = c.execute("SELECT sum(tokens)::float8 / nullif(sum(docs), 0)::float8"
                     " FROM agentlog.bm25_hosts").fetchone()
     mean = float(now[0]) if now and now[0] is not None else None
-    # a list made at a mean length the corpus has since outgrown by more than `DRIFT`
-    # certifies less and less (module docstring): made again, after the words without one
-    have = {str(t): mean is not None and float(a) * (1.0 + DRIFT) < mean for t, a in c.execute(
-        "SELECT term, avgdl FROM agentlog.rank_terms")}
-    est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
-           zip(row[0], row[1][:len(row[0])], strict=True)]
-    return sorted(((w, n) for w, n in est if n > HOT_DF and have.get(w, True)),
-                  key=lambda wn: (wn[0] in have, -wn[1], wn[0]))
+    have = {str(t): (float(a), int(k)) for t, a, k in c.execute(
+        "SELECT term, avgdl, keep FROM agentlog.rank_terms")}
+    out: list[tuple[str, int, int]] = []
+    for w, n in words:
+        keep = deep.depth(n, CHAMPIONS) if w in cross else CHAMPIONS
+        made = have.get(w)
+        # a list made at a mean length the corpus has since outgrown by more than `DRIFT`
+        # certifies less and less (module docstring): made again, after the words without one
+        if made is None or (mean is not None and made[0] * (1.0 + DRIFT) < mean) or (
+                w in cross and made[1] * 2 < keep):
+            out.append((w, n, keep))
+    return sorted(out, key=lambda wnk: (wnk[0] in have, -wnk[1], wnk[0]))
 
 
 def make_lists(con: Any, *, budget: int | None = None) -> int:
-    """Make the lists of hot words that lack one, hottest first, until about `budget`
-    matches were ranked (default `BUILD_BUDGET` per document); one transaction a list.
-    Returns how many lists were made. Needs ANALYZE's statistics of `tsv`."""
-    words = hot_words(con)
+    """Make the lists `wanted` names, hottest first, until about `budget` matches were
+    ranked (default `BUILD_BUDGET` per document); one transaction a list. Returns how many
+    lists were made. Needs ANALYZE's statistics of `tsv`."""
+    con.execute(f"SELECT pg_advisory_xact_lock({LOCK})")  # (the cross words' additions)
+    words = wanted(con)
     con.commit()
     if not words:
         return 0
@@ -205,17 +230,17 @@ def make_lists(con: Any, *, budget: int | None = None) -> int:
         budget = BUILD_BUDGET * max(int(row[0]) if row else 0, 0)
     con.commit()
     made = spent = 0
-    for word, n in words:
+    for word, n, keep in words:
         if made and spent + n > budget:
             break
         con.execute(f"SELECT pg_advisory_xact_lock({LOCK})")
-        if _make(con, word):
+        if _make(con, word, keep):
             made += 1
         con.commit()
         spent += n
     return made
 
 
-def _make(c: Any, word: str) -> bool:
-    row = c.execute("SELECT agentlog.rank_make(%s, %s)", (word, CHAMPIONS)).fetchone()
+def _make(c: Any, word: str, keep: int) -> bool:
+    row = c.execute("SELECT agentlog.rank_make(%s, %s)", (word, keep)).fetchone()
     return bool(row and row[0])

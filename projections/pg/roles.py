@@ -26,7 +26,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from projections.pg import logsql, schema
+from projections.pg import deep, logsql, schema
 from projections.pg.conn import TeamError
 
 WRITER = "agentlog_writer"
@@ -58,6 +58,7 @@ CREATE POLICY hosts_read ON agentlog.hosts FOR SELECT USING (true);
 CREATE POLICY records_read ON agentlog.records FOR SELECT USING (true);
 {_DERIVED_POLICIES}
 {logsql.WRITER_GRANTS}
+{deep.WRITER_GRANTS}
 """
 
 

@@ -10,8 +10,9 @@ Tables:
   the `simple` tsvector, and a pg_trgm GIN index on the text of documents holding CJK.
 - `projection(host, last_seq, last_hash, ...)`: the per-host checkpoint, committed with the
   rows it covers.
-- `rank_terms`, `rank_champions`: the champion lists of common words (`rank`), a cache,
-  written only by the schema owner's SECURITY DEFINER upkeep functions (step 4).
+- `rank_terms`, `rank_champions`, `rank_cross`: the champion lists of common words (`rank`;
+  step 7: the deep lists of the commonest, `deep`), a cache, written only by the schema
+  owner's SECURITY DEFINER upkeep functions (step 4).
 - `hosts` and `records` are written only by the schema owner's functions too (step 5,
   `logsql`): writers hold SELECT only on every table.
 - `migrations(version, name, applied_at)`: which of `MIGRATIONS` the database has had.
@@ -33,6 +34,7 @@ from typing import Any
 
 from projections import cjk
 from projections.pg import bm25 as _bm25
+from projections.pg import deep as _deep
 from projections.pg import logsql as _logsql
 from projections.pg import rank as _rank
 from projections.rows import COLUMNS
@@ -241,6 +243,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
      f" rolname = 'agentlog_writer') THEN {_logsql.WRITER_GRANTS} END IF; END $$;"),
     (_bm25.STEP, "bm25 as FTS5 computes it: per document its FTS5 tokens, per host its"
      " statistics, champion lists with a certificate", _bm25.MIGRATION),
+    (_deep.STEP, "deep lists of the commonest words, whose members carry each other's f",
+     _deep.MIGRATION),
 )
 LATEST = MIGRATIONS[-1][0]
 _MIGRATIONS_TABLE = """
