@@ -272,9 +272,11 @@ def every(terms: list[str], query: str, where: str) -> tuple[str, list[Any]]:
     return sql, [*strs, *fs_args, query]
 
 
-def walk(terms: list[str], query: str, where: str, prefix: int) -> tuple[str, list[Any]]:
+def walk(terms: list[str], query: str, where: str,
+         prefix: int | None) -> tuple[str, list[Any]]:
     """(rid, s, at = lrow) of the matches of `query` that `every(terms, …)` ranks above
-    every document outside the first `prefix` members of each word's list: exactly the
+    every document outside the first `prefix` members of each word's list (None: the whole
+    list; a deep one when every word is a cross word, projections.pg.deep): exactly the
     head of its ranking (Fagin's threshold algorithm over the lists, as
     `projections.rank.multi` does for history.db; every word of `terms` must have a list).
 
@@ -293,13 +295,14 @@ def walk(terms: list[str], query: str, where: str, prefix: int) -> tuple[str, li
     head, strs = _stats(terms)
     n = range(len(terms))
     args: list[Any] = [*strs]
+    past = ("coalesce((SELECT c.s FROM agentlog.rank_champions c WHERE c.term = t.term"
+            " ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1), t.s)")
     bounds = ", ".join(
-        "(SELECT greatest(t.s, coalesce((SELECT c.s FROM agentlog.rank_champions c"
-        " WHERE c.term = t.term ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1),"
-        f" t.s)) * greatest(1.0::float8, st.a / t.avgdl) FROM agentlog.rank_terms t"
+        f"(SELECT greatest(t.s, {'t.s' if prefix is None else past})"
+        " * greatest(1.0::float8, st.a / t.avgdl) FROM agentlog.rank_terms t"
         f" WHERE t.term = %s) AS b{i}" for i in n)
     for t in terms:
-        args += [prefix, t]
+        args += [t] if prefix is None else [prefix, t]
     u = " + ".join(f"ix.i{i} * tb.b{i}" for i in n)
     pos = ", ".join(f"(SELECT r.pos FROM agentlog.rank_cross r WHERE r.term = %s) AS p{i}"
                     for i in n)

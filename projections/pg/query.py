@@ -198,14 +198,14 @@ def _search(con: Any, tokens: list[str], flt: Filters, host: str | None,
         if _scored(con) and words:  # bm25 from the stored statistics (projections.pg.bm25)
             terms = _terms(tokens)
             if not subs and terms == words and set(terms) <= _listed(con):
-                # the head of the ranking from the champion lists: one word's members
-                # above its bound; several words' members above the sum of their bounds
-                # a cross word's whole (deep) list when every word has one
-                # (projections.pg.deep), else the first CHAMPIONS of each
+                # the head of the ranking from the champion lists: one word's first
+                # members above its bound; several words' members above the sum of their
+                # bounds (a cross word's whole deep list when every word is one,
+                # projections.pg.deep; else the first CHAMPIONS of each)
                 inner, args = (
                     bm25.listed(terms[0], where, rank.CHAMPIONS) if len(terms) == 1
                     else bm25.walk(terms, " ".join(words), where,
-                                   DEEP if set(terms) <= _known(con)[3] else rank.CHAMPIONS))
+                                   None if set(terms) <= _cross(con) else rank.CHAMPIONS))
                 hits = _ranked(con, inner, [*args, *params], n, tokens, cov,
                                prepare=None if len(terms) == 1 else False)
                 _local.path = "lists"
@@ -237,6 +237,11 @@ def _listed(con: Any) -> frozenset[str]:
     return _known(con)[1]
 
 
+def _cross(con: Any) -> frozenset[str]:
+    """The cross words (projections.pg.deep), read with the listed ones."""
+    return _known(con)[3]
+
+
 def _scored(con: Any) -> bool:
     """Whether bm25 ranks (`projections.pg.bm25`): schema step 6 is in and every host was
     projected at schema 3 (its documents carry `dl`, `tfx`, `lrow`); until then `ts_rank`
@@ -246,7 +251,6 @@ def _scored(con: Any) -> bool:
 
 # (read at, the listed words, whether bm25 ranks, the cross words)
 Known = tuple[float, frozenset[str], bool, frozenset[str]]
-DEEP = 1 << 30  # a whole list (projections.pg.deep)
 
 
 def _known(con: Any) -> Known:

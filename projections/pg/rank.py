@@ -195,9 +195,11 @@ def wanted(c: Any) -> list[tuple[str, int, int]]:
     if not words:
         return []
     deep_words = [w for w, n in words if deep.depth(n, CHAMPIONS) > CHAMPIONS][:deep.CROSS]
-    if deep_words:
-        c.execute("SELECT agentlog.rank_cross_add(%s, %s)", (deep_words, deep.CROSS))
     cross = {str(r[0]) for r in c.execute("SELECT term FROM agentlog.rank_cross")}
+    if len(cross) < deep.CROSS and set(deep_words) - cross:  # under the lists' lock: no
+        c.execute(f"SELECT pg_advisory_xact_lock({LOCK})")  # batch folds meanwhile
+        c.execute("SELECT agentlog.rank_cross_add(%s, %s)", (deep_words, deep.CROSS))
+        cross = {str(r[0]) for r in c.execute("SELECT term FROM agentlog.rank_cross")}
     now = c.execute("SELECT sum(tokens)::float8 / nullif(sum(docs), 0)::float8"
                     " FROM agentlog.bm25_hosts").fetchone()
     mean = float(now[0]) if now and now[0] is not None else None
@@ -219,7 +221,6 @@ def make_lists(con: Any, *, budget: int | None = None) -> int:
     """Make the lists `wanted` names, hottest first, until about `budget` matches were
     ranked (default `BUILD_BUDGET` per document); one transaction a list. Returns how many
     lists were made. Needs ANALYZE's statistics of `tsv`."""
-    con.execute(f"SELECT pg_advisory_xact_lock({LOCK})")  # (the cross words' additions)
     words = wanted(con)
     con.commit()
     if not words:
