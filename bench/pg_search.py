@@ -48,13 +48,24 @@ from projections.pg.project import words  # noqa: E402
 KINDS = ("message", "report", "progress", "approval")
 
 
-def baseline_module(rev: str) -> ModuleType:
-    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:projections/pg/query.py"],
+def _rev_module(rev: str, path: str, name: str) -> ModuleType:
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
                          check=True, capture_output=True, text=True).stdout
-    spec = importlib.util.spec_from_loader("pg_query_baseline", loader=None)
+    spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     mod = importlib.util.module_from_spec(spec)
-    exec(compile(src, f"{rev}:projections/pg/query.py", "exec"), mod.__dict__)
+    exec(compile(src, f"{rev}:{path}", "exec"), mod.__dict__)
+    return mod
+
+
+def baseline_module(rev: str) -> ModuleType:
+    """REV's projections/pg/query.py, with REV's own `bm25` and `rank` where it has them
+    (their statements' signatures change between revisions)."""
+    mod = _rev_module(rev, "projections/pg/query.py", "pg_query_baseline")
+    for name in ("bm25", "rank"):
+        if hasattr(mod, name):
+            setattr(mod, name, _rev_module(rev, f"projections/pg/{name}.py",
+                                           f"pg_{name}_baseline"))
     return mod
 
 
@@ -105,7 +116,13 @@ def load(url: str, n: int) -> list[str]:
         while made:  # what the projector does after each pass, until none is left
             made = rank.make_lists(con)
         lists = con.execute("SELECT count(*) FROM agentlog.rank_terms").fetchone()
-    print(f"champion lists: {lists[0] if lists else 0} made in {time.perf_counter() - t0:.1f} s")
+        size = con.execute(
+            "SELECT count(*), pg_total_relation_size('agentlog.rank_champions'),"
+            " pg_database_size(current_database()), (SELECT count(*) FROM"
+            " agentlog.rank_cross) FROM agentlog.rank_champions").fetchone()
+    print(f"champion lists: {lists[0] if lists else 0} made in {time.perf_counter() - t0:.1f} s;"
+          f" {size[0]:,} members ({size[3]} deep lists) in {size[1] / 1e6:.1f} MB of the"
+          f" database's {size[2] / 1e6:.1f} MB")
     return vocab
 
 

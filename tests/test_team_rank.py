@@ -229,6 +229,9 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
             words = [r.choice(vocab[:3]) if r.random() < 0.6 else r.choice(vocab)
                      for _ in range(r.randrange(1, 12))] + [
                 f"filler{r.randrange(40)}" for _ in range(r.randrange(0, 25))]
+            if kinds[i % 4] == "progress":  # (weight 1.5, the others 2.0) denser in the
+                words = [r.choice(vocab[:3])] * r.randrange(6, 14) + words[:2]  # words:
+                # the pages mix weights
             r.shuffle(words)
             out.append(MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
                                    body=" ".join(words), at=1_700_000_000_000 + i * 1000,
@@ -303,3 +306,63 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
     project(pg_url, tmp_path / "scratch")
     pgq.close_connections()
     check(min_from_lists=5)
+
+
+def test_one_word_reads_a_prefix_of_its_list_with_the_bound_past_it(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one word reads the first CHAMPIONS members of a (deep) list: the key of the member
+    # past them bounds everything else (projections.pg.bm25.listed), and members are scored
+    # with their stored weight; hand-made documents whose order the weights decide, then
+    # one whose key (at the mean length the list was made with) is fourth but whose score
+    # is third once the mean length grew sevenfold
+    import psycopg
+
+    from projections.pg import deep, rank
+
+    monkeypatch.setattr(rank, "HOT_DF", 3)
+    monkeypatch.setattr(rank, "CHAMPIONS", 3)
+    monkeypatch.setattr(rank, "DRIFT", 1e9)  # the lists are not made again
+    monkeypatch.setattr(deep, "DEEP_SHARE", 1)
+    monkeypatch.setattr(deep, "CROSS", 1)
+
+    def msg(i: int, kind: str, body: str) -> MessageSent:
+        return MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kind, body=body,
+                           at=1_700_000_000_000 + i * 1000, project="/p")
+
+    first = [msg(0, "progress", "okapi " * 6),  # weight 1.5: 2.81 at the first mean length
+             msg(1, "message", "okapi okapi okapi x1 x2 x3")]  # weight 2.0: 3.26
+    first += [msg(i, "message", "okapi " + " ".join(f"y{j}" for j in range(7)))
+              for i in range(2, 7)]  # 1.91 each
+    log = EventLog(tmp_path / "log")
+    append(log, first)
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("ANALYZE agentlog.documents")
+        while rank.make_lists(con):
+            pass
+        assert con.execute("SELECT keep FROM agentlog.rank_terms WHERE term = 'okapi'"
+                           ).fetchone() == (7,)  # deep: every document of the word
+    pgq.close_connections()
+
+    def both(k: int) -> tuple[list[str], list[str]]:
+        got = [h["id"] for h in pgq.search(pg_url, "okapi", limit=k)["hits"]]
+        path = pgq.last_path()
+        with monkeypatch.context() as m:
+            m.setattr(pgq, "_listed", lambda con: frozenset())
+            want = [h["id"] for h in pgq.search(pg_url, "okapi", limit=k)["hits"]]
+        return [*got, str(path)], [*want, str(path)]
+
+    got, want = both(2)
+    assert got == want == ["message:m1", "message:m0", "lists"]
+    # a fourth by key (5 in 30 words: 2.43 at the first mean length) and one above the
+    # rest (3.49); then documents without the word raise the mean length sevenfold
+    append(log, [msg(7, "message", "okapi " * 5 + " ".join(f"z{j}" for j in range(25))),
+                 msg(8, "message", "okapi okapi okapi okapi z1 z2")]
+           + [msg(i, "message", " ".join(f"f{j}" for j in range(60))) for i in range(9, 39)],
+           prefix="more")
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+    pgq.close_connections()
+    got, want = both(3)
+    assert got[:3] == want[:3] == ["message:m8", "message:m1", "message:m7"]

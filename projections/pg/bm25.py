@@ -41,7 +41,7 @@ from projections.ranking import WEIGHT_SQL
 
 STEP = 6
 MARGIN = 1e-9  # as projections.rank.champions: the bound's own rounding
-LOOSE = 1e-6  # the walk's pre-selection by the lists' stored weights: looser than MARGIN
+LOOSE = 1e-6  # the walk's upper bounds of candidates with an unknown f: looser than MARGIN
 UNKNOWN = 255  # a deep list member's cross byte for an f it does not keep (projections.pg.deep)
 WEIGHT = WEIGHT_SQL
 _DEF = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
@@ -283,74 +283,87 @@ def walk(terms: list[str], query: str, where: str,
     A document outside word i's prefix has v_i ≤ T_i = max(bound_i, the key of the member
     past the prefix) × max(1, avgdl_now / avgdl_i) (the module docstring's certificate;
     the list is in key order), so one in no prefix scores s = Σ idf_i × v_i ≤ U = Σ idf_i ×
-    T_i. The candidates — the members of any prefix — get each word's f from their own
-    membership, else from the cross bytes `x` of the deep lists (projections.pg.deep; 0:
-    the word is not in the document, so neither is the document in the AND). With every f
-    known a candidate is scored from the lists (its stored weight); with one unknown, only
-    when its upper bound (T_i standing in for each unknown term) reaches U, and then from
-    its tsvector, as `every`. The candidates above U (with the relative `MARGIN` for
-    rounding) are joined with `documents` and scored there with the document's own weight,
-    as `every` scores them. A word whose list is gone since the caller looked makes U NULL:
-    nothing is returned, and the caller ranks every match."""
+    T_i. Each member row of a prefix is a candidate: its own word's f is stored, the
+    others' come from its cross bytes `x` (deep lists, projections.pg.deep; 0: the word is
+    not in the document, so neither is the document in the AND). With every f known the
+    candidate is scored from the list (f, D and the weight are stored: the same doubles
+    `every` multiplies); with one unknown, only when its upper bound (T_i standing in for
+    each unknown term) reaches U, and then from its tsvector and the document's weight, as
+    `every`. The candidates above U (with the relative `MARGIN` for rounding), once each,
+    are returned — joined with `documents` only when `where` filters. A word whose list is
+    gone since the caller looked makes U NULL: nothing is returned, and the caller ranks
+    every match."""
     head, strs = _stats(terms)
     n = range(len(terms))
     args: list[Any] = [*strs]
-    past = ("coalesce((SELECT c.s FROM agentlog.rank_champions c WHERE c.term = t.term"
-            " ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1), t.s)")
     bounds = ", ".join(
-        f"(SELECT greatest(t.s, {'t.s' if prefix is None else past})"
-        " * greatest(1.0::float8, st.a / t.avgdl) FROM agentlog.rank_terms t"
-        f" WHERE t.term = %s) AS b{i}" for i in n)
+        f"(SELECT {_bound(prefix)} FROM agentlog.rank_terms t WHERE t.term = %s) AS b{i}"
+        for i in n)
     for t in terms:
         args += [t] if prefix is None else [prefix, t]
     u = " + ".join(f"ix.i{i} * tb.b{i}" for i in n)
     pos = ", ".join(f"(SELECT r.pos FROM agentlog.rank_cross r WHERE r.term = %s) AS p{i}"
                     for i in n)
     args += terms
-    per = ", ".join(f"max(c.f) FILTER (WHERE c.term = %s) AS m{i}, max(CASE WHEN px.p{i}"
-                    f" < length(c.x) THEN get_byte(c.x, px.p{i}) END) AS x{i}" for i in n)
-    args += [*terms, list(dict.fromkeys(terms)), prefix]
-    # f of each word: the member's own, else from x (-1: not in the document), else NULL
-    known = ", ".join(f"CASE WHEN m.m{i} IS NOT NULL THEN m.m{i} WHEN m.x{i} = 0 THEN -1.0"
-                      f" WHEN m.x{i} < {UNKNOWN} THEN (m.x{i} - 1)::float8 END AS f{i}"
-                      for i in n)
-    fk = ", ".join(f"k.f{i}" for i in n)
+    # a member row: its own word's f, the others' from x (-1: not in the document), else
+    # NULL (unknown); a document in several lists is several rows, each scored alike
+    fcols = ", ".join(
+        f"CASE WHEN c.term = %s THEN c.f WHEN px.p{i} < length(c.x) THEN (CASE"
+        f" get_byte(c.x, px.p{i}) WHEN 0 THEN -1 WHEN {UNKNOWN} THEN NULL"
+        f" ELSE get_byte(c.x, px.p{i}) - 1 END)::float8 END AS f{i}" for i in n)
+    args += [*terms, list(dict.fromkeys(terms))]
+    order = ""
+    if prefix is not None:
+        order = " ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s"
+        args.append(prefix)
     every_known = " AND ".join(f"k.f{i} >= 0.0" for i in n)
     some_unknown = " OR ".join(f"k.f{i} IS NULL" for i in n)
     none_absent = " AND ".join(f"coalesce(k.f{i}, 0.0) >= 0.0" for i in n)
-    part = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, k.f{i}, k.dl, st.a)"
-                                        for i in n)])
-    part_known = " + ".join(["0.0::float8", *(
+    known = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, k.f{i}, k.dl, st.a)"
+                                         for i in n)])
+    part = " + ".join(["0.0::float8", *(
         f"coalesce(agentlog.bm25_term(ix.i{i}, k.f{i}, k.dl, st.a), 0.0::float8)" for i in n)])
     rest = " + ".join(["0.0::float8", *(f"CASE WHEN k.f{i} IS NULL THEN ix.i{i} * tb.b{i}"
                                         " ELSE 0.0::float8 END" for i in n)])
     fs, fs_args = _fs(terms)
-    args += fs_args
-    score = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, cand.f{i},"
+    args += [*fs_args, query]
+    score = " + ".join(["0.0::float8", *(f"agentlog.bm25_term(ix.i{i}, ff.f{i},"
                                          " d.dl::float8, st.a)" for i in n)])
-    loose = f"ub.u - abs(ub.u) * {LOOSE}::float8"  # the stored weight: pre-selection only
+    above = f"ub.u + abs(ub.u) * {MARGIN}::float8"
+    # filters read the document; without any, the lists alone answer
+    joined = ("" if where.strip() == "true"
+              else " JOIN agentlog.documents d ON d.rid = cand.rid WHERE " + where)
     sql = (f"{head}, tb AS MATERIALIZED (SELECT {bounds} FROM st),"
            f" ub AS MATERIALIZED (SELECT ({u}) AS u FROM ix, tb),"
            f" px AS MATERIALIZED (SELECT {pos}),"
-           f" m AS (SELECT c.rid, max(c.dl) AS dl, max(c.w) AS w, {per}"
+           f" k AS MATERIALIZED (SELECT c.rid, c.dl, c.w, c.at, {fcols}"
            " FROM unnest(%s::text[]) q(term) CROSS JOIN LATERAL (SELECT c.rid, c.term, c.f,"
-           " c.dl, c.w, c.x FROM agentlog.rank_champions c WHERE c.term = q.term"
-           " ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s) c CROSS JOIN px"
-           " GROUP BY c.rid),"
-           f" k AS MATERIALIZED (SELECT m.rid, m.dl, m.w, {known} FROM m),"
-           f" cand AS (SELECT k.rid, {fk} FROM k, st, ix, ub WHERE {every_known}"
-           f" AND ({part}) * k.w > {loose}"
-           f" UNION ALL SELECT k.rid, {', '.join(f'ff.f{i}' for i in n)}"
-           " FROM k JOIN agentlog.documents d ON d.rid = k.rid CROSS JOIN st CROSS JOIN ix"
+           f" c.dl, c.w, c.at, c.x FROM agentlog.rank_champions c WHERE c.term = q.term{order})"
+           " c CROSS JOIN px),"
+           # every f known: scored from the lists (f, D and the weight are stored)
+           f" cand AS (SELECT k.rid, ({known}) * k.w AS s, k.at FROM k, st, ix, ub"
+           f" WHERE {every_known} AND ({known}) * k.w > {above}"
+           # an f unknown: from the tsvector, when the bounds standing in for it reach U
+           f" UNION ALL SELECT d.rid, s_of.s, d.lrow FROM k"
+           " JOIN agentlog.documents d ON d.rid = k.rid CROSS JOIN st CROSS JOIN ix"
            f" CROSS JOIN tb CROSS JOIN ub CROSS JOIN LATERAL ({fs}) ff"
+           f" CROSS JOIN LATERAL (SELECT ({score}) * {WEIGHT} AS s) s_of"
            f" WHERE ({some_unknown}) AND {none_absent}"
-           f" AND ({part_known}) * k.w + {rest} > {loose})"
-           f" SELECT d.rid, s_of.s, d.lrow AS at FROM cand"
-           " JOIN agentlog.documents d ON d.rid = cand.rid CROSS JOIN st CROSS JOIN ix"
-           f" CROSS JOIN ub CROSS JOIN LATERAL (SELECT ({score}) * {WEIGHT} AS s) s_of"
-           " WHERE d.tsv @@ plainto_tsquery('simple', %s)"
-           f" AND s_of.s > ub.u + abs(ub.u) * {MARGIN}::float8 AND " + where)
-    return sql, [*args, query]
+           f" AND ({part}) * k.w + {rest} > ub.u - abs(ub.u) * {LOOSE}::float8"
+           " AND d.tsv @@ plainto_tsquery('simple', %s)"
+           f" AND s_of.s > {above})"
+           f" SELECT DISTINCT ON (cand.rid) cand.rid, cand.s, cand.at FROM cand{joined}")
+    return sql, args
+
+
+def _bound(prefix: int | None) -> str:
+    """The bound of the list of `rank_terms` row `t` read to `prefix` members (None: all),
+    at today's mean length (`st.a`): the larger of its own and the key of the member past
+    the prefix (a parameter, when given), scaled by the growth of the mean length."""
+    past = "t.s" if prefix is None else (
+        "coalesce((SELECT c.s FROM agentlog.rank_champions c WHERE c.term = t.term"
+        " ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1), t.s)")
+    return f"greatest(t.s, {past}) * greatest(1.0::float8, st.a / t.avgdl)"
 
 
 def _fs(terms: list[str]) -> tuple[str, list[Any]]:
@@ -368,18 +381,18 @@ def listed(term: str, where: str, prefix: int) -> tuple[str, list[Any]]:
     """(rid, s, at = lrow) of the first `prefix` members of `term`'s list (in key order)
     that beat its bound at today's statistics — the bound being the larger of the list's
     own and the key of the member past the prefix (module docstring): exactly the head of
-    `every([term], …)`."""
+    `every([term], …)`, scored from the list (f, D and the weight are stored) and joined
+    with `documents` only for filters."""
     head, args = _stats([term])
-    sql = (f"{head}, tb AS MATERIALIZED (SELECT greatest(t.s, coalesce((SELECT c.s"
-           " FROM agentlog.rank_champions c WHERE c.term = t.term"
-           " ORDER BY c.s DESC, c.at DESC, c.rid DESC OFFSET %s LIMIT 1), t.s))"
-           " * greatest(1.0::float8, st.a / t.avgdl) AS b FROM agentlog.rank_terms t, st"
-           " WHERE t.term = %s)"
+    joined = ("" if where.strip() == "true"
+              else " JOIN agentlog.documents d ON d.rid = c.rid")
+    sql = (f"{head}, tb AS MATERIALIZED (SELECT {_bound(prefix)} AS b"
+           " FROM agentlog.rank_terms t, st WHERE t.term = %s)"
            " SELECT c.rid, (0.0::float8 + agentlog.bm25_term(ix.i0, c.f, c.dl, st.a))"
-           f" * {WEIGHT} AS s, c.at AS at FROM (SELECT c.rid, c.f, c.dl, c.at"
+           " * c.w AS s, c.at AS at FROM (SELECT c.rid, c.f, c.dl, c.w, c.at"
            " FROM agentlog.rank_champions c WHERE c.term = %s"
-           " ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s) c"
-           " JOIN agentlog.documents d ON d.rid = c.rid CROSS JOIN st CROSS JOIN ix CROSS JOIN tb"
-           f" WHERE agentlog.bm25_term(1.0::float8, c.f, c.dl, st.a) * {WEIGHT}"
+           f" ORDER BY c.s DESC, c.at DESC, c.rid DESC LIMIT %s) c{joined}"
+           " CROSS JOIN st CROSS JOIN ix CROSS JOIN tb"
+           " WHERE agentlog.bm25_term(1.0::float8, c.f, c.dl, st.a) * c.w"
            f" > tb.b * (1.0::float8 + {MARGIN}::float8) AND " + where)
     return sql, [*args, prefix, term, term, prefix]
