@@ -54,7 +54,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
@@ -100,41 +100,62 @@ _BODIES = msgspec.msgpack.Decoder().decode  # untyped: str stays str, bin become
 _NONE = _ENCODE([])
 
 
+def spawn(log_dir: Path, stop: int, *, batch: int, batch_bytes: int,
+          part_bytes: int | None = None, follow: bool = False, stdin: Any = None,
+          stats: str | None = None) -> subprocess.Popen[bytes]:
+    """The parse process of seq 1..`stop` of the log at `log_dir`, its frames on its stdout
+    (a pipe). `follow`: the log is still being written; it reads on as the log grows until
+    `stdin` (a pipe of the caller's; None: the caller's own stdin) reaches its end, then up
+    to the head of that moment (`stop` is ignored). `stats`: its `pipestats` file."""
+    from projections import redact
+
+    args = json.dumps([sys.path, str(log_dir), -1 if follow else stop, batch, batch_bytes,
+                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
+                       stats, redact.rules()])
+    # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
+    # given this process's import path; frames on its stdout, its stderr is ours.
+    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+                            stdin=stdin if follow else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, close_fds=True)
+    assert proc.stdout is not None
+    frames.widen(proc.stdout.fileno(), PIPE_BYTES)
+    return proc
+
+
 def load(
     con: Any, log: EventLog, stop: int, table: Mapping[str, Applier], *,
     batch: int, batch_bytes: int, part_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None, follow: bool = False,
+    source: IO[bytes] | None = None,
 ) -> tuple[int, str, int]:
     """Apply seq 1..`stop` into `con` (inside its open transaction) with a parse process;
     returns (last seq, its chain hash hex, events read).
 
     `follow`: the log is still being written; the parse process reads on as it grows until
     this process's stdin (which it inherits) reaches its end, then up to the head of that
-    moment (`stop` is ignored)."""
-    from projections import redact
-
-    args = json.dumps([sys.path, str(log.path), -1 if follow else stop, batch, batch_bytes,
-                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
-                       pipestats.PATH, redact.rules()])
-    # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
-    # given this process's import path; frames on its stdout, its stderr is ours.
-    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
-                            stdin=None if follow else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, close_fds=True)
-    assert proc.stdout is not None
-    frames.widen(proc.stdout.fileno(), PIPE_BYTES)
+    moment (`stop` is ignored). `source`: the frames of a parse process already started
+    (`spawn`, by whoever started this process: `projections.follow`), read instead of
+    starting one; closed at the end."""
+    proc = None
+    if source is None:
+        proc = spawn(log.path, stop, batch=batch, batch_bytes=batch_bytes,
+                     part_bytes=part_bytes, follow=follow, stats=pipestats.PATH)
+        assert proc.stdout is not None
+        source = proc.stdout
     last_seq, last_hash, events = 0, "", 0
     open_batch = False
     pipestats.start()
     try:
         while True:
-            ops = frames.read(proc.stdout)
+            ops = frames.read(source)
             # blocked: waiting for the parse process (its start-up and first part apart)
             pipestats.mark("recv" if events or open_batch else "recv_first")
             if ops is None:
-                proc.wait(5)
-                raise ProjectionError("the parse process of the rebuild ended early"
-                                      f" (exit code {proc.returncode})")
+                code = ""
+                if proc is not None:
+                    proc.wait(5)
+                    code = f" (exit code {proc.returncode})"
+                raise ProjectionError(f"the parse process of the rebuild ended early{code}")
             head = ops[0]
             if head[0] == "done":
                 global last_peak
@@ -162,12 +183,13 @@ def load(
         pipestats.dump("builder")
         if open_batch:
             transcripts.end_batch(con)
-        proc.stdout.close()  # a parse process still sending gets EPIPE and exits
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        source.close()  # a parse process still sending gets EPIPE and exits
+        if proc is not None:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     return last_seq, last_hash, events
 
 

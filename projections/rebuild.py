@@ -33,6 +33,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 from eventlog import EventLog
 from eventlog.files import fsync_file, replace_durably
@@ -113,13 +114,15 @@ def build(
     engine: str | None = None,
     parallel: bool | None = None,
     follow: bool = False,
+    source: IO[bytes] | None = None,
 ) -> BuildResult:
     """Build a complete history.db at `path` (which must not exist) from the log.
 
     `parallel` reads and parses the log in a second process (`projections.pipeline`; same
     rows); None decides by the log's size and the number of CPUs (`use_parallel`).
     `follow` (parallel): the log is being written; read on until this process's stdin
-    ends, then to the head of that moment (`projections.follow`)."""
+    ends, then to the head of that moment (`projections.follow`). `source`: the frames of
+    a parse process started beside this one (`pipeline.load`)."""
     started = time.monotonic()
     head = log.head().seq
     stop = head if upto is None else min(upto, head)
@@ -154,7 +157,7 @@ def build(
 
             last_seq, last_hash, events = pipeline.load(
                 con, log, stop, table, batch=BATCH, batch_bytes=BATCH_BYTES,
-                progress=progress, follow=follow)
+                progress=progress, follow=follow, source=source)
             seq = stop + 1
         while seq <= stop:
             batch = log.read_raw(seq, min(BATCH, stop - seq + 1), max_bytes=BATCH_BYTES)
@@ -244,6 +247,7 @@ def rebuild(
     lock_timeout: float = 600.0,
     parallel: bool | None = None,
     follow: bool = False,
+    source: IO[bytes] | None = None,
 ) -> BuildResult:
     """Rebuild `db_path` from seq 1 and swap it in (see the module promises).
 
@@ -259,7 +263,7 @@ def rebuild(
             tmp.unlink()
         try:
             result = build(tmp, log, progress=progress, engine=engine, parallel=parallel,
-                           follow=follow)
+                           follow=follow, source=source)
             to_wal(tmp)
             swap(tmp, db_path)
             stale.clear_stale(db_path)  # a known drift is gone with the old file
