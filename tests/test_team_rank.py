@@ -25,6 +25,23 @@ def _msg(i: int, body: str) -> MessageSent:
                        at=1_700_000_000_000 + i * 1000, project="/p")
 
 
+def _as_every_match(pg_url: str, monkeypatch: pytest.MonkeyPatch,
+                    cases: list[tuple[str, dict[str, str] | None, int]]) -> int:
+    """Each (query, filters, limit) of `cases` searched as the lists answer it and with no
+    list (every match ranked): the same hits, snippets included. Returns how many pages the
+    lists answered."""
+    answered = 0
+    for q, flt, k in cases:
+        got = [(h["id"], h["snippet"]) for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+        answered += pgq.last_path() == "lists"
+        with monkeypatch.context() as m:
+            m.setattr(pgq, "_listed", lambda con: frozenset())
+            want = [(h["id"], h["snippet"]) for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
+            assert pgq.last_path() == "all"
+        assert got == want, (q, flt, k)
+    return answered
+
+
 def test_an_old_best_match_outranks_many_newer_matches(
         tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the team search once ranked only the newest CANDIDATES (5,000) matches: with it
@@ -71,15 +88,7 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
         cases = [("okapi", None, k) for k in (1, 3, 6)] + [
             ("okapi", {"kind": "report"}, 2), ("okapi", {"project": "/p1"}, 3),
             ("zebra", None, 2), ("okapi w1", None, 3)]
-        lists = 0
-        for q, flt, k in cases:
-            got = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-            lists += pgq.last_path() == "lists"
-            with monkeypatch.context() as m:
-                m.setattr(pgq, "_listed", lambda con: frozenset())
-                want = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-            assert got == want, (q, flt, k)
-        assert lists >= answered_by_lists
+        assert _as_every_match(pg_url, monkeypatch, cases) >= answered_by_lists
 
     # a transcript whose best okapi line is later re-emitted (same uid) without the word
     lines = claude_line("u0", "user", "okapi okapi okapi okapi okapi okapi") + b"".join(
@@ -176,18 +185,9 @@ def test_several_words_are_ranked_from_their_lists_as_from_every_match(
     pgq.close_connections()
     queries = ["okapi zebra", "zebra okapi", "lynx ibex tapir", "okapi okapi lynx",
                "tapir ibex", "okapi zebra lynx ibex"]
-    walked = 0
-    for q in queries:
-        for flt, k in ((None, 1), (None, 5), (None, 20), ({"kind": "report"}, 3),
-                       ({"project": "/p1"}, 4)):
-            got = [(h["id"], h["snippet"]) for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-            walked += pgq.last_path() == "lists"
-            with monkeypatch.context() as m:
-                m.setattr(pgq, "_listed", lambda con: frozenset())
-                want = [(h["id"], h["snippet"])
-                        for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-                assert pgq.last_path() == "all"
-            assert got == want, (q, flt, k)
+    walked = _as_every_match(pg_url, monkeypatch, [
+        (q, flt, k) for q in queries for flt, k in (
+            (None, 1), (None, 5), (None, 20), ({"kind": "report"}, 3), ({"project": "/p1"}, 4))])
     assert walked >= 10, walked  # most pages come from the lists
     # a word's list dropped after the reader last looked (its cached set still names it):
     # no bound, nothing certified, every match ranked; the same answers
@@ -255,16 +255,10 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
                "lynx ibex tapir"]
 
     def check(min_from_lists: int) -> None:
-        walked = 0
-        for q in queries:
-            for flt, k in ((None, 1), (None, 5), (None, 30), ({"kind": "report"}, 3),
-                           ({"project": "/p1"}, 4)):
-                got = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-                walked += pgq.last_path() == "lists"
-                with monkeypatch.context() as m:
-                    m.setattr(pgq, "_listed", lambda con: frozenset())
-                    want = [h["id"] for h in pgq.search(pg_url, q, flt, limit=k)["hits"]]
-                assert got == want, (q, flt, k)
+        walked = _as_every_match(pg_url, monkeypatch, [
+            (q, flt, k) for q in queries for flt, k in (
+                (None, 1), (None, 5), (None, 30), ({"kind": "report"}, 3),
+                ({"project": "/p1"}, 4))])
         assert walked >= min_from_lists, walked
 
     log = EventLog(tmp_path / "log")
@@ -277,7 +271,8 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
             pass
         cross = {str(r[0]) for r in con.execute("SELECT term FROM agentlog.rank_cross")}
         assert cross == set(vocab[:3])  # the three commonest
-        keeps = dict(con.execute("SELECT term, keep FROM agentlog.rank_terms").fetchall())
+        keeps: dict[str, int] = dict(con.execute(
+            "SELECT term, keep FROM agentlog.rank_terms").fetchall())
         assert all(keeps[w] > rank.CHAMPIONS for w in cross), keeps
         assert all(keeps[w] == rank.CHAMPIONS for w in vocab[3:]), keeps
         assert check_x(con) > 300
