@@ -21,9 +21,10 @@ one positive factor for one word); when fewer than the page asks for remain, eve
 is ranked.
 Upkeep keeps it in the projector's own transaction (`fold`): every document a batch writes
 or deletes leaves every list, and goes back into the lists of its words where its key is
-above the bound; a list over 2 × `CHAMPIONS` keeps its best `CHAMPIONS` and raises
-the bound to the best key it dropped. Deletions only shrink lists (the change of N, df and
-avgdl they bring is what the query-time certificate allows for).
+above the bound; a list over twice its length (`rank_terms.keep`: `CHAMPIONS`, more for
+the commonest words' deep lists of schema step 7, `projections.pg.deep`) keeps its best
+ones and raises the bound to the best key it dropped. Deletions only shrink lists (the
+change of N, df and avgdl they bring is what the query-time certificate allows for).
 Batches of different hosts fold at once: a member may end below a bound another batch
 raised (it is then never answered from, only ranked in the fall-back); trims lock each
 word's bound row in word order, so two batches never deadlock.
