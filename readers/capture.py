@@ -495,8 +495,10 @@ class Capturer:
             return False
         return self.sweeps_clean >= 1 or self.sweeps_done >= self.opt.max_clean_sweeps + 1
 
-    def run_once(self, progress: Callable[[Capturer], None] | None = None) -> Stats:
-        """Tick back to back until idle; several ticks share a transaction.
+    def run_once(self, progress: Callable[[Capturer], None] | None = None,
+                 each: Callable[[Capturer], None] | None = None) -> Stats:
+        """Tick back to back until idle; several ticks share a transaction. `progress` is
+        called every 0.1 s, `each` after every tick.
 
         The cyclic garbage collector is paused meanwhile: capture creates no cycles, and
         scanning thousands of cursors again and again costs more than the capture."""
@@ -509,6 +511,8 @@ class Capturer:
             self._ensure_loaded()
             while not self.done():
                 self.tick()
+                if each is not None:
+                    each(self)
                 if progress is not None and time.monotonic() - last > 0.1:
                     last = time.monotonic()
                     progress(self)

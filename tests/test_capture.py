@@ -412,3 +412,24 @@ def test_a_root_named_twice_is_captured_once(tmp_path: Path) -> None:
     roots = resolve_roots(flags={"claude": f"{real},{tmp_path / 'link'},{real}"}, config={},
                           env={}, user_home=tmp_path)
     assert [str(r.path) for r in roots if r.agent == "claude"] == [str(real)]
+
+
+def test_the_follow_build_is_asked_after_every_tick_however_fast_the_capture(
+        tmp_path: Path, log: EventLog) -> None:
+    # `capture` asks its follow build (cli.services.catchup.Follower) whether to start after
+    # every tick, not at the 0.1 s progress cadence: a capture over before the first 0.1 s
+    # was never asked, and built history.db after itself instead
+    from cli.services.capture.run import _once
+
+    root = tmp_path / "claude"
+    for i in range(3):
+        write(root / "projects" / "-p" / f"s{i}.jsonl", b'{"n":%d}\n' % i)
+    eng = Capturer(log, roots_of(claude=root), Options(settle_s=0))
+    asked: list[int] = []
+
+    class Follower:
+        def tick(self, engine: Capturer) -> None:
+            asked.append(engine.stats.bytes)
+
+    stats = _once(eng, progress=False, follower=Follower())
+    assert stats.appended and asked and asked[-1] == stats.bytes

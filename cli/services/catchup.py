@@ -143,8 +143,10 @@ def search_engine(home: Home) -> str | None:
     return None
 
 
-FOLLOW_BYTES = 16 << 20  # a first capture this large rebuilds history.db beside itself
-# (16 MB, not 64: read in ~0.4 s, so the parse process starts ~1 s sooner on a big home)
+FOLLOW_BYTES = 8 << 20  # a first capture this large rebuilds history.db beside itself:
+# started once the capture has read this much (asked after every tick), the follow build
+# beat the build after the capture from ~5.5 MB of Claude files up (4.7 MB: 0.40 against
+# 0.37 s; 20 MB: 0.89 against 1.15 s; docs/performance.md, "The first minute")
 
 
 class Follower:

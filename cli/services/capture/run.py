@@ -103,8 +103,12 @@ def report(stats: Any, roots: list[Any], *, as_json: bool) -> None:
 
 
 def _once(engine: Any, *, progress: bool, follower: Any = None) -> Any:
+    # the follow build is asked after every tick: it starts as soon as the capture has read
+    # FOLLOW_BYTES, however fast the reads (at the 0.1 s progress cadence, a 20 MB home was
+    # read before the first question, and built after the capture instead: 1.2 s, not 0.9 s)
+    each = follower.tick if follower is not None else None
     if not progress:
-        return engine.run_once(follower.tick if follower is not None else None)
+        return engine.run_once(None, each)
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(
@@ -119,7 +123,5 @@ def _once(engine: Any, *, progress: bool, follower: Any = None) -> Any:
             done = min(total - len(e.ready) if e.discovery_done else e._sweep_pos, total)
             bar.update(task, total=max(total, 1), completed=done,
                        description=f"{done}/{total} files", mb=human_bytes(e.stats.bytes))
-            if follower is not None:
-                follower.tick(e)
 
-        return engine.run_once(tick)
+        return engine.run_once(tick, each)
