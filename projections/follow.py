@@ -27,6 +27,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
          " from projections.follow import run; run(*a[1:])")
@@ -50,14 +51,14 @@ def start(db_path: Path, log_dir: Path, stats: str | None = None) -> Started:
     after it. The parse process's stdin is the pipe `finish` closes; its frames go to the
     builder through a pipe this process does not keep. `stats`: a file for their load's
     time counters (`projections.pipestats`)."""
-    from projections import pipeline, rebuild
+    from projections import pipeline, rebuild, redact
 
     parse = pipeline.spawn(log_dir, -1, batch=rebuild.BATCH, batch_bytes=rebuild.BATCH_BYTES,
                            follow=True, stdin=subprocess.PIPE, stats=stats)
     assert parse.stdout is not None
     fd = parse.stdout.fileno()
     try:
-        args = json.dumps([sys.path, str(db_path), str(log_dir), stats, fd])
+        args = json.dumps([sys.path, str(db_path), str(log_dir), stats, fd, redact.rules()])
         builder = subprocess.Popen([sys.executable, "-c", _BOOT, args],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    close_fds=True, pass_fds=(fd,))
@@ -83,12 +84,19 @@ def finish(started: Started, timeout: float | None = None) -> int:
     return code
 
 
-def run(db_path: str, log_dir: str, stats: str | None = None, fd: int | None = None) -> None:
-    """The builder process (`fd`: the parse process's frames)."""
+def run(db_path: str, log_dir: str, stats: str | None = None, fd: int | None = None,
+        secret_rules: dict[str, Any] | None = None) -> None:
+    """The builder process (`fd`: the parse process's frames), redacting with the caller's
+    `secret_rules` (`redact.rules()`: config.json's, as the parse process does; the file
+    records their version)."""
     from eventlog import EventLog
     from projections import pipestats
     from projections.rebuild import rebuild
 
+    if secret_rules:
+        from projections import redact
+
+        redact.configure(secret_rules.get("patterns"), secret_rules.get("allow"))
     pipestats.PATH = stats
     source = None if fd is None else os.fdopen(fd, "rb")
     log = EventLog(Path(log_dir), readonly=True)

@@ -266,6 +266,39 @@ def test_a_build_that_follows_the_appends_equals_a_rebuild(tmp_path: Path) -> No
     con.close()
 
 
+def test_a_build_that_follows_redacts_with_the_callers_rules(tmp_path: Path) -> None:
+    """config.json's secret rules, configured in the capture process, reach the follow
+    build's two processes: its parse process (transcripts) and its builder (broker
+    messages, and the redaction version the file records, so the catch-up after the
+    capture does not find it stale)."""
+    from projections import redact
+
+    log = EventLog(tmp_path / "log")
+    append(log, [seen(CLAUDE_SRC, "claude", "claude.session"),
+                 *chunks_of(CLAUDE_SRC, claude_line("u1", "user", "ticket TCK-123456 okapi"),
+                            []),
+                 MessageSent(id="m1", sender="a", to=["b"], kind="message",
+                             body="ticket TCK-654321 zebra", at=1_700_000_000_000)])
+    path = tmp_path / "history.db"
+    try:
+        redact.configure({"ticket": r"TCK-[0-9]{6}"})
+        started = follow.start(path, tmp_path / "log")
+        assert follow.finish(started, timeout=120) == 0
+        version = db.parser_version()
+    finally:
+        redact.configure()
+    con = sqlite3.connect(path)
+    db.register_functions(con)
+    try:
+        texts = sorted(str(t) for t, in con.execute("SELECT text FROM documents"))
+        recorded = con.execute("SELECT parser_version FROM checkpoint").fetchone()[0]
+    finally:
+        con.close()
+    assert [t for t in texts if "TCK-" in t] == []
+    assert len([t for t in texts if "[redacted:ticket]" in t]) == 2, texts
+    assert recorded == version != db.parser_version()
+
+
 def test_a_killed_appender_still_gets_its_prefix_built(tmp_path: Path) -> None:
     """The caller of `follow.start` dies mid-way: the builder completes the file up to the
     head the caller left (a prefix of the log), and nothing waits forever."""
