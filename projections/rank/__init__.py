@@ -35,7 +35,7 @@ from projections.rank import champions, deep, multi, schema, split, tokens
 from projections.rank.multi import Accept
 
 Take = Callable[[Iterable[list[int]], bool], list[Any]]
-SMALL_HOME = 10  # a rebuild of at most SMALL_HOME x HOT_DF documents makes no list (`build`)
+SMALL_HOME = 20  # a rebuild of at most SMALL_HOME x HOT_DF documents makes no list (`build`)
 
 
 class Match(NamedTuple):
@@ -121,8 +121,10 @@ def build(con: sqlite3.Connection, *, workers: int = 1,
     when the caller read it. Returns the lists made."""
     nrow = max(1, tokens.totals(con)[0])
     # a small home does not pay for lists at its (first) build: ranking every match of a
-    # word costs ~2 µs a match, so below SMALL_HOME x HOT_DF documents ~0.1 s at the very
-    # most; the words are still wanted, and upkeep makes their lists later
+    # word costs ~0.9 µs a match (session 34: the three commonest words of a 50,681-document
+    # home, 42 ms against 2.3 ms from their lists), so below SMALL_HOME x HOT_DF documents
+    # ~0.1 s at the very most; making the lists there took 0.45 s of the build's tail; the
+    # words are still wanted, and upkeep makes their lists later
     small = nrow <= SMALL_HOME * champions.HOT_DF
     return champions.build(con, budget=champions.BUILD_BUDGET * nrow, workers=workers,
                            vocab=vocab, make=not small)
