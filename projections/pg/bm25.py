@@ -341,8 +341,9 @@ def walk(terms: list[str], query: str, where: str,
            f" c.dl, c.w, c.at, c.x FROM agentlog.rank_champions c WHERE c.term = q.term{order})"
            " c CROSS JOIN px),"
            # every f known: scored from the lists (f, D and the weight are stored)
-           f" cand AS (SELECT k.rid, ({known}) * k.w AS s, k.at FROM k, st, ix, ub"
-           f" WHERE {every_known} AND ({known}) * k.w > {above}"
+           f" cand AS (SELECT k.rid, sk.s, k.at FROM k CROSS JOIN st CROSS JOIN ix"
+           f" CROSS JOIN ub CROSS JOIN LATERAL (SELECT ({known}) * k.w AS s) sk"
+           f" WHERE {every_known} AND sk.s > {above}"
            # an f unknown: from the tsvector, when the bounds standing in for it reach U
            f" UNION ALL SELECT d.rid, s_of.s, d.lrow FROM k"
            " JOIN agentlog.documents d ON d.rid = k.rid CROSS JOIN st CROSS JOIN ix"

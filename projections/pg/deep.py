@@ -25,9 +25,9 @@ the prefix) (the list is ordered by key: every document past the prefix or outsi
 has a key at or below it). A candidate's f of each word comes from its own membership, else
 from `x`; a candidate with every f known is scored from the lists (its weight `w`), one with
 an unknown f only when its upper bound (the bounds standing in for the unknown terms) beats
-the sum of the bounds, and then from its tsvector, as the full ranking does. Only the
-candidates above the sum of the bounds are joined with `documents` (filters, the match, the
-score with the document's own weight): exactly the head of the full ranking.
+the sum of the bounds, and then from its tsvector and the document's weight, as the full
+ranking does. The candidates above the sum of the bounds are joined with `documents` only
+when filters read it: exactly the head of the full ranking.
 
 Upkeep (`rank_fold`): a deep list gains the members of each batch that beat its bound like
 any list; counting a list of 40,000 members for the trim at every batch would cost ~2 ms a
