@@ -6,9 +6,16 @@ Builds (or reuses, with --home) a history of N broker messages recorded through
 - MCP: `search_history` through the SDK's stdio client against `agentlog mcp`, p50/p99
   (goal p50 <= 30 ms at 100k documents), and its ratio to the baseline;
 - start-up: spawn `agentlog mcp` → initialize → tools/list done (goal < 1 s), against
-  `agentlog --version` (interpreter + click) as the baseline.
+  `agentlog --version` (interpreter + click) as the baseline;
+- with `--meaning-rows N` (issue 28: "MCP round trip p50 <= 50 ms at 1M chunks"): the home's
+  embedding projection is filled with N chunks of random unit vectors spread over its
+  documents (the real model's id, so the server searches them with the real model), then
+  `search_history` with `mode` "meaning" and "hybrid" over the same stdio client, against
+  "words" in the same server (the first call of a mode, untimed, loads the model and packs
+  the sign bits).
 
 Usage: .venv/bin/python bench/mcp.py [--quick] [--docs N] [--calls N] [--home DIR]
+                                     [--meaning-rows N]
 """
 
 from __future__ import annotations
@@ -132,31 +139,85 @@ def baseline(home: Path, qs: list[dict[str, Any]]) -> list[float]:
     return times
 
 
-def mcp_round_trips(home: Path, qs: list[dict[str, Any]]) -> tuple[list[float], int]:
+def server_peak_mb(home: Path) -> float | None:
+    """The peak RSS (VmHWM) of the running `agentlog mcp` of `home`, read from /proc (the
+    SDK's client does not give the server's pid)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+            if b"cli.main" in argv and str(home).encode() in argv and b"mcp" in argv:
+                for line in (cmdline.parent / "status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            continue
+    return None
+
+
+def mcp_round_trips(home: Path, qs: list[dict[str, Any]], modes: tuple[str | None, ...] = (None,)
+                    ) -> tuple[dict[str | None, tuple[list[float], int]], float | None]:
+    """Per mode (None: the default, words), the round trip of each query and the hits, the
+    modes interleaved query by query in one server, each mode's first call untimed; and
+    the server's peak RSS in MB at the end."""
     import anyio
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cli.main", "--home", str(home), "mcp"],
-        cwd=str(ROOT))
-    times: list[float] = []
-    hits = 0
+        cwd=str(ROOT), env={**os.environ, "AGENTLOG_EMBED": "0"})
+    out: dict[str | None, tuple[list[float], int]] = {m: ([], 0) for m in modes}
+    peak: list[float | None] = [None]
+
+    def args_of(q: dict[str, Any], mode: str | None) -> dict[str, Any]:
+        args = {k: v for k, v in q.items() if not k.startswith("_")}
+        args["detail"] = "full"  # the hits as JSON (compact is text only)
+        if mode is not None:
+            args["mode"] = mode
+        return args
 
     async def run() -> None:
-        nonlocal hits
         async with Client(params, mode="legacy") as client:
-            await client.call_tool("search_history", {"query": "warmup"})
+            for mode in modes:
+                await client.call_tool("search_history", args_of({"query": "warmup"}, mode))
             for q in qs:
-                t = time.perf_counter()
-                args = {k: v for k, v in q.items() if not k.startswith("_")}
-                args["detail"] = "full"  # the hits as JSON (compact is text only)
-                res = await client.call_tool("search_history", args)
-                times.append((time.perf_counter() - t) * 1000)
-                assert not res.is_error, res.content
-                hits += len((res.structured_content or {}).get("hits", []))
+                for mode in modes:
+                    t = time.perf_counter()
+                    res = await client.call_tool("search_history", args_of(q, mode))
+                    times, hits = out[mode]
+                    times.append((time.perf_counter() - t) * 1000)
+                    assert not res.is_error, res.content
+                    out[mode] = (times, hits + len((res.structured_content or {}).get("hits", [])))
+            peak[0] = server_peak_mb(home)
 
     anyio.run(run)
-    return times, hits
+    return out, peak[0]
+
+
+def fill_meaning(home: Path, rows: int) -> float:
+    """`rows` chunks of random unit vectors, spread over the home's documents, under the
+    default model's id, every document marked read (nothing left to embed); seconds taken."""
+    import numpy as np
+
+    from projections import meaning
+    from projections.db import connect
+    from projections.meaning.store import Store
+
+    start = time.perf_counter()
+    con = connect(home / "history.db", readonly=True)
+    docs = con.execute("SELECT rowid, id FROM documents ORDER BY rowid").fetchall()
+    con.close()
+    folder = home / "meaning"
+    meaning.drop(folder)
+    store = Store.writable(folder, meaning.model_id())
+    rng = np.random.default_rng(7)
+    while store.count < rows:
+        n = min(50_000, rows - store.count)
+        v = rng.standard_normal((n, 512), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        chunks = [docs[(store.count + i) % len(docs)] for i in range(n)]
+        store.append([(int(r), str(d)) for r, d in chunks], v, int(docs[-1][0]))
+    store.close()
+    return time.perf_counter() - start
 
 
 def startup(home: Path, reps: int) -> tuple[list[float], list[float]]:
@@ -191,6 +252,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=None)
     ap.add_argument("--home", type=Path, default=None,
                     help="reuse (or build once into) this home")
+    ap.add_argument("--meaning-rows", type=int, default=0, metavar="N",
+                    help="also time modes meaning and hybrid over N embedded chunks")
     args = ap.parse_args()
     n = args.docs or (5_000 if args.quick else 100_000)
     calls = args.calls or (100 if args.quick else 500)
@@ -204,7 +267,7 @@ def main() -> None:
         print(f"history: reusing {home}")
     qs = queries(calls)
     base = baseline(home, qs)
-    rt, hits = mcp_round_trips(home, qs)
+    rt, hits = mcp_round_trips(home, qs)[0][None]
     b50, b99 = percentile(base, 50), percentile(base, 99)
     m50, m99 = percentile(rt, 50), percentile(rt, 99)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -220,6 +283,23 @@ def main() -> None:
     print(f"start-up agentlog mcp (spawn→initialize→tools/list): median {s_m:.0f} ms  "
           f"(baseline `agentlog --version` {s_b:.0f} ms, ratio {s_m / s_b:.2f}x)  "
           f"goal < 1000 ms: {'met' if s_m < 1000 else 'NOT met'}")
+    if args.meaning_rows:
+        secs = fill_meaning(home, args.meaning_rows)
+        print(f"meaning: {args.meaning_rows} chunks of random vectors written in {secs:.1f} s")
+        modes, peak = mcp_round_trips(home, qs, ("words", "meaning", "hybrid"))
+        w50 = percentile(modes["words"][0], 50)
+        for mode, (times, n_hits) in modes.items():
+            p50, p99 = percentile(times, 50), percentile(times, 99)
+            goal = "" if mode == "words" else (
+                f"  goal p50 <= 50 ms: {'met' if p50 <= 50 else 'NOT met'}")
+            print(f"MCP search_history mode {mode:8s} at {args.meaning_rows} chunks: p50"
+                  f" {p50:.2f} ms  p99 {p99:.2f} ms  ({n_hits / calls:.1f} hits/call;"
+                  f" {p50 / w50:.2f}x words){goal}")
+        if peak is None:
+            print("peak RSS of the MCP server: not found in /proc")
+        else:
+            print(f"peak RSS of the MCP server (model loaded, {args.meaning_rows} rows searched):"
+                  f" {peak:.0f} MB  goal <= 300 MB: {'met' if peak <= 300 else 'NOT met'}")
     tmp.cleanup()
 
 

@@ -251,8 +251,8 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
     exact = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
     monkeypatch.setattr(find, "EXACT_ROWS", 0)
     monkeypatch.setattr(find, "SHORTLIST", 4)  # of 7 rows: the bits pass must choose
-    monkeypatch.setattr(find, "PACK_ROWS", 3)  # two packed blocks kept, and a rest
-    monkeypatch.setattr(find, "_packs", {})
+    monkeypatch.setattr(find, "BLOCK_ROWS", 3)  # two blocks kept, and a rest
+    monkeypatch.setattr(find, "_blocks", {})
     two = [find.scan(embedded.meaning_dir, q, 3, load()) for q in queries]
     assert [[d for _, d, _ in r][:1] for r in two] == [[d for _, d, _ in r][:1] for r in exact]
     for a, b in zip(two, exact, strict=True):  # the same similarities where both have a row
@@ -270,7 +270,7 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
     assert st is not None
     qbits = np.packbits(np.asarray(load().query("anything")) > 0)[None, :]
     kept = find._hamming(st, qbits)
-    assert len(find._packs[(str(st.folder), st.meta("epoch"))]) == 2
+    assert len(find._blocks[(str(st.folder), st.meta("epoch"))]) == 2
     plain = np.asarray(numkong.cdist(qbits, st.bits(), "hamming", dtype="uint1"))[0]
     assert kept.tolist() == plain.astype(int).tolist()
     st.close()

@@ -1,8 +1,8 @@
 """The nearest chunks to a query: an exact scan of the int8 rows by usearch's SIMD kernels
 (cosine; `usearch.index.search(..., exact=True)`), on the CPUs `projections.cpus` allows.
 Past `EXACT_ROWS` rows (a full scan of 1M rows is ~0.25 s on two cores) the search has two
-passes: the Hamming distance of the rows' sign bits to the query's (numkong's packed SIMD
-kernel over 64 bytes a row, ~14 ms for 1M once a process has packed its blocks), then the
+passes: the Hamming distance of the rows' sign bits to the query's (numkong's SIMD kernel
+over 64 bytes a row, ~10 ms for 1M once a process holds its blocks), then the
 `SHORTLIST` nearest by bits rescored exactly by int8 cosine. Recall in docs/search.md "By meaning".
 
 A one-shot process (`agentlog search`) would spend ~1 s loading the model and numpy for one
@@ -63,7 +63,7 @@ def _best(store: Store, rows: Any, vec: Any, k: int) -> list[tuple[int, str, flo
     q = np.clip(np.rint(vec * 127.0), -127, 127).astype(np.int8)
     want = min(len(rows), k * 3)
     if len(rows) > EXACT_ROWS:
-        keys, dists = _two_pass(store, rows, q, want)
+        keys, dists = _two_pass(store, q, want)
     else:
         from usearch.index import MetricKind, search  # type: ignore[attr-defined]
 
@@ -85,42 +85,44 @@ def _best(store: Store, rows: Any, vec: Any, k: int) -> list[tuple[int, str, flo
     return out
 
 
-def _two_pass(store: Store, rows: Any, q: Any, want: int) -> tuple[list[int], list[float]]:
+def _two_pass(store: Store, q: Any, want: int) -> tuple[list[int], list[float]]:
     """The `want` nearest rows: the `SHORTLIST` nearest by sign bits, rescored by cosine."""
     import numpy as np
 
     ham = _hamming(store, np.packbits(q > 0)[None, :])
     short = min(SHORTLIST, len(ham) - 1)
     keys = np.sort(np.argpartition(ham, short)[: short + 1])
-    cand = np.asarray(rows[keys], dtype=np.float32)
+    cand = np.asarray(store.rows_at(keys), dtype=np.float32)
     qf = q.astype(np.float32)
     sims = (cand @ qf) / (np.linalg.norm(cand, axis=1) * float(np.linalg.norm(qf)) + 1e-9)
     order = np.argsort(-sims)[:want]
     return [int(keys[i]) for i in order], [1.0 - float(sims[i]) for i in order]
 
 
-PACK_ROWS = 1 << 17  # rows of one packed block (numkong.hammings_pack) a process keeps
-_packs: dict[tuple[str, Any], list[Any]] = {}  # (folder, epoch) -> packed full blocks
+BLOCK_ROWS = 1 << 17  # rows of one block of sign bits a process keeps in memory
+_blocks: dict[tuple[str, Any], list[Any]] = {}  # (folder, epoch) -> full blocks of bits
 
 
 def _hamming(store: Store, qbits: Any) -> Any:
-    """The Hamming distance of every committed row's sign bits to `qbits` (uint32): full
-    blocks of `PACK_ROWS` rows packed once per process (numkong's packed kernel is twice
-    as fast as its `cdist`, and packing costs more than one scan), the rest packed now."""
+    """The Hamming distance of every committed row's sign bits to `qbits` (uint32, numkong's
+    SIMD kernel): full blocks of `BLOCK_ROWS` rows read once per process and kept (64 bytes
+    a row: 64 MB at 1M rows), the rest read now. Plain rows, not numkong's packed form: the
+    packed kernel measured no faster here (10.3-12.2 against 10.5 ms for 1M rows) and its
+    blocks hold 132 bytes a row, which put the MCP server at 1M rows over issue 28's 300 MB
+    (328 MB with them, bench/mcp.py --meaning-rows)."""
     import numkong
     import numpy as np
 
-    bits = store.bits()
+    count = store.count
     key = (str(store.folder), store.meta("epoch"))
-    blocks = _packs.setdefault(key, [])
-    full = len(bits) // PACK_ROWS
+    blocks = _blocks.setdefault(key, [])
+    full = count // BLOCK_ROWS
     while len(blocks) < full:
         i = len(blocks)
-        blocks.append(numkong.hammings_pack(np.ascontiguousarray(
-            bits[i * PACK_ROWS:(i + 1) * PACK_ROWS]), dtype="uint1"))
-    parts = [np.asarray(numkong.hammings_packed(qbits, b))[0] for b in blocks[:full]]
-    rest = bits[full * PACK_ROWS:]
-    if len(rest):
-        packed = numkong.hammings_pack(np.ascontiguousarray(rest), dtype="uint1")
-        parts.append(np.asarray(numkong.hammings_packed(qbits, packed))[0])
+        blocks.append(store.bit_rows(i * BLOCK_ROWS, (i + 1) * BLOCK_ROWS))
+    parts = [np.asarray(numkong.cdist(qbits, b, "hamming", dtype="uint1"))[0]
+             for b in blocks[:full]]
+    if count > full * BLOCK_ROWS:
+        rest = store.bit_rows(full * BLOCK_ROWS, count)
+        parts.append(np.asarray(numkong.cdist(qbits, rest, "hamming", dtype="uint1"))[0])
     return np.concatenate(parts) if len(parts) > 1 else parts[0]

@@ -178,6 +178,34 @@ class Store:
         return np.memmap(self.folder / BITS, dtype=np.uint8, mode="r",
                          shape=(n, self.bit_bytes))
 
+    def rows_at(self, keys: Any) -> Any:
+        """The rows `keys` (below `count`) as a len(keys) × dim int8 array, read row by row
+        (pread), not through a map: the page cache holds a file in large folios, and a
+        fault maps a whole folio, so 2,000 rows spread over a 1M-row file (512 MB) put most
+        of it in the process's RSS (issue 28: ≤ 300 MB with the model loaded; read-ahead
+        advice does not change it)."""
+        import numpy as np
+
+        dim = self.dim
+        fd = os.open(self.folder / VECTORS, os.O_RDONLY)
+        try:
+            data = b"".join([os.pread(fd, dim, int(k) * dim) for k in keys])
+        finally:
+            os.close(fd)
+        if len(data) != len(keys) * dim:  # the file cut by a reset meanwhile
+            raise ValueError("vectors.i8 is shorter than its count")
+        return np.frombuffer(data, dtype=np.int8).reshape(len(keys), dim)
+
+    def bit_rows(self, start: int, stop: int) -> Any:
+        """Rows `start`..`stop` of the sign bits, read into memory (not mapped: the caller
+        packs them and drops them, and a map's pages would stay in its RSS)."""
+        import numpy as np
+
+        width = self.bit_bytes
+        data = np.fromfile(self.folder / BITS, dtype=np.uint8, count=(stop - start) * width,
+                           offset=start * width)
+        return data.reshape(-1, width)
+
     def docs(self, keys: Sequence[int]) -> dict[int, tuple[int, str]]:
         """key → (doc rowid, doc id)."""
         out: dict[int, tuple[int, str]] = {}
