@@ -284,7 +284,13 @@ def main() -> None:
           f"(baseline `agentlog --version` {s_b:.0f} ms, ratio {s_m / s_b:.2f}x)  "
           f"goal < 1000 ms: {'met' if s_m < 1000 else 'NOT met'}")
     if args.meaning_rows:
+        from projections.catchup import make_lists
+
+        # the lists the server's idle loop would make first (in its own process: ~50 MB
+        # more while it makes them on a fresh 100k home), so its RSS is the searches'
+        made = make_lists(home / "history.db")
         secs = fill_meaning(home, args.meaning_rows)
+        print(f"champion lists made before: {made}")
         print(f"meaning: {args.meaning_rows} chunks of random vectors written in {secs:.1f} s")
         modes, peak = mcp_round_trips(home, qs, ("words", "meaning", "hybrid"))
         w50 = percentile(modes["words"][0], 50)

@@ -11,6 +11,8 @@ temporary home (tests/corpus_home.py), history.db is built, then the embedding p
   a small stop list); a query that does is named and left out;
 - needles: tokens that occur in exactly one document (read from FTS5's own vocabulary), each
   must be in the first 10 hits of that document in every mode;
+- the two-pass search (sign bits, then int8 cosine) against the exact scan, on these chunks:
+  the share of the exact top 10 it keeps, by the share of rows its first pass shortlists;
 - figures: embedding chunks/s (one thread, niced like the capture loop's), query latency
   (in process, model loaded; and whole `agentlog search` processes against words mode), the
   projection's bytes against the captured source bytes, peak RSS of the embedding process.
@@ -199,6 +201,35 @@ def export(db: Path, queries: list[dict[str, Any]], dest: Path) -> None:
                     encoding="utf-8")
 
 
+def two_pass_agreement(folder: Path, queries: list[str], out: dict[str, Any]) -> None:
+    """How much of the exact scan's top 10 the two-pass search keeps, by the share of the rows
+    its sign-bit pass shortlists (on these real chunks: the bits' quality is the model's
+    vectors'; `find.SHORTLIST_SHARE` = 50 is the 2 % row, 2,000 rows of 1M the 0.2 % one)."""
+    from projections.meaning import find
+    from projections.meaning.model import load
+    from projections.meaning.store import Store
+
+    store = Store.reader(folder)
+    rows = store.count if store is not None else 0
+    if store is not None:
+        store.close()
+    if rows < 100:
+        return
+    model = load()
+    exact = [{d for _, d, _ in find.scan(folder, q, 10, model)} for q in queries]
+    saved = find.EXACT_ROWS, find.SHORTLIST, find.SHORTLIST_SHARE
+    try:
+        for share in (0.002, 0.01, 0.02, 0.05):
+            find.EXACT_ROWS, find.SHORTLIST = 0, 1
+            find.SHORTLIST_SHARE = round(1 / share)
+            kept = sum(len(e & {d for _, d, _ in find.scan(folder, q, 10, model)})
+                       for q, e in zip(queries, exact, strict=True))
+            out[f"two_pass_top10_kept_shortlist_{share:.1%}"] = round(
+                kept / max(1, sum(map(len, exact))), 3)
+    finally:
+        find.EXACT_ROWS, find.SHORTLIST, find.SHORTLIST_SHARE = saved
+
+
 def scale_figure(work: Path, rows: int, out: dict[str, Any]) -> None:
     """`nearest` with the model loaded (what `mcp`, `serve` and the query server do) on a
     projection of `rows` random unit vectors: the exact scan and the two-pass search."""
@@ -283,6 +314,7 @@ def main() -> None:
             lat.append((time.perf_counter() - t) * 1000)
         out["hybrid_in_process_p50_ms"] = round(pct(lat, 50), 1)
         out["needles"] = len(pairs)
+        two_pass_agreement(folder, [q["q"] for q in good] + [t for t, _ in pairs[:10]], out)
         cli_figures(home, out)
         if args.rows:
             scale_figure(work, args.rows, out)

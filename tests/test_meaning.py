@@ -260,6 +260,18 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
         for _, d, s in a:
             if d in same:
                 assert abs(s - same[d]) < 1e-4
+    # the shortlist is at least one row in SHORTLIST_SHARE (here 7 // 2 = 3 rows past the
+    # bits pass's own, + 1), each row read on its own (Store.rows_at), never through a map
+    from projections.meaning.store import Store as St
+
+    read: list[int] = []
+    rows_at = St.rows_at
+    monkeypatch.setattr(St, "rows_at", lambda self, keys: read.append(len(keys))
+                        or rows_at(self, keys))
+    monkeypatch.setattr(find, "SHORTLIST", 1)
+    monkeypatch.setattr(find, "SHORTLIST_SHARE", 2)
+    assert find.scan(embedded.meaning_dir, queries[0], 3, load())[0][1] == exact[0][0][1]
+    assert read == [4]
     # the kept blocks and the rest give numkong's plain distances, row for row
     import numkong
     import numpy as np

@@ -187,14 +187,18 @@ class Store:
         import numpy as np
 
         dim = self.dim
+        out = np.empty((len(keys), dim), dtype=np.int8)
         fd = os.open(self.folder / VECTORS, os.O_RDONLY)
         try:
-            data = b"".join([os.pread(fd, dim, int(k) * dim) for k in keys])
+            for i in range(0, len(keys), 2048):  # a bytes object a row, 2,048 at a time
+                data = b"".join([os.pread(fd, dim, int(k) * dim) for k in keys[i:i + 2048]])
+                part = np.frombuffer(data, dtype=np.int8)
+                if len(part) != len(keys[i:i + 2048]) * dim:  # the file cut by a reset
+                    raise ValueError("vectors.i8 is shorter than its count")
+                out[i:i + 2048] = part.reshape(-1, dim)
         finally:
             os.close(fd)
-        if len(data) != len(keys) * dim:  # the file cut by a reset meanwhile
-            raise ValueError("vectors.i8 is shorter than its count")
-        return np.frombuffer(data, dtype=np.int8).reshape(len(keys), dim)
+        return out
 
     def bit_rows(self, start: int, stop: int) -> Any:
         """Rows `start`..`stop` of the sign bits, read into memory (not mapped: the caller
