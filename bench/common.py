@@ -1,6 +1,7 @@
 """What the bench scripts share (no measurement of its own): the tree's root, a baseline
 revision's tree, venvs with agentlog or claude-session-search installed, child CPU time,
-percentiles, the load average, and the work folder (temporary, or kept with --keep).
+percentiles, the load average, the work folder (temporary, or kept with --keep), and an
+embedding projection of random vectors.
 
 Import it from a script in bench/ run directly (`sys.path[0]` is bench/). A script that
 takes bench/ off its path (bench/http.py and bench/mcp.py shadow the standard library and
@@ -137,3 +138,24 @@ def pg_stop(server: Any, keep: bool) -> None:
         print(f"kept: {server.url(dbname='bench')} (stop: pg_ctl -D {server.datadir} stop)")
     else:
         server.destroy()
+
+
+def random_projection(folder: Path, rows: int, docs: list[tuple[int, str]]) -> None:
+    """`folder` made an embedding projection of `rows` chunks of random unit vectors under
+    the default model's id, chunk i belonging to document docs[i % len(docs)] (rowid, id),
+    every one of `docs` marked read (what the search latency at a size is timed on)."""
+    import numpy as np
+
+    from projections import meaning
+    from projections.meaning.store import Store
+
+    meaning.drop(folder)
+    store = Store.writable(folder, meaning.model_id())
+    rng = np.random.default_rng(7)
+    while store.count < rows:
+        n = min(50_000, rows - store.count)
+        v = rng.standard_normal((n, 512), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        store.append([docs[(store.count + i) % len(docs)] for i in range(n)], v,
+                     max(r for r, _ in docs))
+    store.close()

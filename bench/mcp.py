@@ -196,27 +196,19 @@ def mcp_round_trips(home: Path, qs: list[dict[str, Any]], modes: tuple[str | Non
 def fill_meaning(home: Path, rows: int) -> float:
     """`rows` chunks of random unit vectors, spread over the home's documents, under the
     default model's id, every document marked read (nothing left to embed); seconds taken."""
-    import numpy as np
-
-    from projections import meaning
+    sys.path.insert(0, str(_HERE))  # bench/common.py (this file's name is the SDK's)
+    try:
+        from common import random_projection
+    finally:
+        sys.path.remove(str(_HERE))
     from projections.db import connect
-    from projections.meaning.store import Store
 
     start = time.perf_counter()
     con = connect(home / "history.db", readonly=True)
-    docs = con.execute("SELECT rowid, id FROM documents ORDER BY rowid").fetchall()
+    docs = [(int(r), str(d))
+            for r, d in con.execute("SELECT rowid, id FROM documents ORDER BY rowid")]
     con.close()
-    folder = home / "meaning"
-    meaning.drop(folder)
-    store = Store.writable(folder, meaning.model_id())
-    rng = np.random.default_rng(7)
-    while store.count < rows:
-        n = min(50_000, rows - store.count)
-        v = rng.standard_normal((n, 512), dtype=np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        chunks = [docs[(store.count + i) % len(docs)] for i in range(n)]
-        store.append([(int(r), str(d)) for r, d in chunks], v, int(docs[-1][0]))
-    store.close()
+    random_projection(home / "meaning", rows, docs)
     return time.perf_counter() - start
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, pct, workdir
+from common import ROOT, pct, random_projection, workdir
 
 # bench/http.py would shadow the standard library's http (usearch imports it)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -233,22 +233,12 @@ def two_pass_agreement(folder: Path, queries: list[str], out: dict[str, Any]) ->
 def scale_figure(work: Path, rows: int, out: dict[str, Any]) -> None:
     """`nearest` with the model loaded (what `mcp`, `serve` and the query server do) on a
     projection of `rows` random unit vectors: the exact scan and the two-pass search."""
-    import numpy as np
 
     from projections.meaning import find
     from projections.meaning.model import load
-    from projections.meaning.store import Store
 
     folder = work / f"scale-{rows}"
-    store = Store.writable(folder, meaning.model_id())
-    rng = np.random.default_rng(7)
-    while store.count < rows:
-        n = min(50_000, rows - store.count)
-        v = rng.standard_normal((n, 512), dtype=np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        store.append([(store.count + i + 1, f"x:{store.count + i}") for i in range(n)], v,
-                     store.count + n)
-    store.close()
+    random_projection(folder, rows, [(i + 1, f"x:{i}") for i in range(rows)])
     model = load()
     texts = ["video game translation", "terminal multiplexer settings", "flaky test fixture"]
     for label, exact_rows in (("exact", rows + 1), ("two_pass", find.EXACT_ROWS)):

@@ -2,8 +2,11 @@
 (cosine; `usearch.index.search(..., exact=True)`), on the CPUs `projections.cpus` allows.
 Past `EXACT_ROWS` rows (a full scan of 1M rows is ~0.25 s on two cores) the search has two
 passes: the Hamming distance of the rows' sign bits to the query's (numkong's SIMD kernel
-over 64 bytes a row, ~10 ms for 1M once a process holds its blocks), then the
-`SHORTLIST` nearest by bits rescored exactly by int8 cosine. Recall in docs/search.md "By meaning".
+over 64 bytes a row, ~10 ms for 1M once a process holds its blocks), then the nearest by
+bits — `SHORTLIST` rows, or 1 in `SHORTLIST_SHARE` when more — rescored exactly by int8
+cosine. Nothing past `EXACT_ROWS` is read through a memory map (`Store.rows_at`,
+`Store.bit_rows`): a mapped file's pages count in the RSS. Recall and memory in
+docs/search.md "By meaning".
 
 A one-shot process (`agentlog search`) would spend ~1 s loading the model and numpy for one
 query vector; when a query server runs for the folder (`serve.py`, started by the terminal's
@@ -113,7 +116,7 @@ def _hamming(store: Store, qbits: Any) -> Any:
     a row: 64 MB at 1M rows), the rest read now. Plain rows, not numkong's packed form: the
     packed kernel measured no faster here (10.3-12.2 against 10.5 ms for 1M rows) and its
     blocks hold 132 bytes a row, which put the MCP server at 1M rows over issue 28's 300 MB
-    (328 MB with them, bench/mcp.py --meaning-rows)."""
+    (328 MB with them, 269 MB without: docs/search.md "By meaning")."""
     import numkong
     import numpy as np
 
