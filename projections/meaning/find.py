@@ -2,10 +2,10 @@
 (cosine; `usearch.index.search(..., exact=True)`), on the CPUs `projections.cpus` allows.
 Past `EXACT_ROWS` rows (a full scan of 1M rows is ~0.25 s on two cores) the search has two
 passes: the Hamming distance of the rows' sign bits to the query's (numkong's SIMD kernel
-over 64 bytes a row, ~10 ms for 1M once a process holds its blocks), then the nearest by
+over 64 bytes a row, read at every search: ~17 ms for 1M), then the nearest by
 bits — `SHORTLIST` rows, or 1 in `SHORTLIST_SHARE` when more — rescored exactly by int8
 cosine. Nothing past `EXACT_ROWS` is read through a memory map (`Store.rows_at`,
-`Store.bit_rows`): a mapped file's pages count in the RSS. Recall and memory in
+`Store.bit_blocks`): a mapped file's pages count in the RSS. Recall and memory in
 docs/search.md "By meaning".
 
 A one-shot process (`agentlog search`) would spend ~1 s loading the model and numpy for one
@@ -106,30 +106,20 @@ def _two_pass(store: Store, q: Any, want: int) -> tuple[list[int], list[float]]:
             [float(d) for d in found.distances])
 
 
-BLOCK_ROWS = 1 << 17  # rows of one block of sign bits a process keeps in memory
-_blocks: dict[tuple[str, Any], list[Any]] = {}  # (folder, epoch) -> full blocks of bits
+BLOCK_ROWS = 1 << 17  # rows of sign bits read at a time (8 MB for 512 bits)
 
 
 def _hamming(store: Store, qbits: Any) -> Any:
     """The Hamming distance of every committed row's sign bits to `qbits` (uint32, numkong's
-    SIMD kernel): full blocks of `BLOCK_ROWS` rows read once per process and kept (64 bytes
-    a row: 64 MB at 1M rows), the rest read now. Plain rows, not numkong's packed form: the
-    packed kernel measured no faster here (10.3-12.2 against 10.5 ms for 1M rows) and its
-    blocks hold 132 bytes a row, which put the MCP server at 1M rows over issue 28's 300 MB
-    (328 MB with them, 269 MB without: docs/search.md "By meaning")."""
+    SIMD kernel), the bits read block by block at every search (`Store.bit_blocks`: the
+    MCP server at 1M rows went from 310 to 254 MB for ~7 ms). Plain rows, not numkong's
+    packed form: the packed kernel measured no faster here (10.3-12.2 against 10.5 ms for
+    1M rows) and holds 132 bytes a row."""
     import numkong
     import numpy as np
 
-    count = store.count
-    key = (str(store.folder), store.meta("epoch"))
-    blocks = _blocks.setdefault(key, [])
-    full = count // BLOCK_ROWS
-    while len(blocks) < full:
-        i = len(blocks)
-        blocks.append(store.bit_rows(i * BLOCK_ROWS, (i + 1) * BLOCK_ROWS))
-    parts = [np.asarray(numkong.cdist(qbits, b, "hamming", dtype="uint1"))[0]
-             for b in blocks[:full]]
-    if count > full * BLOCK_ROWS:
-        rest = store.bit_rows(full * BLOCK_ROWS, count)
-        parts.append(np.asarray(numkong.cdist(qbits, rest, "hamming", dtype="uint1"))[0])
+    parts = [np.asarray(numkong.cdist(qbits, block, "hamming", dtype="uint1"))[0]
+             for block in store.bit_blocks(BLOCK_ROWS)]
+    if not parts:  # emptied by a reset since the caller counted
+        raise ValueError("no rows")
     return np.concatenate(parts) if len(parts) > 1 else parts[0]

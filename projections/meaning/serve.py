@@ -37,7 +37,7 @@ def serve(folder: Path, idle_s: float = 900.0, spec: Mapping[str, Any] | None = 
     if path is None or serving(folder):
         return 0
     model = load(spec)
-    scan(folder, "warm", 1, model)  # the first scan reads the sign bits into memory (find.py)
+    scan(folder, "warm", 1, model)  # the first scan loads the search kernels (find.py)
     path.unlink(missing_ok=True)
     answered = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
