@@ -4,7 +4,8 @@ capture loop runs it in a niced child, `agentlog embed` in the foreground), a mo
 a renumbered history.db drops it and it is rebuilt; `drop` deletes it (forget).
 
 `model.py` (the encoders), `store.py` (int8 rows + sign bits + SQLite, append-only,
-crash-safe), `build.py` (chunks and the step), `find.py` (the nearest chunks), `serve.py`
+crash-safe), `build.py` (chunks and the step), `helper.py` (a second encoder process for a
+long step), `find.py` (the nearest chunks), `serve.py`
 (the query server), `progress.py` (how far behind, with sqlite3 alone). The names below load
 their module on first use: the search path of a home without embeddings imports none of it.
 """

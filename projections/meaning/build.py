@@ -6,6 +6,10 @@ its neighbour, the session's prompt before it (so "yes, do that" still means som
 tool output and broker texts (messages, decisions, reports, runs) cut into pieces. Thinking,
 tool calls and system records are left to literal search. Texts shorter than `MIN_CHARS`
 (“ok”, “hi”) carry no meaning to find and are skipped.
+
+A step on every CPU (`threads` None) encodes on one BLAS thread here and, with two CPUs and
+`HELPER_DOCS` pending, each second batch in a helper process (helper.py); the rows are the
+same either way.
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ def step(db_path: Path, folder: Path, *, spec: Mapping[str, Any] | None = None,
          threads: int | None = 1) -> Step:
     """Embed what history.db has and the projection has not, for at most `budget_s` seconds
     (None: all of it), with the model of `spec` (model.py; None: the default) on `threads`
-    BLAS threads (None: every usable CPU). Returns without waiting when another process
+    BLAS threads (None: every usable CPU — one BLAS thread here and, when worth it, a helper
+    process on the other: module docstring). Returns without waiting when another process
     embeds this home."""
     with writer_lock(folder) as mine:
         if not mine:

@@ -92,6 +92,9 @@ def serve(spec: Mapping[str, Any] | None) -> None:
     """The child: encode every batch read from stdin, answer on stdout, until stdin ends."""
     from projections.meaning.model import load
 
-    model = load(spec, threads=1)
-    while (texts := frames.read(sys.stdin.buffer)) is not None:
-        frames.write(sys.stdout.buffer, model.encode(texts))
+    try:
+        model = load(spec, threads=1)
+        while (texts := frames.read(sys.stdin.buffer)) is not None:
+            frames.write(sys.stdout.buffer, model.encode(texts))
+    except (KeyboardInterrupt, BrokenPipeError):  # Ctrl-C reaches the whole group; the
+        pass  # step that started it stopped: nothing to say, the step says what it did
