@@ -60,6 +60,34 @@ def _inert(page: Any) -> None:
     assert state == {"pwned": None, "imgs": 0, "scripts": 0}
 
 
+def test_a_view_still_loading_never_writes_into_the_next(served: Served,
+                                                         browser: Any) -> None:  # noqa: F811
+    """The landing's first fetch answers only after the user opened History: the landing
+    must not appear inside the history view (it did: both lists in one view)."""
+    context = browser.new_context()
+    page = context.new_page()
+    held: list[Any] = []
+
+    def hold_first(route: Any) -> None:
+        if not held:  # the landing's own /api/projects: held until History is drawn
+            held.append(route)
+            return
+        route.continue_()
+
+    page.route("**/api/projects", hold_first)
+    page.goto(served.url)
+    page.wait_for_function("() => !!document.querySelector('#history-link')")
+    page.click("#history-link")
+    expect(page.locator("#view li.item a.open")).to_have_count(3)
+    assert len(held) == 1
+    held[0].continue_()
+    page.wait_for_timeout(500)  # the landing's answer arrives and is drawn nowhere
+    names = page.locator("#view li.item a.open").all_inner_texts()
+    assert set(names) == {"proj-a", "proj-big", "proj-x"}
+    assert page.locator("#view .landing").count() == 0
+    context.close()
+
+
 def test_project_view_filters_and_paging(served: Served, browser: Any) -> None:  # noqa: F811
     context, page, problems = _page(served, browser)
     base = f"http://127.0.0.1:{served.port}"

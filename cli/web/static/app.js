@@ -74,11 +74,14 @@ function showCoverage(cov, engine) {
 
 // --- views ----------------------------------------------------------------------------
 function clearView(title) {
-  const view = $("#view");
-  view.replaceChildren();
+  // Each view renders into a body of its own: a view still loading when another replaces it
+  // (a click during its fetch) appends into a body that is no longer in the page, never
+  // into the view that replaced it.
+  const body = el("div", "view-body");
+  $("#view").replaceChildren(body);
   selected = -1;
-  if (title) view.appendChild(el("h2", null, title));
-  return view;
+  if (title) body.appendChild(el("h2", null, title));
+  return body;
 }
 
 function hitMeta(hit) {
@@ -306,6 +309,7 @@ async function route() {
   status("");
   try {
     const run = location.pathname.match(/^\/api\/runs\/([^/]+)$/);
+    if (params.has("history")) return;  // history.js draws that view
     if (params.has("sessions")) return await Browse.show(clearView(), params, go);
     if (params.has("message")) return await showMessage(params);
     if (params.has("session")) return await showSession(params);

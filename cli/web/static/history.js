@@ -109,9 +109,11 @@
   async function render() {
     const ps = params();
     if (!ps.has("history")) return;
-    const view = q("#view");
-    if (!view) return;
-    view.replaceChildren();
+    const page = q("#view");
+    if (!page) return;
+    // a body of its own (as app.js's clearView): a view that loads late writes nowhere
+    const view = node("div", "view-body");
+    page.replaceChildren(view);
     say("");
     const cov = q("#coverage");
     if (cov) cov.textContent = "";
