@@ -84,7 +84,9 @@ def sample(cmd: list[str], env: dict[str, str], cwd: Path, interval: float,
             cpu = _cpu(pid)
             if cpu is None:
                 continue
-            if pid not in roles:
+            if pid not in roles or (pid != proc.pid and roles[pid] == "capture"):
+                # a child seen between its fork and its exec still shows the capture's
+                # command line: read it again until it shows its own
                 roles[pid] = _role(pid)
             prev = last.get(pid, 0.0)
             last[pid] = cpu
