@@ -150,6 +150,8 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
             owners, texts = chunk_rows(con, rows, prompts)
             if not texts:  # nothing to embed in these documents: they are read
                 store.append([], [], max(int(rows[-1][0]), store.done))
+                if progress is not None:
+                    progress(store.done, head)
             else:
                 if model is None:
                     model = _model(spec, threads)
