@@ -20,9 +20,33 @@ pytestmark = pytest.mark.postgres
 NEWER = 30
 
 
-def _msg(i: int, body: str) -> MessageSent:
-    return MessageSent(id=f"m{i}", sender="peer", to=["x"], kind="message", body=body,
-                       at=1_700_000_000_000 + i * 1000, project="/p")
+KINDS = ("message", "report", "progress", "approval")  # weights 2.0, 2.0, 1.5, 2.0
+
+
+def _msg(i: int, body: str, kind: str = "message", project: str = "/p") -> MessageSent:
+    return MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kind, body=body,
+                       at=1_700_000_000_000 + i * 1000, project=project)
+
+
+def _publish(log: EventLog, tmp_path: Path, pg_url: str, events: list[Any],
+             prefix: str = "k") -> None:
+    """`events` appended to the log, synced as host alpha and projected."""
+    append(log, events, prefix)
+    sync(log, pg_url, "alpha")
+    project(pg_url, tmp_path / "scratch")
+
+
+def _make_every_list(pg_url: str) -> Any:
+    """Statistics gathered and every wanted list made; the connection (autocommit), open."""
+    import psycopg
+
+    from projections.pg import rank
+
+    con = psycopg.connect(pg_url, autocommit=True)
+    con.execute("ANALYZE agentlog.documents")
+    while rank.make_lists(con):
+        pass
+    return con
 
 
 def _as_every_match(pg_url: str, monkeypatch: pytest.MonkeyPatch,
@@ -48,10 +72,8 @@ def test_an_old_best_match_outranks_many_newer_matches(
     # lowered below the number of newer matches, the old best document never ranked
     monkeypatch.setattr(pgq, "CANDIDATES", 10, raising=False)
     log = EventLog(tmp_path / "log")
-    append(log, [_msg(0, "okapi okapi okapi okapi okapi and more okapi")]
-           + [_msg(i, f"one okapi among other words {i}") for i in range(1, NEWER + 1)])
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    _publish(log, tmp_path, pg_url, [_msg(0, "okapi okapi okapi okapi okapi and more okapi")]
+             + [_msg(i, f"one okapi among other words {i}") for i in range(1, NEWER + 1)])
     hits = pgq.search(pg_url, "okapi", limit=5)["hits"]
     assert [h["id"] for h in hits] == ["message:m0"] + [
         f"message:m{i}" for i in range(NEWER, NEWER - 4, -1)]  # then ties, newest first
@@ -76,13 +98,10 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
 
     monkeypatch.setattr(rank, "HOT_DF", 3)
     monkeypatch.setattr(rank, "CHAMPIONS", 4)  # trimmed above 8
-    kinds = ("message", "report", "progress", "approval")
 
     def msgs(lo: int, hi: int) -> list[MessageSent]:
-        return [MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
-                            body=" ".join(["okapi"] * (1 + i * 7 % 5) + [f"w{i % 3}", "zebra"]),
-                            at=1_700_000_000_000 + i * 1000, project=f"/p{i % 2}")
-                for i in range(lo, hi)]
+        return [_msg(i, " ".join(["okapi"] * (1 + i * 7 % 5) + [f"w{i % 3}", "zebra"]),
+                     KINDS[i % 4], f"/p{i % 2}") for i in range(lo, hi)]
 
     def check(answered_by_lists: int) -> None:
         cases = [("okapi", None, k) for k in (1, 3, 6)] + [
@@ -94,10 +113,8 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
     lines = claude_line("u0", "user", "okapi okapi okapi okapi okapi okapi") + b"".join(
         claude_line(f"u{i}", "user", f"okapi zebra line {i}") for i in range(1, 4))
     log = EventLog(tmp_path / "log")
-    append(log, [*msgs(0, 24), seen(CLAUDE_SRC, "claude", "claude.session"),
-                 *chunks_of(CLAUDE_SRC, lines, [])])
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    _publish(log, tmp_path, pg_url, [*msgs(0, 24), seen(CLAUDE_SRC, "claude", "claude.session"),
+                                     *chunks_of(CLAUDE_SRC, lines, [])])
     with psycopg.connect(pg_url, autocommit=True) as con:
         con.execute("ANALYZE agentlog.documents")
         assert rank.make_lists(con) >= 2  # okapi, zebra (w0..w2 too)
@@ -106,10 +123,9 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
     pgq.close_connections()
     check(answered_by_lists=3)
     # newer documents, the best okapi among them, are folded in by the projector
-    append(log, [*msgs(24, 40), *chunks_of(CLAUDE_SRC, claude_line("u0", "user", "zebra now"),
-                                          [], start=len(lines))], prefix="more")
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    _publish(log, tmp_path, pg_url, [
+        *msgs(24, 40), *chunks_of(CLAUDE_SRC, claude_line("u0", "user", "zebra now"), [],
+                                  start=len(lines))], "more")
     with psycopg.connect(pg_url) as con:
         n, = con.execute("SELECT count(*) FROM agentlog.rank_champions WHERE term = 'okapi'"
                          ).fetchone() or (0,)
@@ -127,12 +143,9 @@ def test_champion_lists_give_the_full_ranking_and_follow_new_documents(
     with psycopg.connect(pg_url) as con:
         before, = con.execute("SELECT avgdl FROM agentlog.rank_terms WHERE term = 'okapi'"
                               ).fetchone() or (0.0,)
-    longer = [MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
-                          body=" ".join(["okapi", "zebra"] + [f"filler{j}" for j in range(30)]),
-                          at=1_700_000_000_000 + i * 1000, project="/p0") for i in range(40, 60)]
-    append(log, longer, prefix="longer")
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    longer = [_msg(i, " ".join(["okapi", "zebra"] + [f"filler{j}" for j in range(30)]),
+                   KINDS[i % 4], "/p0") for i in range(40, 60)]
+    _publish(log, tmp_path, pg_url, longer, "longer")
     with psycopg.connect(pg_url) as con:
         mean, = con.execute("SELECT sum(tokens)::float8 / sum(docs) FROM agentlog.bm25_hosts"
                             ).fetchone() or (0.0,)
@@ -162,24 +175,16 @@ def test_several_words_are_ranked_from_their_lists_as_from_every_match(
     monkeypatch.setattr(rank, "CHAMPIONS", 25)
     rng = random.Random(7)
     vocab = ["okapi", "zebra", "lynx", "ibex", "tapir"]
-    kinds = ("message", "report", "progress", "approval")
     msgs = []
     for i in range(300):
         words = [rng.choice(vocab[:3]) if rng.random() < 0.5 else rng.choice(vocab)
                  for _ in range(rng.randrange(2, 14))] + [f"filler{rng.randrange(40)}"
                                                           for _ in range(rng.randrange(0, 20))]
         rng.shuffle(words)
-        msgs.append(MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
-                                body=" ".join(words), at=1_700_000_000_000 + i * 1000,
-                                project=f"/p{i % 3}"))
+        msgs.append(_msg(i, " ".join(words), KINDS[i % 4], f"/p{i % 3}"))
     log = EventLog(tmp_path / "log")
-    append(log, msgs)
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
-    with psycopg.connect(pg_url, autocommit=True) as con:
-        con.execute("ANALYZE agentlog.documents")
-        while rank.make_lists(con):
-            pass
+    _publish(log, tmp_path, pg_url, msgs)
+    with _make_every_list(pg_url) as con:
         listed = {r[0] for r in con.execute("SELECT term FROM agentlog.rank_terms")}
     assert set(vocab) <= listed
     pgq.close_connections()
@@ -220,7 +225,6 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
     monkeypatch.setattr(deep, "CROSS", 3)
     rng = random.Random(5)
     vocab = ["okapi", "zebra", "lynx", "ibex", "tapir"]
-    kinds = ("message", "report", "progress", "approval")
 
     def msgs(lo: int, hi: int, seed: int) -> list[MessageSent]:
         r = random.Random(seed)
@@ -229,13 +233,11 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
             words = [r.choice(vocab[:3]) if r.random() < 0.6 else r.choice(vocab)
                      for _ in range(r.randrange(1, 12))] + [
                 f"filler{r.randrange(40)}" for _ in range(r.randrange(0, 25))]
-            if kinds[i % 4] == "progress":  # (weight 1.5, the others 2.0) denser in the
+            if KINDS[i % 4] == "progress":  # (weight 1.5, the others 2.0) denser in the
                 words = [r.choice(vocab[:3])] * r.randrange(6, 14) + words[:2]  # words:
                 # the pages mix weights
             r.shuffle(words)
-            out.append(MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
-                                   body=" ".join(words), at=1_700_000_000_000 + i * 1000,
-                                   project=f"/p{i % 3}"))
+            out.append(_msg(i, " ".join(words), KINDS[i % 4], f"/p{i % 3}"))
         return out
 
     def check_x(con: Any) -> int:
@@ -262,13 +264,8 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
         assert walked >= min_from_lists, walked
 
     log = EventLog(tmp_path / "log")
-    append(log, msgs(0, 400, 1))
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
-    with psycopg.connect(pg_url, autocommit=True) as con:
-        con.execute("ANALYZE agentlog.documents")
-        while rank.make_lists(con):
-            pass
+    _publish(log, tmp_path, pg_url, msgs(0, 400, 1))
+    with _make_every_list(pg_url) as con:
         cross = {str(r[0]) for r in con.execute("SELECT term FROM agentlog.rank_cross")}
         assert cross == set(vocab[:3])  # the three commonest
         keeps: dict[str, int] = dict(con.execute(
@@ -279,9 +276,7 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
     pgq.close_connections()
     check(min_from_lists=15)
     # new documents, and old ones rewritten with other words, folded in by the projector
-    append(log, msgs(400, 480, 2) + msgs(0, 60, 3), prefix="more")
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    _publish(log, tmp_path, pg_url, msgs(400, 480, 2) + msgs(0, 60, 3), "more")
     with psycopg.connect(pg_url, autocommit=True) as con:
         check_x(con)
     pgq.close_connections()
@@ -291,14 +286,10 @@ def test_deep_lists_rank_an_and_of_common_words_from_the_lists_alone(
     # the certificate (the bound past the prefix read, scaled by the growth) keeps the
     # answers those of the full ranking
     monkeypatch.setattr(rank, "DRIFT", 1e9)
-    longer = [MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kinds[i % 4],
-                          body=" ".join([rng.choice(vocab) for _ in range(rng.randrange(1, 6))]
-                                        + [f"filler{j}" for j in range(rng.randrange(40))]),
-                          at=1_700_000_000_000 + i * 1000, project="/p0")
-              for i in range(480, 640)]
-    append(log, longer, prefix="longer")
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    longer = [_msg(i, " ".join([rng.choice(vocab) for _ in range(rng.randrange(1, 6))]
+                               + [f"filler{j}" for j in range(rng.randrange(40))]),
+                   KINDS[i % 4], "/p0") for i in range(480, 640)]
+    _publish(log, tmp_path, pg_url, longer, "longer")
     pgq.close_connections()
     check(min_from_lists=5)
 
@@ -310,7 +301,6 @@ def test_one_word_reads_a_prefix_of_its_list_with_the_bound_past_it(
     # with their stored weight; hand-made documents whose order the weights decide, then
     # one whose key (at the mean length the list was made with) is fourth but whose score
     # is third once the mean length grew sevenfold
-    import psycopg
 
     from projections.pg import deep, rank
 
@@ -320,22 +310,13 @@ def test_one_word_reads_a_prefix_of_its_list_with_the_bound_past_it(
     monkeypatch.setattr(deep, "DEEP_SHARE", 1)
     monkeypatch.setattr(deep, "CROSS", 1)
 
-    def msg(i: int, kind: str, body: str) -> MessageSent:
-        return MessageSent(id=f"m{i}", sender="peer", to=["x"], kind=kind, body=body,
-                           at=1_700_000_000_000 + i * 1000, project="/p")
-
-    first = [msg(0, "progress", "okapi " * 6),  # weight 1.5: 2.81 at the first mean length
-             msg(1, "message", "okapi okapi okapi x1 x2 x3")]  # weight 2.0: 3.26
-    first += [msg(i, "message", "okapi " + " ".join(f"y{j}" for j in range(7)))
+    first = [_msg(0, "okapi " * 6, "progress"),  # weight 1.5: 2.81 at the first mean length
+             _msg(1, "okapi okapi okapi x1 x2 x3")]  # weight 2.0: 3.26
+    first += [_msg(i, "okapi " + " ".join(f"y{j}" for j in range(7)))
               for i in range(2, 7)]  # 1.91 each
     log = EventLog(tmp_path / "log")
-    append(log, first)
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
-    with psycopg.connect(pg_url, autocommit=True) as con:
-        con.execute("ANALYZE agentlog.documents")
-        while rank.make_lists(con):
-            pass
+    _publish(log, tmp_path, pg_url, first)
+    with _make_every_list(pg_url) as con:
         assert con.execute("SELECT keep FROM agentlog.rank_terms WHERE term = 'okapi'"
                            ).fetchone() == (7,)  # deep: every document of the word
     pgq.close_connections()
@@ -352,12 +333,10 @@ def test_one_word_reads_a_prefix_of_its_list_with_the_bound_past_it(
     assert got == want == ["message:m1", "message:m0", "lists"]
     # a fourth by key (5 in 30 words: 2.43 at the first mean length) and one above the
     # rest (3.49); then documents without the word raise the mean length sevenfold
-    append(log, [msg(7, "message", "okapi " * 5 + " ".join(f"z{j}" for j in range(25))),
-                 msg(8, "message", "okapi okapi okapi okapi z1 z2")]
-           + [msg(i, "message", " ".join(f"f{j}" for j in range(60))) for i in range(9, 39)],
-           prefix="more")
-    sync(log, pg_url, "alpha")
-    project(pg_url, tmp_path / "scratch")
+    _publish(log, tmp_path, pg_url,
+             [_msg(7, "okapi " * 5 + " ".join(f"z{j}" for j in range(25))),
+              _msg(8, "okapi okapi okapi okapi z1 z2")]
+             + [_msg(i, " ".join(f"f{j}" for j in range(60))) for i in range(9, 39)], "more")
     pgq.close_connections()
     got, want = both(3)
     assert got[:3] == want[:3] == ["message:m8", "message:m1", "message:m7"]

@@ -54,29 +54,29 @@ def scan(folder: Path, query: str, k: int, model: Model) -> list[tuple[int, str,
     if store is None:
         return []
     try:
-        rows = store.matrix()
-        if len(rows) == 0 or store.model != model.id:
+        count = store.count
+        if count == 0 or store.model != model.id:
             return []
-        return _best(store, rows, model.query(query), k)
+        return _best(store, count, model.query(query), k)
     except (ValueError, OSError):  # files cut by a reset between reading `count` and mapping
         return []
     finally:
         store.close()
 
 
-def _best(store: Store, rows: Any, vec: Any, k: int) -> list[tuple[int, str, float]]:
+def _best(store: Store, count: int, vec: Any, k: int) -> list[tuple[int, str, float]]:
     import numpy as np
 
     q = np.clip(np.rint(vec * 127.0), -127, 127).astype(np.int8)
-    want = min(len(rows), k * 3)
-    if len(rows) > EXACT_ROWS:
+    want = min(count, k * 3)
+    if count > EXACT_ROWS:
         keys, dists = _two_pass(store, q, want)
-    else:
+    else:  # every row, mapped (at most EXACT_ROWS × dim bytes in the RSS)
         from usearch.index import MetricKind, search  # type: ignore[attr-defined]
 
         from projections.cpus import usable
 
-        found = search(rows, q, want, MetricKind.Cos, exact=True, threads=usable())
+        found = search(store.matrix(), q, want, MetricKind.Cos, exact=True, threads=usable())
         keys, dists = [int(x) for x in found.keys], [float(x) for x in found.distances]
     docs = store.docs(keys)
     out: list[tuple[int, str, float]] = []

@@ -168,16 +168,6 @@ class Store:
             return np.zeros((0, self.dim), dtype=np.int8)
         return np.memmap(self.folder / VECTORS, dtype=np.int8, mode="r", shape=(n, self.dim))
 
-    def bits(self) -> Any:
-        """The committed rows' sign bits, memory-mapped (count × dim/8 uint8)."""
-        import numpy as np
-
-        n = self.count
-        if n == 0:
-            return np.zeros((0, self.bit_bytes), dtype=np.uint8)
-        return np.memmap(self.folder / BITS, dtype=np.uint8, mode="r",
-                         shape=(n, self.bit_bytes))
-
     def rows_at(self, keys: Any) -> Any:
         """The rows `keys` (below `count`) as a len(keys) × dim int8 array, read row by row
         (pread), not through a map: the page cache holds a file in large folios, and a
