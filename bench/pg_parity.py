@@ -88,6 +88,37 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
+def _disk(url: str, db: Path, log: EventLog) -> None:
+    """The team store's size on real transcripts (issue 27's goal: <= 3x the text), vacuumed
+    (GIN pending lists merged), by relation, beside history.db and the log holding the same
+    documents."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("VACUUM ANALYZE")
+        rels = con.execute(
+            "SELECT c.relname, pg_relation_size(c.oid)"
+            " + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'agentlog' AND c.relkind IN ('r', 'i')"
+            " ORDER BY 2 DESC").fetchall()
+        got = con.execute("SELECT sum(octet_length(text)), sum(pg_column_size(text)),"
+                          " pg_total_relation_size('agentlog.records'),"
+                          " pg_relation_size('agentlog.documents_tsv')"
+                          " FROM agentlog.documents").fetchone()
+    assert got is not None and got[0] is not None, "no documents were projected"
+    text, stored, records, gin = (int(v) for v in got)
+    total = sum(int(r[1]) for r in rels)
+    big = ", ".join(f"{name} {size / 1e6:.1f}" for name, size in rels[:8])
+    print(f"disk: the team schema {total / 1e6:.1f} MB = {total / text:.1f}x the documents'"
+          f" text ({text / 1e6:.1f} MB; largest relations with their TOAST, MB: {big});"
+          f" local history.db {db.stat().st_size / 1e6:.1f} MB + log"
+          f" {log.size_bytes() / 1e6:.1f} MB")
+    print(f"disk: floor of this layout = records {records / 1e6:.1f} + the text as stored"
+          f" {stored / 1e6:.1f} + tsv GIN {gin / 1e6:.1f} MB ="
+          f" {(records + stored + gin) / text:.2f}x the text (nothing else counted)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=47)
@@ -141,6 +172,7 @@ def main() -> None:
                     " FROM agentlog.documents WHERE host = %s", (HOST,)).fetchone()
                 print(f"server documents: {cut[0]} with positions cut (256 a word, or past"
                       f" 16,383), {cut[1]} holding CJK (bigrams in the tsvector)")
+                _disk(url, db, log)
                 for q in qs:
                     want = _ids(local.search(db, q, limit=50))
                     got = {"team": _ids(pgq.search(url, q, {"host": HOST}, limit=50)),

@@ -10,7 +10,9 @@ over 4 simulated hosts, each with its own LMDB log. Prints:
   (one text in ten holds a run of CJK words; a trigram cannot serve two characters) through
   `projections.pg.query.search`, against `projections.query.search` on that history.db;
 - disk: the server's records and documents (with indexes) against LMDB and history.db, the
-  database's size over the text's, and every table (its TOAST apart) and index of the schema.
+  database's size over the text's, every table (its TOAST apart) and index of the schema, what
+  a document holds (text, stored tsvector, row), the statistics' rows of words in one document,
+  and the layout's floor: records + the text as stored + the tsvector's GIN index.
 
 A throwaway server is started with initdb + pg_ctl (tests/pgserver.py), unless --url.
 Usage: .venv/bin/python bench/postgres.py [--quick] [--docs N] [--queries Q] [--url URL]
@@ -161,6 +163,14 @@ def main() -> None:
                 " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                 " WHERE n.nspname = 'agentlog' AND c.relkind IN ('r', 'i')"
                 " ORDER BY pg_relation_size(c.oid) DESC").fetchall()
+            # what one document holds (the text, its stored tsvector, the whole row) and the
+            # statistics' rows of words in one document only: the size floor (printed below)
+            per_doc = con.execute(
+                "SELECT sum(pg_column_size(d.text)), avg(pg_column_size(d.text)),"
+                " avg(pg_column_size(d.tsv)), avg(pg_column_size(d.*))"
+                " FROM agentlog.documents d").fetchone()
+            df_rows = con.execute("SELECT count(*), count(*) FILTER (WHERE df = 1)"
+                                  " FROM agentlog.bm25_df").fetchone()
 
         rng = random.Random(11)
         rare = [f"uniq{rng.randrange(n):08d}" for _ in range(nq)]
@@ -203,6 +213,14 @@ def main() -> None:
             if main + toast >= 100_000:
                 print(f"  {name:<32} {'index' if kind == 'i' else 'table'} {main / 1e6:8.1f}"
                       + (f" + TOAST {toast / 1e6:.1f}" if toast else ""))
+        stored_text, text_b, tsv_b, row_b = (float(v) for v in per_doc)
+        floor = sizes[0] + stored_text + sizes[3]
+        print(f"disk: a document holds {text_b:.0f} B of text, {tsv_b:.0f} B of tsvector, a"
+              f" {row_b:.0f} B row; bm25_df {df_rows[0]:,} rows, {df_rows[1]:,} of words in one"
+              f" document ({df_rows[1] / max(1, df_rows[0]):.0%})")
+        print(f"disk: floor of this layout = records {sizes[0] / 1e6:.1f} + the text as stored"
+              f" {stored_text / 1e6:.1f} + tsv GIN {sizes[3] / 1e6:.1f} MB ="
+              f" {floor / 1e6 / text_mb:.2f}x the text (nothing else counted)")
     finally:
         pgq.close_connections()
         query.close_connections()

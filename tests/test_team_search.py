@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -11,11 +13,13 @@ import pytest
 from eventlog import EventLog
 from projections import query as local
 from projections.errors import NotFound, QueryError
+from projections.pg import project as projector
 from projections.pg import query as pgq
 from projections.pg.project import project
 from projections.pg.sync import sync
 from projections.rebuild import rebuild
 from tests.test_projections_support import append, mixed_events
+from tests.test_team_sync import make_log
 
 pytestmark = pytest.mark.postgres
 
@@ -122,6 +126,60 @@ def test_rebuild_is_replay_and_one_projector_at_a_time(
         assert held.hosts == {"beta": 3 + 1}  # beta's projector is not blocked by alpha's
     done = project(url, tmp_path / "other-scratch", hosts=["alpha"])
     assert not done.busy and done.replayed == [] and done.hosts["alpha"] == log.head().seq
+
+
+def test_no_projector_transaction_outlives_its_batch(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch updates the same statistics rows (words every message holds): before the
+    third batch, what the second left dead can be vacuumed, since the lock's transaction
+    began after it (one transaction held for the whole host kept every dead row of the
+    projection, in every table, until the host was done)."""
+    log = make_log(tmp_path / "log", 12)
+    sync(log, pg_url, "alpha")
+    said: list[str] = []
+    calls: list[int] = []
+    real = projector._HostProjector._batch
+
+    def batch(self: Any, *args: Any) -> bool:
+        if len(calls) == 2:  # two batches committed, the third not begun
+            with psycopg.connect(pg_url, autocommit=True) as con:
+                con.add_notice_handler(lambda d: said.append(d.message_primary or ""))
+                con.execute("VACUUM (VERBOSE) agentlog.bm25_df")
+        calls.append(1)
+        return bool(real(self, *args))
+
+    monkeypatch.setattr(projector._HostProjector, "_batch", batch)
+    done = project(pg_url, tmp_path / "scratch", batch=4)
+    assert done.hosts == {"alpha": log.head().seq} and len(calls) == 5  # 4 and the empty one
+    tuples = [m for n in said for m in re.findall(
+        r"tuples: (\d+) removed, \d+ remain, (\d+) are dead but not yet removable", n)]
+    removed, stuck = tuples[0]  # the table's (then its TOAST table's)
+    assert int(removed) > 0 and stuck == "0", said
+
+
+def test_a_projector_whose_lock_was_taken_between_batches_stops(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = make_log(tmp_path / "log", 12)
+    sync(log, pg_url, "alpha")
+    renewals: list[int] = []
+    real = projector._Lock.again
+    with psycopg.connect(pg_url) as other:  # another projector of alpha, between two batches
+
+        def again(self: projector._Lock) -> bool:
+            renewals.append(1)
+            if len(renewals) == 3:  # the first take, then after batches 1 and 2
+                self.holder.rollback()
+                other.execute("SELECT * FROM agentlog.projector_locks WHERE host = 'alpha'"
+                              " FOR UPDATE")
+            return real(self)
+
+        monkeypatch.setattr(projector._Lock, "again", again)
+        got = project(pg_url, tmp_path / "scratch", batch=4)
+        assert got.busy and got.busy_hosts == ["alpha"] and got.hosts == {"alpha": 8}
+    monkeypatch.undo()
+    rest = project(pg_url, tmp_path / "scratch", batch=4)  # where the first left off
+    assert not rest.busy and rest.replayed == [] and rest.hosts == {"alpha": log.head().seq}
+    assert rest.events == log.head().seq - 8
 
 
 def test_cjk_substring_uses_the_partial_trigram_index(

@@ -15,9 +15,12 @@ Promises:
   aliases, checkpoint, projector lock), each acting only for a host the session's role may
   act for; the connected role itself holds SELECT only on the derived tables;
 - one projector per host at a time: the host's `projector_locks` row held FOR UPDATE; a
-  second projector skips that host at once (`busy`). Each machine normally projects only its own
-  host, so its scratch file stays the one at that host's checkpoint: projectors of
-  different machines never force each other into replays;
+  second projector skips that host at once (`busy`). The row is locked again after every
+  batch, in a new transaction: no transaction of a projector lives longer than a batch (one
+  held for a whole host held back every table's vacuum horizon as long: `bm25_df` took
+  114.8 MB for 57.1 MB at 143,000 documents, `bench/postgres.py`). Each machine normally
+  projects only its own host, so its scratch file stays the one at that host's
+  checkpoint: projectors of different machines never force each other into replays;
 - rebuild = replay: when the scratch file's checkpoint is not exactly the server's (another
   machine projected last, a crash fell between the two commits, the parser changed), the
   host's rows are deleted and its records replayed from seq 1 — never patched;
@@ -30,7 +33,7 @@ import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,13 +157,13 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
         for host in names:
             if hosts is not None and host not in hosts:
                 continue
-            with _host_lock(con, url, host) as held:
-                if not held:
+            with _host_lock(con, url, host) as lock:
+                if lock.held:
+                    _HostProjector(con, host, scratch_dir / f"{host}.db", out, ranked).run(
+                        batch, batch_bytes, max_batches, rebuild, lock.again)
+                if not lock.held:  # busy at once, or taken between two batches
                     out.busy = True
                     out.busy_hosts.append(host)
-                    continue
-                _HostProjector(con, host, scratch_dir / f"{host}.db", out, ranked).run(
-                    batch, batch_bytes, max_batches, rebuild)
         if ranked and out.documents:
             out.rank_lists = rank.make_lists(con)
     finally:
@@ -168,22 +171,43 @@ def _project(con: Any, url: str, scratch_dir: Path, hosts: list[str] | None, bat
     return out
 
 
+@dataclass
+class _Lock:
+    """A host's projector lock (`_host_lock`): its row locked FOR UPDATE NOWAIT by a second
+    connection, in a transaction that `again` ends and begins anew."""
+
+    holder: Any
+    host: str
+    held: bool = False
+
+    def again(self) -> bool:
+        """End the lock's transaction and take the row again (between two batches): the
+        row lock gave the transaction an id, and while it runs no row that any transaction
+        after it deleted or updated can be vacuumed, in any table. False (and `held`
+        False) when another projector of the host took it meanwhile."""
+        self.holder.rollback()
+        got = self.holder.execute("SELECT agentlog.projector_lock(%s, true)",
+                                  (self.host,)).fetchone()
+        self.held = bool(got and got[0])
+        return self.held
+
+
 @contextlib.contextmanager
-def _host_lock(con: Any, url: str, host: str) -> Iterator[bool]:
+def _host_lock(con: Any, url: str, host: str) -> Iterator[_Lock]:
     """One projector per host: the host's `projector_locks` row, locked FOR UPDATE NOWAIT by
-    a second connection whose transaction stays open while the host is projected (a role
-    that may not update the row — a reader, another host's writer — cannot take it; a
-    projector that dies releases it with its connection). Taken through
-    `agentlog.projector_lock` (the owner's function: the caller's own hosts only). Yields
-    whether it is held."""
+    a second connection while the host is projected, taken again between batches
+    (`_Lock.again`; a role that may not update the row — a reader, another host's writer —
+    cannot take it; a projector that dies releases it with its connection). Taken through
+    `agentlog.projector_lock` (the owner's function: the caller's own hosts only)."""
     con.rollback()
     holder = connect(url)
     try:
         holder.execute("SET idle_in_transaction_session_timeout = 0")  # held while projecting
         holder.execute("SELECT agentlog.projector_lock(%s, false)", (host,))
         holder.commit()
-        got = holder.execute("SELECT agentlog.projector_lock(%s, true)", (host,)).fetchone()
-        yield bool(got and got[0])
+        lock = _Lock(holder, host)
+        lock.again()
+        yield lock
     finally:
         with contextlib.suppress(Exception):
             holder.rollback()
@@ -208,7 +232,10 @@ class _HostProjector:
         self.con, self.host, self.path, self.out = con, host, path, out
         self.ranked = ranked  # keep the champion lists (`rank`) in step
 
-    def run(self, batch: int, batch_bytes: int, max_batches: int | None, rebuild: bool) -> None:
+    def run(self, batch: int, batch_bytes: int, max_batches: int | None, rebuild: bool,
+            again: Callable[[], bool]) -> None:
+        """Project the host's records past its checkpoint, a batch a transaction; `again`
+        after each batch renews the host's lock (False: another projector has it now)."""
         cp = self.con.execute(
             "SELECT last_seq, last_hash, schema_version, parser_version FROM agentlog.projection"
             " WHERE host = %s", (self.host,)).fetchone()
@@ -230,6 +257,8 @@ class _HostProjector:
                 if not self._batch(scon, table, batch, batch_bytes):
                     break
                 done += 1
+                if not again():
+                    break
             cp2 = db.read_checkpoint(scon)
             self.out.hosts[self.host] = cp2.last_seq if cp2 else 0
         finally:
