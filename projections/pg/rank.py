@@ -170,17 +170,24 @@ WRITER_GRANTS = ("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agentlog.rank_terms
 
 
 def hot_words(c: Any) -> list[tuple[str, int]]:
-    """(word, estimated documents) of every word above `HOT_DF`, hottest first, from
-    ANALYZE's most common elements of `tsv`."""
+    """(word, documents) of every word above `HOT_DF`, hottest first: estimated from
+    ANALYZE's most common elements of `tsv` once the server gathered them; before its first
+    ANALYZE of `documents` (a first projection: autovacuum comes later) counted from the
+    bm25 statistics (`bm25_df`, one scan), so a first pass makes its lists at once."""
     row = c.execute(
         "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
         " FROM pg_stats s, pg_class c WHERE s.schemaname = 'agentlog'"
         " AND s.tablename = 'documents' AND s.attname = 'tsv'"
         " AND c.oid = 'agentlog.documents'::regclass").fetchone()
-    if row is None or row[0] is None:
+    if row is None:
+        est = [(str(w), int(n)) for w, n in c.execute(
+            "SELECT term, sum(df) FROM agentlog.bm25_df GROUP BY term HAVING sum(df) > %s",
+            (HOT_DF,))]
+    elif row[0] is None:
         return []
-    est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
-           zip(row[0], row[1][:len(row[0])], strict=True)]
+    else:
+        est = [(str(w), int(f * max(float(row[2]), 0.0))) for w, f in
+               zip(row[0], row[1][:len(row[0])], strict=True)]
     return sorted(((w, n) for w, n in est if n > HOT_DF), key=lambda wn: (-wn[1], wn[0]))
 
 
@@ -221,15 +228,14 @@ def wanted(c: Any) -> list[tuple[str, int, int]]:
 def make_lists(con: Any, *, budget: int | None = None) -> int:
     """Make the lists `wanted` names, hottest first, until about `budget` matches were
     ranked (default `BUILD_BUDGET` per document); one transaction a list. Returns how many
-    lists were made. Needs ANALYZE's statistics of `tsv`."""
+    lists were made."""
     words = wanted(con)
     con.commit()
     if not words:
         return 0
-    if budget is None:
-        row = con.execute("SELECT reltuples FROM pg_class"
-                          " WHERE oid = 'agentlog.documents'::regclass").fetchone()
-        budget = BUILD_BUDGET * max(int(row[0]) if row else 0, 0)
+    if budget is None:  # (bm25's count: pg_class.reltuples is -1 until a VACUUM or ANALYZE)
+        row = con.execute("SELECT sum(docs) FROM agentlog.bm25_hosts").fetchone()
+        budget = BUILD_BUDGET * max(int(row[0]) if row and row[0] is not None else 0, 0)
     con.commit()
     made = spent = 0
     for word, n, keep in words:
