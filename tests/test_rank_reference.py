@@ -288,3 +288,46 @@ def test_production_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         split.THREADS = None
         con.close()
+
+
+def test_a_worker_whose_table_failed_to_connect_tries_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FTS5 connects a worker's table inside its first prepare, where a lock the caller's
+    commit holds is said as "vtable constructor failed" (scan.CONNECT_TRIES): the worker
+    tries again and the lists come out as from one thread."""
+    monkeypatch.setattr(rank, "SMALL_HOME", 0)
+    monkeypatch.setattr(scan, "CONNECT_PAUSE", 0.0)
+    rng = random.Random(3)
+    docs = [([VOCAB[0], *VOCAB[1:2] * (rng.random() < 0.95),
+              *rng.choices(VOCAB, k=rng.randrange(0, 10))], "assistant", "s1")
+            for _ in range(6_000)]  # two words past HOT_DF (5,000): two lists
+    failed: list[int] = []
+    real = scan._reader
+
+    class Flaky:  # a worker's connection whose first statement meets the commit
+        def __init__(self, con: sqlite3.Connection) -> None:
+            self.con = con
+
+        def execute(self, *args: Any) -> Any:
+            if len(failed) < 3:
+                failed.append(1)
+                raise sqlite3.OperationalError("vtable constructor failed: documents_fts")
+            return self.con.execute(*args)
+
+        def close(self) -> None:
+            self.con.close()
+
+    def rows(workers: int) -> list[Any]:
+        (tmp_path / f"w{workers}").mkdir()
+        con = _home(tmp_path / f"w{workers}" / "history.db")
+        try:
+            con.execute("BEGIN")
+            _put(con, docs)
+            con.execute("COMMIT")
+            assert rank.build(con, workers=workers) > 0
+            return con.execute("SELECT * FROM rank_champions ORDER BY 1, 2").fetchall()
+        finally:
+            con.close()
+
+    monkeypatch.setattr(scan, "_reader", lambda files: Flaky(real(files)))
+    assert rows(2) == rows(1) and len(failed) == 3
