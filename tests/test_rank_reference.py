@@ -292,9 +292,10 @@ def test_production_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_a_worker_whose_table_failed_to_connect_tries_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """FTS5 connects a worker's table inside its first prepare, where a lock the caller's
-    commit holds is said as "vtable constructor failed" (scan.CONNECT_TRIES): the worker
-    tries again and the lists come out as from one thread."""
+    """FTS5 connects a worker's table inside its first prepare, which fails ("vtable
+    constructor failed") when the caller changed the schema meanwhile (the first deep list
+    creates its tables; scan.CONNECT_TRIES): the worker tries again and the lists come out
+    as from one thread."""
     monkeypatch.setattr(rank, "SMALL_HOME", 0)
     monkeypatch.setattr(scan, "CONNECT_PAUSE", 0.0)
     rng = random.Random(3)

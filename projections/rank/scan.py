@@ -197,10 +197,12 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
 
 
 # A worker's first statement connects its full-text table, and FTS5 reads its configuration
-# while connecting, inside the prepare, where a lock the caller's commit holds (the lists are
-# written to the file the workers read: rebuild, tests) is said as "vtable constructor
-# failed" without the busy handler's wait: seen once in a full test run under load. Tried
-# again, briefly: the commit it met is short.
+# while connecting, inside the prepare: when the caller changes the file's schema meanwhile
+# (the lists are written to the file the workers read, and the first deep list creates its
+# tables: `deep.store`), that read fails and SQLite says "vtable constructor failed" (seen
+# once in a full test run; a /tmp script of two threads opening readers while a writer
+# created and dropped a table made it 221 times in 10 s, and none with this retry). Tried
+# again, briefly: a schema change is one statement.
 CONNECT_TRIES = 50
 CONNECT_PAUSE = 0.02
 
