@@ -121,6 +121,9 @@ def make_wanted(con: sqlite3.Connection, budget: int | None, workers: int = 1) -
     dfs = {term: scan.count(con, term) for term in chosen}
     jobs = [(term, max(CHAMPIONS, deep.depth(dfs[term], CHAMPIONS)), dfs[term])
             for term in chosen]
+    if workers > 1 and any(limit > CHAMPIONS for _, limit, _ in jobs):
+        deep.ensure(con)  # the deep tables made before the workers connect (a schema change
+        # while one connects fails its first statement: scan.CONNECT_TRIES)
     for term, rows in scan.ranked_all(con, jobs, workers):
         if _build_one(con, term, nrow, avgdl, since.get(term, 0), dfs[term], rows):
             made += 1

@@ -201,8 +201,9 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
 # (the lists are written to the file the workers read, and the first deep list creates its
 # tables: `deep.store`), that read fails and SQLite says "vtable constructor failed" (seen
 # once in a full test run; a /tmp script of two threads opening readers while a writer
-# created and dropped a table made it 221 times in 10 s, and none with this retry). Tried
-# again, briefly: a schema change is one statement.
+# created and dropped a table made it 221 times in 10 s, and none with this retry). The
+# deep tables are made before the workers start (`champions.make_wanted`); any other
+# change of the schema meanwhile is tried again, briefly: a schema change is one statement.
 CONNECT_TRIES = 50
 CONNECT_PAUSE = 0.02
 
