@@ -305,7 +305,7 @@ def test_a_worker_whose_table_failed_to_connect_tries_again(
     failed: list[int] = []
     real = scan._reader
 
-    class Flaky:  # a worker's connection whose first statement meets the commit
+    class Flaky:  # a worker's connection whose first statements meet a schema change
         def __init__(self, con: sqlite3.Connection) -> None:
             self.con = con
 
@@ -332,3 +332,29 @@ def test_a_worker_whose_table_failed_to_connect_tries_again(
 
     monkeypatch.setattr(scan, "_reader", lambda files: Flaky(real(files)))
     assert rows(2) == rows(1) and len(failed) == 3
+
+
+def test_the_deep_tables_exist_before_the_workers_connect(
+        tmp_path: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A threaded list making that will store a deep list makes the deep tables first: the
+    workers never connect while the file's schema changes (scan.CONNECT_TRIES)."""
+    rng = random.Random(5)
+    con = _home(tmp_path / "history.db")
+    seen: list[bool] = []
+    real = scan.ranked_all
+
+    def ranked_all(c: sqlite3.Connection, jobs: Any, workers: int, *args: Any) -> Any:
+        seen.append(deep.has_deep(c))
+        return real(c, jobs, workers, *args)
+
+    monkeypatch.setattr(scan, "ranked_all", ranked_all)
+    try:
+        con.execute("BEGIN")
+        _put(con, [([VOCAB[0], *rng.choices(VOCAB, k=4)], "assistant", "s1")
+                   for _ in range(40)])
+        con.execute("COMMIT")
+        assert not deep.has_deep(con)
+        assert rank.build(con, workers=2) > 0
+        assert seen == [True] and con.execute("SELECT count(*) FROM rank_deep").fetchone()[0]
+    finally:
+        con.close()
