@@ -21,16 +21,12 @@ Promises:
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
-         " from projections.follow import run; run(*a[1:])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +48,15 @@ def start(db_path: Path, log_dir: Path, stats: str | None = None) -> Started:
     builder through a pipe this process does not keep. `stats`: a file for their load's
     time counters (`projections.pipestats`)."""
     from projections import pipeline, rebuild, redact
+    from projections.child import argv
 
     parse = pipeline.spawn(log_dir, -1, batch=rebuild.BATCH, batch_bytes=rebuild.BATCH_BYTES,
                            follow=True, stdin=subprocess.PIPE, stats=stats)
     assert parse.stdout is not None
     fd = parse.stdout.fileno()
     try:
-        args = json.dumps([sys.path, str(db_path), str(log_dir), stats, fd, redact.rules()])
-        builder = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+        builder = subprocess.Popen(argv("projections.follow:run", str(db_path), str(log_dir),
+                                        stats, fd, redact.rules()),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    close_fds=True, pass_fds=(fd,))
     except BaseException:

@@ -58,7 +58,6 @@ Promises:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import sys
@@ -264,8 +263,10 @@ class BulkFeed:
     def _spawn(self) -> None:
         import subprocess
 
-        args = json.dumps([sys.path, str(self.scratch), *self.args])
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+        from projections.child import argv
+
+        self.proc = subprocess.Popen(argv("projections.fts_bulk:child", str(self.scratch),
+                                          *self.args),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      close_fds=True)
         last_child[:] = [self.proc.pid, last_child[1] + 1]
@@ -374,10 +375,6 @@ def apply_op(con: sqlite3.Connection, op: tuple[Any, ...], default_hashsize: int
         con.execute("ROLLBACK")
         return True
     return False
-
-
-_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
-         " from projections.fts_bulk import child; child(*a[1:])")
 
 
 def child(scratch: str, ddl: str, pragmas: list[str], hashsize: int, default: int) -> None:

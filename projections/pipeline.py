@@ -108,13 +108,13 @@ def spawn(log_dir: Path, stop: int, *, batch: int, batch_bytes: int,
     `stdin` (a pipe of the caller's; None: the caller's own stdin) reaches its end, then up
     to the head of that moment (`stop` is ignored). `stats`: its `pipestats` file."""
     from projections import redact
+    from projections.child import argv
 
-    args = json.dumps([sys.path, str(log_dir), -1 if follow else stop, batch, batch_bytes,
-                       RELEASE_BYTES, part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES,
-                       stats, redact.rules()])
-    # A fresh interpreter (not multiprocessing: its spawn re-runs the caller's __main__),
-    # given this process's import path; frames on its stdout, its stderr is ours.
-    proc = subprocess.Popen([sys.executable, "-c", _BOOT, args],
+    # frames on its stdout, its stderr is ours
+    proc = subprocess.Popen(argv("projections.pipeline:produce", str(log_dir),
+                                 -1 if follow else stop, batch, batch_bytes, RELEASE_BYTES,
+                                 part_bytes or PART_BYTES, PACK_FILL, STATE_BYTES, stats,
+                                 redact.rules()),
                             stdin=stdin if follow else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, close_fds=True)
     assert proc.stdout is not None
@@ -191,10 +191,6 @@ def load(
                 proc.kill()
                 proc.wait()
     return last_seq, last_hash, events
-
-
-_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
-         " from projections.pipeline import produce; produce(*a[1:])")
 
 
 def apply_ops(

@@ -160,8 +160,9 @@ def _step(db_path: Path, folder: Path, spec: Mapping[str, Any] | None,
                     for i, vecs in each:
                         last = (rows[-1][0] if i + batch >= len(texts)
                                 else owners[i + batch - 1][0] - 1)
-                        store.append(owners[i:i + batch], vecs, max(int(last), store.done))
-                        made += len(owners[i:i + batch])
+                        mine = owners[i:i + batch]
+                        store.append(mine, vecs, max(int(last), store.done))
+                        made += len(mine)
                         if progress is not None:
                             progress(store.done, head)
                         if budget_s is not None and time.monotonic() - t0 > budget_s:

@@ -15,7 +15,6 @@ float32 (n, dim) array out, in order; the end of its stdin ends it. Its stderr i
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,9 +23,6 @@ from typing import Any
 from projections import frames
 
 __all__ = ["Helper", "serve", "start"]
-
-_BOOT = ("import json, sys; a = json.loads(sys.argv[1]); sys.path[:] = a[0];"
-         " from projections.meaning.helper import serve; serve(a[1])")
 
 
 class Helper:
@@ -79,10 +75,12 @@ class Helper:
 def start(spec: Mapping[str, Any] | None) -> Helper | None:
     """A helper process encoding with the model of `spec` (None: the default), or None when
     one cannot be started."""
-    args = json.dumps([sys.path, None if spec is None else dict(spec)])
+    from projections.child import argv
+
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT, args], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, close_fds=True)
+        proc = subprocess.Popen(argv("projections.meaning.helper:serve",
+                                     None if spec is None else dict(spec)),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
     except OSError:
         return None
     return Helper(proc)

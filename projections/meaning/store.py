@@ -181,11 +181,12 @@ class Store:
         fd = os.open(self.folder / VECTORS, os.O_RDONLY)
         try:
             for i in range(0, len(keys), 2048):  # a bytes object a row, 2,048 at a time
-                data = b"".join([os.pread(fd, dim, int(k) * dim) for k in keys[i:i + 2048]])
-                part = np.frombuffer(data, dtype=np.int8)
-                if len(part) != len(keys[i:i + 2048]) * dim:  # the file cut by a reset
+                some = keys[i:i + 2048]
+                part = np.frombuffer(b"".join([os.pread(fd, dim, int(k) * dim) for k in some]),
+                                     dtype=np.int8)
+                if len(part) != len(some) * dim:  # the file cut by a reset
                     raise ValueError("vectors.i8 is shorter than its count")
-                out[i:i + 2048] = part.reshape(-1, dim)
+                out[i:i + len(some)] = part.reshape(-1, dim)
         finally:
             os.close(fd)
         return out

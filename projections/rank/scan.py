@@ -167,13 +167,13 @@ def ranked_all(con: sqlite3.Connection, jobs: list[Job], workers: int,
         args = (fts_phrase(term), floors.floor(j, jobs[j]), bounds[i], bounds[i + 1], limit)
         for tries in range(CONNECT_TRIES, 0, -1):
             try:
-                return [(int(r), float(b), float(w))  # GIL free
-                        for r, b, w in wcon.execute(query, args)]
+                rows = wcon.execute(query, args).fetchall()  # GIL free
+                break
             except sqlite3.OperationalError as exc:
                 if tries == 1 or not str(exc).startswith("vtable constructor failed"):
                     raise
                 time.sleep(CONNECT_PAUSE)
-        raise AssertionError("unreachable")
+        return [(int(r), float(b), float(w)) for r, b, w in rows]
 
     tasks: dict[int, Future[list[Row]]] = {}
     started = 0  # tasks submitted: 0 .. started-1, in order
