@@ -433,3 +433,57 @@ def test_the_follow_build_is_asked_after_every_tick_however_fast_the_capture(
 
     stats = _once(eng, progress=False, follower=Follower())
     assert stats.appended and asked and asked[-1] == stats.bytes
+
+
+def _sessions(root: Path, files: int, lines: int) -> int:
+    """Claude sessions of `lines` user prompts each; their bytes."""
+    total = 0
+    for i in range(files):
+        body = b"".join(
+            b'{"type":"user","sessionId":"s%d","uuid":"u%d-%d","timestamp":'
+            b'"2026-01-01T00:00:00Z","message":{"role":"user","content":"prompt %d of'
+            b' session %d about zanzibar"}}\n' % (i, i, n, n, i) for n in range(lines))
+        write(root / "projects" / "-p" / f"s{i}.jsonl", body)
+        total += len(body)
+    return total
+
+
+def test_the_follow_build_starts_once_the_files_found_hold_enough(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the follow build starts when the files discovery registered hold FOLLOW_BYTES, before
+    # the capture has read them (its processes' start-ups then run beside the first reads),
+    # and builds the whole log; a home holding less never starts one
+    from cli.services import catchup
+    from cli.services.config import Home
+    from projections import db, query
+
+    monkeypatch.setattr(catchup, "FOLLOW_BYTES", 64 << 10)
+    root = tmp_path / "claude"
+    size = _sessions(root, 4, 300)
+    assert size > catchup.FOLLOW_BYTES
+    home = Home(tmp_path / "home")
+    follower = catchup.Follower(home)
+    eng = Capturer(home.log(), roots_of(claude=root), Options(settle_s=0, read_max=4096))
+    while follower.builder is None and not eng.done():
+        eng.tick()
+        follower.tick(eng)
+    assert follower.builder is not None, "the follow build never started"
+    assert eng.stats.bytes < catchup.FOLLOW_BYTES  # started before the reads reached it
+    stats = eng.run_once(None, follower.tick)
+    follower.finish()
+    assert stats.bytes == size == follower.to_read(eng)
+    con = db.connect(home.history_db, readonly=True)
+    try:  # the swapped-in file holds every prompt captured
+        assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == 4 * 300
+    finally:
+        con.close()
+    assert len(query.search(home.history_db, "zanzibar", None, 50)["hits"]) == 50
+
+    small = Home(tmp_path / "small")
+    few = tmp_path / "few"
+    size = _sessions(few, 2, 20)
+    follower = catchup.Follower(small)
+    eng = Capturer(small.log(), roots_of(claude=few), Options(settle_s=0))
+    stats = eng.run_once(None, follower.tick)
+    assert stats.bytes == size == follower.to_read(eng) < catchup.FOLLOW_BYTES
+    assert follower.builder is None and not small.history_db.exists()

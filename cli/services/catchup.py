@@ -144,16 +144,18 @@ def search_engine(home: Home) -> str | None:
 
 
 FOLLOW_BYTES = 8 << 20  # a first capture this large rebuilds history.db beside itself:
-# started once the capture has read this much (asked after every tick), the follow build
-# beat the build after the capture from ~5.5 MB of Claude files up (4.7 MB: 0.40 against
-# 0.37 s; 20 MB: 0.89 against 1.15 s; docs/performance.md, "The first minute")
+# started once the files discovery registered hold this much (asked after every tick), the
+# follow build beat the build after the capture from ~5.5 MB of Claude files up (4.7 MB:
+# 0.40 against 0.37 s; 20 MB: 0.89 against 1.15 s; docs/performance.md, "The first minute")
 
 
 class Follower:
     """history.db rebuilt beside a large first capture (`projections.follow`), so capture,
-    parse and the SQL build share the cores instead of taking turns: started once the
-    capture has read `FOLLOW_BYTES` into a home without history.db; `finish` waits for the
-    swap (the catch-up after the capture then has nothing left to do)."""
+    parse and the SQL build share the cores instead of taking turns: started in a home
+    without history.db once the capture will read `FOLLOW_BYTES` (`to_read`), not once it
+    has (its builder's and parse process's start-ups then run beside the first reads);
+    `finish` waits for the swap (the catch-up after the capture then has nothing left to
+    do)."""
 
     def __init__(self, home: Home) -> None:
         import os
@@ -162,9 +164,11 @@ class Follower:
         self.builder: Any = None
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         self.off = cpus < 2 or home.history_db.exists()
+        self._sized = 0  # the engine's registered files counted in `_size`
+        self._size = 0
 
     def tick(self, engine: Any) -> None:
-        if self.off or engine.stats.bytes < FOLLOW_BYTES:
+        if self.off or self.to_read(engine) < FOLLOW_BYTES:
             return
         self.off = True
         if self.home.history_db.exists() or not self.home.has_log():
@@ -175,6 +179,24 @@ class Follower:
 
         self.builder = follow.start(self.home.history_db, self.home.log_dir,
                                     os.environ.get("AGENTLOG_PIPE_STATS"))  # measuring aid
+
+    def to_read(self, engine: Any) -> int:
+        """What the capture reads, known before it is read: the sizes of the files discovery
+        registered (each stat'd once, as it is registered), or the bytes read when more
+        (a file grew). A home whose log exists but whose history.db does not counts its
+        captured files too: the build has their events to project all the same."""
+        import itertools
+        import os
+
+        new = len(engine.sources) - self._sized
+        if new > 0:  # registered since the last tick: the newest entries of the dict
+            for src in itertools.islice(reversed(engine.sources.values()), new):
+                try:
+                    self._size += os.stat(src.path).st_size
+                except OSError:
+                    pass  # gone, or unreadable: the capture says so
+            self._sized += new
+        return max(self._size, int(engine.stats.bytes))
 
     def finish(self) -> None:
         if self.builder is not None:

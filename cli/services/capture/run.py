@@ -103,7 +103,7 @@ def report(stats: Any, roots: list[Any], *, as_json: bool) -> None:
 
 
 def _once(engine: Any, *, progress: bool, follower: Any = None) -> Any:
-    # the follow build is asked after every tick: it starts as soon as the capture has read
+    # the follow build is asked after every tick: it starts as soon as the files found hold
     # FOLLOW_BYTES, however fast the reads (at the 0.1 s progress cadence, a 20 MB home was
     # read before the first question, and built after the capture instead: 1.2 s, not 0.9 s)
     each = follower.tick if follower is not None else None
