@@ -479,6 +479,13 @@ def test_the_follow_build_starts_once_the_files_found_hold_enough(
         con.close()
     assert len(query.search(home.history_db, "zanzibar", None, 50)["hits"]) == 50
 
+    # the same home without its history.db and nothing new: no build beside the capture
+    home.history_db.unlink()
+    follower = catchup.Follower(home)
+    eng = Capturer(home.log(), roots_of(claude=root), Options(settle_s=0))
+    stats = eng.run_once(None, follower.tick)
+    assert stats.bytes == 0 == follower.to_read(eng) and follower.builder is None
+
     small = Home(tmp_path / "small")
     few = tmp_path / "few"
     size = _sessions(few, 2, 20)

@@ -181,10 +181,9 @@ class Follower:
                                     os.environ.get("AGENTLOG_PIPE_STATS"))  # measuring aid
 
     def to_read(self, engine: Any) -> int:
-        """What the capture reads, known before it is read: the sizes of the files discovery
-        registered (each stat'd once, as it is registered), or the bytes read when more
-        (a file grew). A home whose log exists but whose history.db does not counts its
-        captured files too: the build has their events to project all the same."""
+        """What the capture reads, known before it is read: of each file discovery registered
+        (stat'd once, as it is registered) the bytes past its cursor, none when it is as
+        captured; or the bytes read when more (a file grew meanwhile)."""
         import itertools
         import os
 
@@ -192,9 +191,14 @@ class Follower:
         if new > 0:  # registered since the last tick: the newest entries of the dict
             for src in itertools.islice(reversed(engine.sources.values()), new):
                 try:
-                    self._size += os.stat(src.path).st_size
+                    st = os.stat(src.path)
                 except OSError:
-                    pass  # gone, or unreadable: the capture says so
+                    continue  # gone, or unreadable: the capture says so
+                c = src.cursor
+                if (st.st_size, st.st_mtime_ns, st.st_ino) == (c.size, c.mtime_ns, c.ino):
+                    continue
+                grown = 0 <= c.offset <= st.st_size
+                self._size += st.st_size - c.offset if grown else st.st_size
             self._sized += new
         return max(self._size, int(engine.stats.bytes))
 
