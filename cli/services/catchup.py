@@ -197,8 +197,8 @@ class Follower:
                 c = src.cursor
                 if (st.st_size, st.st_mtime_ns, st.st_ino) == (c.size, c.mtime_ns, c.ino):
                     continue
-                grown = 0 <= c.offset <= st.st_size
-                self._size += st.st_size - c.offset if grown else st.st_size
+                # past the cursor, or the whole file when it is shorter (rewritten)
+                self._size += st.st_size - (c.offset if c.offset <= st.st_size else 0)
             self._sized += new
         return max(self._size, int(engine.stats.bytes))
 
