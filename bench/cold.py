@@ -43,6 +43,15 @@ API's metadata, tool calls and each tool output twice (content and `toolUseResul
 rollouts with encrypted reasoning — ~30 % of the Claude bytes are text against ~70 % on the
 bench home (`bench/capture.write_home`; its share is printed).
 
+`--corpus`: a home of real text instead of a synthetic one: the Claude and Codex session files
+of ../shared/corpus (people's published transcripts, read from there at bench time and copied
+only into the work folder) copied as many times as the size's bytes need, each copy's UUIDs
+(session, message, tool ids: in its paths and its lines) replaced by others of the same length,
+so every copy is its own sessions with the same bytes (a hard link, or a copy keeping its ids,
+would be one session to both tools). The synthetic homes' text is a 25-word vocabulary; this
+one's is code, prose, CJK and base64 as people's agents wrote them (session 38). The corpus's
+`history.jsonl` files and its opencode database are left out (one per home, not copies).
+
 `--claude-only`: agentlog and the floor capture only the home's Claude files, the bytes
 claude-session-search indexes (the other agents' roots are an empty folder): the ratio on the
 same input, beside the issue's (three agents against one).
@@ -50,6 +59,7 @@ same input, beside the issue's (three agents against one).
 Usage: .venv/bin/python bench/search.py --capture quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
        .venv/bin/python bench/cold.py small|quick|mid|gb [--src DIR] [--keep DIR] [--reps N]
                                         [--baseline REV] [--claude-only] [--redaction] [--sparse]
+                                        [--corpus]
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -75,6 +86,36 @@ AGENTS = ("claude", "codex", "opencode")
 SIZES = {"small": (150, 30 << 20, 0), "quick": (6000, 12 << 20, 20),
          "mid": (6000, 250 << 20, 50), "gb": (6000, 800 << 20, 200)}
 PROBE = "refactor parser"
+CORPUS = ROOT.parent / "shared" / "corpus"
+_STAGED = {"claude-code": ("claude", ".claude/"), "codex": ("codex", ".codex/")}
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def corpus_home(dst: Path, target: int) -> None:
+    """`--corpus`'s home under `dst` (its `claude`, `codex` and an empty `opencode` root): the
+    corpus's Claude and Codex session files (the newest of a file's growth snapshots) at the
+    paths PROVENANCE.json gives, copied until `target` bytes, each copy with new UUIDs."""
+    prov = json.loads((CORPUS / "PROVENANCE.json").read_text(encoding="utf-8"))
+    files: dict[tuple[str, str], tuple[int, Path]] = {}
+    for e in prov:
+        top = e["dest"].split("/")[0]
+        if top not in _STAGED or e["path"].endswith("history.jsonl"):
+            continue
+        agent, prefix = _STAGED[top]
+        rel = e["path"][e["path"].index(prefix) + len(prefix):]
+        if (agent, rel) not in files or files[agent, rel][0] < e["size"]:
+            files[agent, rel] = (e["size"], CORPUS / e["dest"])
+    per_copy = sum(size for size, _ in files.values())
+    for k in range(max(1, round(target / per_copy))):
+        def fresh(m: re.Match[bytes], k: int = k) -> bytes:
+            h = hashlib.blake2b(m.group(0) + b"/%d" % k, digest_size=16).hexdigest()
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}".encode()
+
+        for (agent, rel), (_, path) in files.items():
+            out = dst / agent / _UUID.sub(fresh, rel.encode()).decode()
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(_UUID.sub(fresh, path.read_bytes()))
+    (dst / "opencode").mkdir(parents=True, exist_ok=True)
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str,
@@ -252,17 +293,23 @@ def _put(env: Any, items: list[tuple[bytes, bytes]]) -> None:
 
 def run(work: Path, size: str, src: Path | None, reps: int = 1,
         baseline: str | None = None, claude_only: bool = False,
-        redaction: bool = False, sparse: bool = False) -> None:
+        redaction: bool = False, sparse: bool = False, corpus: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     from capture import all_files, write_home  # the capture bench's synthetic home
 
-    src = src or work / ("src-sparse" if sparse else "src")
+    src = src or work / ("src-corpus" if corpus else "src-sparse" if sparse else "src")
     roots = {a: src / a for a in AGENTS}
     if not all(r.is_dir() for r in roots.values()):
         t0 = time.perf_counter()
-        write_home(src, *SIZES[size], sparse=sparse)
-        print(f"  wrote the synthetic home in {time.perf_counter() - t0:.1f} s")
+        if corpus:
+            if not (CORPUS / "PROVENANCE.json").is_file():
+                raise SystemExit(f"--corpus needs the shared corpus at {CORPUS}")
+            corpus_home(src, SIZES[size][1])
+        else:
+            write_home(src, *SIZES[size], sparse=sparse)
+        print(f"  wrote the {'corpus' if corpus else 'synthetic'} home in"
+              f" {time.perf_counter() - t0:.1f} s")
     if claude_only:  # the other agents' roots empty: the same bytes as claude-session-search
         empty = work / "empty-root"
         empty.mkdir(exist_ok=True)
@@ -276,7 +323,9 @@ def run(work: Path, size: str, src: Path | None, reps: int = 1,
         text = json.loads((src / "text-share.json").read_text())
         share = (f"; text {100 * text['claude'] / 1e6 / max(sizes['claude'], 1e-9):.0f} %"
                  " of the Claude bytes")
-    print(f"empty -> searchable: {'text-sparse ' if sparse else ''}synthetic home of"
+    kind = "home of the corpus's real text" if corpus else (
+        f"{'text-sparse ' if sparse else ''}synthetic home")
+    print(f"empty -> searchable: {kind} of"
           f" {sum(sizes.values()):.0f} MB (" + ", ".join(
               f"{a} {mb:.0f} MB" for a, mb in sizes.items()) + f"{share}), {reps} rep(s),"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -371,10 +420,12 @@ def main() -> None:
                     help="also time agentlog with secret redaction off (its share)")
     ap.add_argument("--sparse", action="store_true",
                     help="the text-sparse home (bench/capture.write_home(sparse=True))")
+    ap.add_argument("--corpus", action="store_true",
+                    help="a home of real text: ../shared/corpus's sessions, copied to size")
     args = ap.parse_args()
     with workdir(args.keep, "agentlog-bench-capture-") as work:
         run(work, args.size, args.src, args.reps, args.baseline, args.claude_only,
-            args.redaction, args.sparse)
+            args.redaction, args.sparse, args.corpus)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,12 @@ def trim() -> bool:
     try:
         if not _libc:
             import ctypes  # here: the search path imports projections.db, never this
-            import ctypes.util
 
             try:  # glibc's soname: find_library would run `ldconfig -p` in a child
                 libc = ctypes.CDLL("libc.so.6")
             except OSError:
+                import ctypes.util  # ~1.5 ms of imports (tempfile, random): only then
+
                 libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
             libc.malloc_trim.argtypes = (ctypes.c_size_t,)
             libc.malloc_trim.restype = ctypes.c_int
