@@ -87,31 +87,25 @@ SIZES = {"small": (150, 30 << 20, 0), "quick": (6000, 12 << 20, 20),
          "mid": (6000, 250 << 20, 50), "gb": (6000, 800 << 20, 200)}
 PROBE = "refactor parser"
 CORPUS = ROOT.parent / "shared" / "corpus"
-_STAGED = {"claude-code": ("claude", ".claude/"), "codex": ("codex", ".codex/")}
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def corpus_home(dst: Path, target: int) -> None:
     """`--corpus`'s home under `dst` (its `claude`, `codex` and an empty `opencode` root): the
-    corpus's Claude and Codex session files (the newest of a file's growth snapshots) at the
-    paths PROVENANCE.json gives, copied until `target` bytes, each copy with new UUIDs."""
-    prov = json.loads((CORPUS / "PROVENANCE.json").read_text(encoding="utf-8"))
-    files: dict[tuple[str, str], tuple[int, Path]] = {}
-    for e in prov:
-        top = e["dest"].split("/")[0]
-        if top not in _STAGED or e["path"].endswith("history.jsonl"):
-            continue
-        agent, prefix = _STAGED[top]
-        rel = e["path"][e["path"].index(prefix) + len(prefix):]
-        if (agent, rel) not in files or files[agent, rel][0] < e["size"]:
-            files[agent, rel] = (e["size"], CORPUS / e["dest"])
-    per_copy = sum(size for size, _ in files.values())
+    corpus's Claude and Codex session files (`tests/corpus_home.corpus_files`: the paths
+    PROVENANCE.json gives, the newest of a file's growth snapshots), copied until `target`
+    bytes, each copy with new UUIDs; the agents' `history.jsonl` left out."""
+    from tests.corpus_home import corpus_files
+
+    files = {(agent, rel): path for (agent, _, rel), path in corpus_files(CORPUS).items()
+             if not rel.endswith("history.jsonl")}
+    per_copy = sum(path.stat().st_size for path in files.values())
     for k in range(max(1, round(target / per_copy))):
         def fresh(m: re.Match[bytes], k: int = k) -> bytes:
             h = hashlib.blake2b(m.group(0) + b"/%d" % k, digest_size=16).hexdigest()
             return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}".encode()
 
-        for (agent, rel), (_, path) in files.items():
+        for (agent, rel), path in files.items():
             out = dst / agent / _UUID.sub(fresh, rel.encode()).decode()
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(_UUID.sub(fresh, path.read_bytes()))

@@ -44,21 +44,29 @@ QUERIES = (
 )
 
 
-def corpus_roots(corpus: Path, corpus_more: Path, stage: Path) -> list[Root]:
-    """Every capture root of both corpora (Claude and Codex files linked under `stage`)."""
-    roots: dict[tuple[str, str], Path] = {}
-    newest: dict[Path, tuple[int, Path]] = {}
+def corpus_files(corpus: Path) -> dict[tuple[str, str, str], Path]:
+    """The Claude and Codex files of `corpus` at the paths their PROVENANCE gives: (agent,
+    repository, path under the agent's folder, e.g. `projects/<project>/<session>.jsonl`)
+    -> the file; of the growth snapshots of one file, the newest (the largest). Also
+    bench/cold.py's `--corpus` home."""
+    newest: dict[tuple[str, str, str], tuple[int, Path]] = {}
     prov = corpus / "PROVENANCE.json"
     for e in json.loads(prov.read_text(encoding="utf-8")) if prov.is_file() else []:
         top, repo = e["dest"].split("/")[:2]
         if top not in _STAGED:
             continue
         agent, prefix = _STAGED[top]
-        root = roots.setdefault((agent, repo), stage / agent / repo)
-        target = root / e["path"][e["path"].index(prefix) + len(prefix):]
-        if target not in newest or newest[target][0] < e["size"]:
-            newest[target] = (e["size"], corpus / e["dest"])
-    for target, (_, src) in newest.items():
+        key = (agent, repo, e["path"][e["path"].index(prefix) + len(prefix):])
+        if key not in newest or newest[key][0] < e["size"]:
+            newest[key] = (e["size"], corpus / e["dest"])
+    return {key: path for key, (_, path) in newest.items()}
+
+
+def corpus_roots(corpus: Path, corpus_more: Path, stage: Path) -> list[Root]:
+    """Every capture root of both corpora (Claude and Codex files linked under `stage`)."""
+    roots: dict[tuple[str, str], Path] = {}
+    for (agent, repo, rel), src in corpus_files(corpus).items():
+        target = roots.setdefault((agent, repo), stage / agent / repo) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(src, target)
